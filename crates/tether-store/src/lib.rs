@@ -1,0 +1,1 @@
+//! Tether's session cache: a durable, private, versioned journal-and-manifest store.
