@@ -175,3 +175,61 @@ pub struct ClassifiedError {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<i64>,
 }
+
+impl ErrorKind {
+    /// Every kind, in the sketch's order.
+    pub const ALL: [ErrorKind; 12] = [
+        ErrorKind::SessionExpired,
+        ErrorKind::SessionNotReady,
+        ErrorKind::Network,
+        ErrorKind::ServerError,
+        ErrorKind::RateLimited,
+        ErrorKind::QuotaExceeded,
+        ErrorKind::Authentication,
+        ErrorKind::SessionCorrupt,
+        ErrorKind::AgentCrashed,
+        ErrorKind::InvalidRequest,
+        ErrorKind::Cancelled,
+        ErrorKind::Unknown,
+    ];
+
+    /// The kind's wire name (`sessionExpired`, …), as serde writes it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::SessionExpired => "sessionExpired",
+            ErrorKind::SessionNotReady => "sessionNotReady",
+            ErrorKind::Network => "network",
+            ErrorKind::ServerError => "serverError",
+            ErrorKind::RateLimited => "rateLimited",
+            ErrorKind::QuotaExceeded => "quotaExceeded",
+            ErrorKind::Authentication => "authentication",
+            ErrorKind::SessionCorrupt => "sessionCorrupt",
+            ErrorKind::AgentCrashed => "agentCrashed",
+            ErrorKind::InvalidRequest => "invalidRequest",
+            ErrorKind::Cancelled => "cancelled",
+            ErrorKind::Unknown => "unknown",
+        }
+    }
+
+    /// Whether an automatic retry can mend a failure of this kind (`ClassifiedError.retryable`).
+    ///
+    /// Not retryable (protocol sketch, "Kinds"): `sessionExpired` (ask at once),
+    /// `authentication` (fail fast), `invalidRequest` (no retry), `cancelled` (stop). Every
+    /// other kind is retried: transient ones with backoff, rate and usage limits after their
+    /// wait, `sessionCorrupt` once with a fresh session, `unknown` like a transient error.
+    pub const fn is_retryable(self) -> bool {
+        !matches!(
+            self,
+            ErrorKind::SessionExpired
+                | ErrorKind::Authentication
+                | ErrorKind::InvalidRequest
+                | ErrorKind::Cancelled
+        )
+    }
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
