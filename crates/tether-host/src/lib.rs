@@ -1,2 +1,34 @@
 //! Tether's agent host: spawns agents, speaks the Agent Client Protocol (or drives one-shot
 //! CLIs such as `claude -p`), and turns their failures into recovery observations.
+//!
+//! - [`process`]: agent processes, each leading its own process group; bounded stderr tail;
+//!   graceful shutdown (close stdin → 1 s → `SIGTERM` → 2 s → `SIGKILL`), kill on drop.
+//! - [`registry`]: the child registry file and [`reap_orphans`] for groups left by a dead
+//!   server.
+//! - [`acp`]: the ACP client ([`AcpConnection`]): initialize, new/load/resume, prompt with
+//!   streamed [`SessionEvent`]s, cancel, permission forwarding, workspace-confined `fs/*`,
+//!   the silence watchdog, and [`AcpError`]s carrying [`tether_recovery::Observation`]s.
+//! - [`tools`]: dangling tool call repair (seed 004).
+//! - [`claude_print`]: the one-shot `claude -p --output-format json` driver (seed 001).
+//! - [`scripted`]: a deterministic scripted ACP agent for tests and `tether demo`.
+
+#![warn(missing_docs)]
+
+pub mod acp;
+pub mod claude_print;
+pub mod config;
+pub mod fs;
+pub mod process;
+pub mod procfs;
+pub mod registry;
+pub mod scripted;
+pub mod tools;
+
+pub use acp::{
+    AcpConnection, AcpError, AcpOptions, AgentInfo, LoadedSession, PermissionDecision,
+    PermissionRequest, Session, SessionEvent, TurnOutcome,
+};
+pub use config::{AgentConfig, AgentProtocol};
+pub use process::{AgentProcess, ExitInfo};
+pub use registry::{ChildRegistry, ReapReport, reap_orphans};
+pub use tools::{DanglingReason, ToolCallTracker};

@@ -1,0 +1,632 @@
+//! Agent processes, each the leader of its own process group.
+//!
+//! Invariants (ARCHITECTURE.md, "Agent host"):
+//! 1. Every agent is spawned with `setpgid(0, 0)` ([`CommandExt::process_group`]`(0)`), so it
+//!    and every descendant that does not call `setsid` share the group id `pgid == pid`.
+//! 2. The group is recorded in the [`ChildRegistry`] before [`AgentProcess::spawn`] returns
+//!    and removed only once the group is confirmed empty.
+//! 3. The leader is *observed* exiting with `waitid(…, WNOWAIT)` but *reaped* only after the
+//!    rest of its group is dead: while the zombie leader exists its pid, hence the pgid, cannot
+//!    be reused, so a signal to the group can never reach a stranger's group.
+//! 4. Shutdown: close stdin, wait 1 s, `SIGTERM` the group, wait 2 s, `SIGKILL` the group
+//!    (the ACP shutdown advice; the same escalation as the SDK's `AcpAgent`). Dropping an
+//!    [`AgentProcess`] without shutting it down sends `SIGKILL` to the group at once.
+//!
+//! [`CommandExt::process_group`]: std::os::unix::process::CommandExt::process_group
+
+use std::collections::{BTreeMap, VecDeque};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+use tokio::sync::watch;
+
+use crate::procfs;
+use crate::registry::{ChildRecord, ChildRegistry};
+
+/// How long a shut-down agent gets to exit after its stdin is closed (FIELD-NOTES, ACP
+/// shutdown; the SDK's `AcpAgent` uses the same 1 s).
+pub const STDIN_CLOSE_GRACE: Duration = Duration::from_secs(1);
+/// How long the group gets after `SIGTERM` before `SIGKILL` (the SDK's `AcpAgent`: 2 s).
+pub const SIGTERM_GRACE: Duration = Duration::from_secs(2);
+/// The default bound of the stderr ring buffer: 16 KiB of the most recent output.
+pub const DEFAULT_STDERR_TAIL_BYTES: usize = 16 * 1024;
+
+/// How a process ended: an exit code, or the signal that killed it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExitInfo {
+    /// The exit code, when the process exited by itself.
+    pub code: Option<i32>,
+    /// The terminating signal's name (`SIGKILL`, `SIGSEGV`, …), when killed by a signal.
+    pub signal: Option<String>,
+}
+
+impl ExitInfo {
+    /// From a `std` exit status.
+    #[must_use]
+    pub fn from_status(status: std::process::ExitStatus) -> Self {
+        use std::os::unix::process::ExitStatusExt;
+        Self {
+            code: status.code(),
+            signal: status.signal().map(signal_name),
+        }
+    }
+
+    /// Whether the process exited with code 0.
+    #[must_use]
+    pub fn success(&self) -> bool {
+        self.code == Some(0)
+    }
+}
+
+impl std::fmt::Display for ExitInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.code, &self.signal) {
+            (Some(code), _) => write!(f, "exit code {code}"),
+            (None, Some(sig)) => write!(f, "killed by {sig}"),
+            (None, None) => f.write_str("unknown exit"),
+        }
+    }
+}
+
+/// The conventional name of a signal number (`SIGKILL` for 9); `SIG<n>` when unknown.
+#[must_use]
+pub fn signal_name(signal: i32) -> String {
+    let name = match signal {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGUSR2 => "SIGUSR2",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGXFSZ => "SIGXFSZ",
+        libc::SIGSYS => "SIGSYS",
+        other => return format!("SIG{other}"),
+    };
+    name.to_owned()
+}
+
+/// Sends `signal` to every process in group `pgid` (`kill(-pgid, signal)`).
+///
+/// Refuses `pgid <= 1`: `kill(-1, …)` would signal every process the caller may signal, and
+/// `kill(0, …)` the caller's own group. Errors (`ESRCH`: the group is gone) are ignored.
+pub fn signal_group(pgid: i32, signal: i32) {
+    if pgid <= 1 {
+        tracing::error!(pgid, "refusing to signal an invalid process group");
+        return;
+    }
+    // SAFETY: kill(2) has no memory-safety preconditions; a negative pid addresses a group.
+    unsafe {
+        libc::kill(-pgid, signal);
+    }
+}
+
+/// A bounded ring buffer holding the most recent bytes an agent wrote to stderr.
+#[derive(Debug)]
+pub struct StderrTail {
+    bytes: VecDeque<u8>,
+    capacity: usize,
+    dropped: u64,
+}
+
+impl StderrTail {
+    /// An empty buffer keeping at most `capacity` bytes.
+    #[must_use]
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            bytes: VecDeque::with_capacity(capacity.min(4096)),
+            capacity,
+            dropped: 0,
+        }
+    }
+
+    /// Appends bytes, discarding the oldest beyond the capacity.
+    pub fn push(&mut self, data: &[u8]) {
+        let data = if data.len() > self.capacity {
+            let skip = data.len() - self.capacity;
+            self.dropped += skip as u64;
+            &data[skip..]
+        } else {
+            data
+        };
+        let overflow = (self.bytes.len() + data.len()).saturating_sub(self.capacity);
+        if overflow > 0 {
+            self.bytes.drain(..overflow);
+            self.dropped += overflow as u64;
+        }
+        self.bytes.extend(data);
+    }
+
+    /// How many older bytes were discarded.
+    #[must_use]
+    pub fn dropped_bytes(&self) -> u64 {
+        self.dropped
+    }
+
+    /// The kept bytes as text (invalid UTF-8 replaced). When older output was discarded the
+    /// text starts at the first complete line and is prefixed with `…`.
+    #[must_use]
+    pub fn text(&self) -> String {
+        let (a, b) = self.bytes.as_slices();
+        let mut all = Vec::with_capacity(a.len() + b.len());
+        all.extend_from_slice(a);
+        all.extend_from_slice(b);
+        if self.dropped > 0 {
+            let start = all
+                .iter()
+                .position(|&c| c == b'\n')
+                .map_or(0, |i| i + 1)
+                .min(all.len());
+            format!("…{}", String::from_utf8_lossy(&all[start..]))
+        } else {
+            String::from_utf8_lossy(&all).into_owned()
+        }
+    }
+}
+
+/// What to start: a program, its arguments, extra environment and working directory.
+#[derive(Debug, Clone, Default)]
+pub struct SpawnSpec {
+    /// The program (looked up in `PATH` when it has no `/`).
+    pub program: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Environment variables added to (or overriding) the server's own.
+    pub env: BTreeMap<String, String>,
+    /// The working directory; the server's own when `None`.
+    pub cwd: Option<PathBuf>,
+    /// Bound of the stderr tail in bytes ([`DEFAULT_STDERR_TAIL_BYTES`] when 0).
+    pub stderr_tail_bytes: usize,
+}
+
+/// The pipes of a freshly spawned agent.
+#[derive(Debug)]
+pub struct ProcessIo {
+    /// The agent's stdin (ACP: client → agent messages). Dropping it closes the pipe.
+    pub stdin: tokio::process::ChildStdin,
+    /// The agent's stdout (ACP: agent → client messages).
+    pub stdout: tokio::process::ChildStdout,
+}
+
+/// Failures to start an agent.
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    /// The program could not be started (not found, not executable, …).
+    #[error("cannot start {program}: {source}")]
+    Spawn {
+        /// The program.
+        program: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The child started but could not be recorded in the registry; it was killed.
+    #[error("cannot record {program} in the child registry: {source}")]
+    Registry {
+        /// The program.
+        program: String,
+        /// The registry error.
+        source: crate::registry::RegistryError,
+    },
+}
+
+/// Shared, clonable view of a running agent process: its group, exit and stderr tail.
+#[derive(Debug, Clone)]
+pub struct ProcessWatch {
+    pid: i32,
+    exit: watch::Receiver<Option<ExitInfo>>,
+    stderr: Arc<Mutex<StderrTail>>,
+    stderr_done: watch::Receiver<bool>,
+    reaped: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl ProcessWatch {
+    /// Waits until the leader exits, however long that takes.
+    pub async fn exited(&self) -> Option<ExitInfo> {
+        let mut rx = self.exit.clone();
+        rx.wait_for(Option::is_some)
+            .await
+            .ok()
+            .and_then(|i| i.clone())
+    }
+
+    /// Sends `signal` to the group unless the leader has been reaped (after which the pgid
+    /// may name a stranger's group; invariant 3).
+    pub fn signal_unreaped(&self, signal: i32) {
+        if !self.reaped.load(std::sync::atomic::Ordering::SeqCst) {
+            signal_group(self.pid, signal);
+        }
+    }
+
+    /// The leader's pid, which is also the process group id.
+    #[must_use]
+    pub fn pgid(&self) -> i32 {
+        self.pid
+    }
+
+    /// The exit, once the leader has exited.
+    #[must_use]
+    pub fn exit(&self) -> Option<ExitInfo> {
+        self.exit.borrow().clone()
+    }
+
+    /// Waits for the leader to exit, at most `limit`; `None` if it is still running.
+    pub async fn wait_exit(&self, limit: Duration) -> Option<ExitInfo> {
+        let mut rx = self.exit.clone();
+        let waited = tokio::time::timeout(limit, rx.wait_for(Option::is_some)).await;
+        match waited {
+            Ok(Ok(info)) => info.clone(),
+            _ => self.exit(),
+        }
+    }
+
+    /// The stderr tail, after waiting at most `limit` for stderr to reach end of file (so
+    /// the last words of a crashed agent are included).
+    pub async fn stderr_tail(&self, limit: Duration) -> String {
+        let mut done = self.stderr_done.clone();
+        let _ = tokio::time::timeout(limit, done.wait_for(|d| *d)).await;
+        self.stderr_now()
+    }
+
+    /// The stderr tail as it is now.
+    #[must_use]
+    pub fn stderr_now(&self) -> String {
+        self.stderr
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .text()
+    }
+}
+
+/// An agent process that leads its own process group. Dropping it `SIGKILL`s the group.
+#[derive(Debug)]
+pub struct AgentProcess {
+    watch: ProcessWatch,
+    child: Option<std::process::Child>,
+    registry: Option<Arc<ChildRegistry>>,
+    program: String,
+}
+
+impl AgentProcess {
+    /// Spawns `spec` as the leader of a new process group with piped stdio, records the
+    /// group in `registry`, and starts the exit watcher and the stderr collector.
+    ///
+    /// Must be called inside a tokio runtime.
+    ///
+    /// # Errors
+    /// [`SpawnError::Spawn`] when the program cannot be started; [`SpawnError::Registry`]
+    /// when it cannot be recorded (the child is then killed, never left unrecorded).
+    pub fn spawn(
+        spec: &SpawnSpec,
+        registry: Option<Arc<ChildRegistry>>,
+    ) -> Result<(Self, ProcessIo), SpawnError> {
+        let mut cmd = std::process::Command::new(&spec.program);
+        cmd.args(&spec.args)
+            .envs(&spec.env)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .process_group(0);
+        if let Some(cwd) = &spec.cwd {
+            cmd.current_dir(cwd);
+        }
+        let spawn_err = |source| SpawnError::Spawn {
+            program: spec.program.clone(),
+            source,
+        };
+        let mut child = cmd.spawn().map_err(spawn_err)?;
+        let pid = i32::try_from(child.id()).map_err(|_| spawn_err(std::io::Error::other("pid")))?;
+        // From here on, any early return must kill the group: `Drop` does that.
+        let (exit_tx, exit_rx) = watch::channel(None);
+        let (stderr_done_tx, stderr_done_rx) = watch::channel(false);
+        let capacity = if spec.stderr_tail_bytes == 0 {
+            DEFAULT_STDERR_TAIL_BYTES
+        } else {
+            spec.stderr_tail_bytes
+        };
+        let stderr = Arc::new(Mutex::new(StderrTail::new(capacity)));
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take();
+        let child_stderr = child.stderr.take();
+        let mut process = Self {
+            watch: ProcessWatch {
+                pid,
+                exit: exit_rx,
+                stderr: stderr.clone(),
+                stderr_done: stderr_done_rx,
+                reaped: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            },
+            child: Some(child),
+            registry: None,
+            program: spec.program.clone(),
+        };
+        if let Some(registry) = registry {
+            let start_time = procfs::stat(pid).map_or(0, |s| s.start_time);
+            registry
+                .add(ChildRecord {
+                    pgid: pid,
+                    pid,
+                    start_time,
+                    command: spec.program.clone(),
+                })
+                .map_err(|source| SpawnError::Registry {
+                    program: spec.program.clone(),
+                    source,
+                })?;
+            process.registry = Some(registry);
+        }
+        std::thread::Builder::new()
+            .name(format!("tether-exit-{pid}"))
+            .spawn(move || {
+                let info = wait_exit_nowait(pid);
+                let _ = exit_tx.send(Some(info));
+            })
+            .map_err(spawn_err)?;
+        if let Some(err) = child_stderr {
+            let err = tokio::process::ChildStderr::from_std(err).map_err(spawn_err)?;
+            tokio::spawn(collect_stderr(err, stderr, stderr_done_tx));
+        } else {
+            let _ = stderr_done_tx.send(true);
+        }
+        let (Some(stdin), Some(stdout)) = (stdin, stdout) else {
+            return Err(spawn_err(std::io::Error::other("stdio not piped")));
+        };
+        let io = ProcessIo {
+            stdin: tokio::process::ChildStdin::from_std(stdin).map_err(spawn_err)?,
+            stdout: tokio::process::ChildStdout::from_std(stdout).map_err(spawn_err)?,
+        };
+        Ok((process, io))
+    }
+
+    /// The process group id (the leader's pid).
+    #[must_use]
+    pub fn pgid(&self) -> i32 {
+        self.watch.pid
+    }
+
+    /// A clonable view for tasks that need the exit and the stderr tail.
+    #[must_use]
+    pub fn watch(&self) -> ProcessWatch {
+        self.watch.clone()
+    }
+
+    /// Sends `signal` to the whole group, unless it has already been reaped.
+    pub fn signal(&self, signal: i32) {
+        if self.child.is_some() {
+            signal_group(self.pgid(), signal);
+        }
+    }
+
+    /// Whether the leader has exited and no other member of the group is alive.
+    fn group_done(&self) -> bool {
+        self.watch.exit().is_some() && procfs::live_group_members(self.pgid()).is_empty()
+    }
+
+    async fn wait_group_done(&self, limit: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            if self.group_done() {
+                return true;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Graceful shutdown: the caller must already have dropped the stdin pipe (the
+    /// connection does when it is shut down). Waits [`STDIN_CLOSE_GRACE`], then `SIGTERM`s
+    /// the group, waits [`SIGTERM_GRACE`], then `SIGKILL`s it; then reaps the leader and
+    /// removes the registry record. Returns how the leader ended.
+    pub async fn shutdown(mut self) -> Option<ExitInfo> {
+        if !self.wait_group_done(STDIN_CLOSE_GRACE).await {
+            self.signal(libc::SIGTERM);
+            if !self.wait_group_done(SIGTERM_GRACE).await {
+                self.signal(libc::SIGKILL);
+            }
+        }
+        self.finish().await
+    }
+
+    /// Kills whatever remains of the group at once, then reaps and deregisters it.
+    pub async fn kill(mut self) -> Option<ExitInfo> {
+        self.signal(libc::SIGKILL);
+        self.finish().await
+    }
+
+    /// After the leader has exited (or been told to): kill the rest of the group, wait for
+    /// it to empty, reap the leader, deregister. Idempotent through `child.take()`.
+    async fn finish(&mut self) -> Option<ExitInfo> {
+        if self.child.is_none() {
+            return self.watch.exit();
+        }
+        // Orphaned descendants of an exited leader are killed: nothing may outlive the agent.
+        if self.watch.wait_exit(Duration::from_secs(5)).await.is_some()
+            && !procfs::live_group_members(self.pgid()).is_empty()
+        {
+            self.signal(libc::SIGKILL);
+        }
+        if !self.wait_group_done(Duration::from_secs(5)).await {
+            tracing::error!(pgid = self.pgid(), program = %self.program, "agent group survived SIGKILL");
+            self.signal(libc::SIGKILL);
+        }
+        let info = match self.child.take() {
+            Some(mut child) => {
+                self.watch
+                    .reaped
+                    .store(true, std::sync::atomic::Ordering::SeqCst);
+                let status = tokio::task::spawn_blocking(move || child.wait()).await;
+                match status {
+                    Ok(Ok(status)) => Some(ExitInfo::from_status(status)),
+                    _ => self.watch.exit(),
+                }
+            }
+            None => self.watch.exit(),
+        };
+        self.deregister();
+        info
+    }
+
+    fn deregister(&mut self) {
+        if let Some(registry) = self.registry.take()
+            && let Err(e) = registry.remove(self.pgid())
+        {
+            tracing::warn!(error = %e, "cannot update the child registry");
+        }
+    }
+}
+
+impl Drop for AgentProcess {
+    fn drop(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        let pgid = self.pgid();
+        signal_group(pgid, libc::SIGKILL);
+        let registry = self.registry.take();
+        let reaped = self.watch.reaped.clone();
+        // Reap only once the group is empty (invariant 3), off the async runtime.
+        let _ = std::thread::Builder::new()
+            .name(format!("tether-reap-{pgid}"))
+            .spawn(move || {
+                for _ in 0..500 {
+                    if procfs::live_group_members(pgid).is_empty() {
+                        break;
+                    }
+                    signal_group(pgid, libc::SIGKILL);
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                reaped.store(true, std::sync::atomic::Ordering::SeqCst);
+                let _ = child.wait();
+                if let Some(registry) = registry {
+                    let _ = registry.remove(pgid);
+                }
+            });
+    }
+}
+
+/// Blocks until `pid` exits, without reaping it (`waitid(P_PID, pid, WEXITED | WNOWAIT)`).
+fn wait_exit_nowait(pid: i32) -> ExitInfo {
+    loop {
+        // SAFETY: siginfo_t is plain data; zeroed is a valid initial value for waitid.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `info` is a valid, writable siginfo_t for the duration of the call.
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if rc == 0 {
+            // SAFETY: waitid succeeded with WEXITED, so the SIGCHLD fields are initialised.
+            let status = unsafe { info.si_status() };
+            return match info.si_code {
+                libc::CLD_EXITED => ExitInfo {
+                    code: Some(status),
+                    signal: None,
+                },
+                _ => ExitInfo {
+                    code: None,
+                    signal: Some(signal_name(status)),
+                },
+            };
+        }
+        let err = std::io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EINTR) {
+            // ECHILD: already reaped elsewhere; nothing more can be learned.
+            return ExitInfo {
+                code: None,
+                signal: None,
+            };
+        }
+    }
+}
+
+async fn collect_stderr(
+    mut stderr: tokio::process::ChildStderr,
+    tail: Arc<Mutex<StderrTail>>,
+    done: watch::Sender<bool>,
+) {
+    let mut buf = vec![0u8; 8192];
+    loop {
+        match stderr.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => tail
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(&buf[..n]),
+        }
+    }
+    let _ = done.send(true);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stderr_tail_keeps_only_the_most_recent_bytes() {
+        let mut tail = StderrTail::new(16);
+        tail.push(b"first line\n");
+        assert_eq!(tail.text(), "first line\n");
+        tail.push(b"second line\nthird\n");
+        assert!(tail.dropped_bytes() > 0);
+        let text = tail.text();
+        assert!(text.starts_with('…'), "{text}");
+        assert!(text.ends_with("third\n"), "{text}");
+        assert!(!text.contains("first"), "{text}");
+        let mut big = StderrTail::new(4);
+        big.push(b"0123456789");
+        assert_eq!(big.dropped_bytes(), 6);
+    }
+
+    #[test]
+    fn signal_names() {
+        assert_eq!(signal_name(libc::SIGKILL), "SIGKILL");
+        assert_eq!(signal_name(libc::SIGTERM), "SIGTERM");
+        assert_eq!(signal_name(64), "SIG64");
+    }
+
+    #[tokio::test]
+    async fn exit_code_and_signal_are_observed() {
+        let spec = SpawnSpec {
+            program: "sh".into(),
+            args: vec!["-c".into(), "echo oops >&2; exit 3".into()],
+            ..SpawnSpec::default()
+        };
+        let (p, _io) = AgentProcess::spawn(&spec, None).expect("spawn sh");
+        let w = p.watch();
+        let info = w.wait_exit(Duration::from_secs(10)).await.expect("exits");
+        assert_eq!(info.code, Some(3));
+        assert_eq!(w.stderr_tail(Duration::from_secs(2)).await, "oops\n");
+        assert_eq!(p.kill().await.and_then(|i| i.code), Some(3));
+
+        let spec = SpawnSpec {
+            program: "sh".into(),
+            args: vec!["-c".into(), "kill -9 $$".into()],
+            ..SpawnSpec::default()
+        };
+        let (p, _io) = AgentProcess::spawn(&spec, None).expect("spawn sh");
+        let info = p
+            .watch()
+            .wait_exit(Duration::from_secs(10))
+            .await
+            .expect("exits");
+        assert_eq!(info.signal.as_deref(), Some("SIGKILL"));
+        drop(p);
+    }
+}

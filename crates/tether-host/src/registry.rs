@@ -1,0 +1,420 @@
+//! The child registry: a file recording every agent process group a server started, so that
+//! a later server can reap the groups an earlier, dead one left behind (zed#48722,
+//! claude-agent-acp#681: orphaned adapters piling up after editor exits).
+//!
+//! Format (`children.json`, JSON, camelCase, replaced atomically on every change):
+//!
+//! ```json
+//! {
+//!   "version": 1,
+//!   "server": {"pid": 4242, "startTime": 987654, "bootId": "…"},
+//!   "children": [{"pgid": 4300, "pid": 4300, "startTime": 987700, "command": "claude-code-acp"}]
+//! }
+//! ```
+//!
+//! `startTime` is field 22 of `/proc/<pid>/stat` (clock ticks after boot); with the boot id
+//! it tells a live owner from a later process that reused its pid. A child's `pgid` equals
+//! its `pid` (it leads its own group, `setpgid(0, 0)`).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+use crate::procfs;
+
+/// The registry file's format version.
+pub const REGISTRY_VERSION: u32 = 1;
+
+/// Identity of a process that survives pid reuse: pid, start time and boot id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessIdentity {
+    /// The process id.
+    pub pid: i32,
+    /// Start time in clock ticks after boot (`/proc/<pid>/stat` field 22).
+    pub start_time: u64,
+    /// The boot id the start time refers to; absent when `/proc` did not tell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_id: Option<String>,
+}
+
+impl ProcessIdentity {
+    /// The identity of the calling process.
+    ///
+    /// # Errors
+    /// [`RegistryError::Proc`] when `/proc/self` cannot be read (not Linux, or no `/proc`).
+    pub fn current() -> Result<Self, RegistryError> {
+        let pid = i32::try_from(std::process::id()).map_err(|_| RegistryError::Proc)?;
+        Self::of(pid).ok_or(RegistryError::Proc)
+    }
+
+    /// The identity of a live process, `None` when it does not exist.
+    #[must_use]
+    pub fn of(pid: i32) -> Option<Self> {
+        let stat = procfs::stat(pid)?;
+        Some(Self {
+            pid,
+            start_time: stat.start_time,
+            boot_id: procfs::boot_id(),
+        })
+    }
+
+    /// Whether this exact process (not a later one reusing its pid) is still running.
+    #[must_use]
+    pub fn is_alive(&self) -> bool {
+        if let (Some(recorded), Some(now)) = (&self.boot_id, procfs::boot_id())
+            && *recorded != now
+        {
+            return false; // rebooted since: every recorded process is gone
+        }
+        procfs::is_same_live_process(self.pid, self.start_time)
+    }
+}
+
+/// One agent process group in the registry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChildRecord {
+    /// The process group id (equal to the leader's pid).
+    pub pgid: i32,
+    /// The group leader's pid.
+    pub pid: i32,
+    /// The leader's start time (`/proc/<pid>/stat` field 22), to detect pgid reuse.
+    pub start_time: u64,
+    /// The command that was started (program name only: arguments may hold secrets).
+    pub command: String,
+}
+
+/// The registry file's contents.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RegistryFile {
+    /// Format version ([`REGISTRY_VERSION`]).
+    pub version: u32,
+    /// The server that owns the listed children.
+    pub server: ProcessIdentity,
+    /// The agent process groups it started and has not yet seen die.
+    #[serde(default)]
+    pub children: Vec<ChildRecord>,
+}
+
+/// Failures of the registry.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    /// Reading or writing the registry file failed.
+    #[error("child registry {path}: {source}")]
+    Io {
+        /// The file or directory involved.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// `/proc` could not tell this process's identity.
+    #[error("cannot read /proc/self/stat: the child registry needs Linux procfs")]
+    Proc,
+    /// Another server that is still running owns the registry file.
+    #[error("child registry {path} belongs to live server pid {pid}")]
+    OwnedByLiveServer {
+        /// The file.
+        path: PathBuf,
+        /// The owner's pid.
+        pid: i32,
+    },
+}
+
+/// What [`reap_orphans`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReapReport {
+    /// Groups that still had live members and were sent `SIGKILL`.
+    pub killed_groups: Vec<i32>,
+    /// Recorded groups that were already gone (or whose pgid now names someone else's group).
+    pub already_gone: Vec<i32>,
+    /// Set when the registry's owner is still alive: nothing was touched.
+    pub owner_alive: Option<ProcessIdentity>,
+    /// Set when the registry file was unreadable JSON; it was renamed to `<name>.corrupt`
+    /// (kept for inspection, never deleted).
+    pub corrupt: bool,
+}
+
+/// Kills the agent process groups recorded in `path` by a server that is no longer alive.
+///
+/// - No file: nothing to do.
+/// - The owner (pid + start time + boot id) is alive: nothing is touched, `owner_alive` set.
+/// - Otherwise each recorded group with live members is sent `SIGKILL`, unless its leader's
+///   pid now runs a different process (start time differs: the pgid was reused, so the
+///   group is not ours), and the file is removed.
+///
+/// # Errors
+/// [`RegistryError::Io`] when the file exists but cannot be read or removed.
+pub fn reap_orphans(path: &Path) -> Result<ReapReport, RegistryError> {
+    let mut report = ReapReport::default();
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(report),
+        Err(source) => {
+            return Err(RegistryError::Io {
+                path: path.to_owned(),
+                source,
+            });
+        }
+    };
+    let file: RegistryFile = match serde_json::from_str(&text) {
+        Ok(file) => file,
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "corrupt child registry set aside");
+            let aside = path.with_extension("json.corrupt");
+            std::fs::rename(path, &aside).map_err(|source| RegistryError::Io {
+                path: path.to_owned(),
+                source,
+            })?;
+            report.corrupt = true;
+            return Ok(report);
+        }
+    };
+    if file.server.is_alive() {
+        report.owner_alive = Some(file.server);
+        return Ok(report);
+    }
+    for child in &file.children {
+        let leader = procfs::stat(child.pid);
+        let reused = leader.is_some_and(|s| s.start_time != child.start_time);
+        let members = procfs::live_group_members(child.pgid);
+        if reused || members.is_empty() {
+            report.already_gone.push(child.pgid);
+            continue;
+        }
+        crate::process::signal_group(child.pgid, libc::SIGKILL);
+        tracing::info!(pgid = child.pgid, command = %child.command, "reaped orphaned agent group");
+        report.killed_groups.push(child.pgid);
+    }
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(source) => {
+            return Err(RegistryError::Io {
+                path: path.to_owned(),
+                source,
+            });
+        }
+    }
+    Ok(report)
+}
+
+/// The live registry of one server: every spawn adds a record, every confirmed death
+/// removes it, and each change replaces the file atomically (write a temporary file, fsync,
+/// rename, fsync the directory: a crash leaves the old or the new file, never a torn one).
+#[derive(Debug)]
+pub struct ChildRegistry {
+    path: PathBuf,
+    state: Mutex<RegistryFile>,
+}
+
+impl ChildRegistry {
+    /// Opens the registry at `path` for this server. Call [`reap_orphans`] on `path` first:
+    /// this replaces the file with this server as owner and no children.
+    ///
+    /// # Errors
+    /// [`RegistryError::OwnedByLiveServer`] when another live server owns the file (it is
+    /// left alone); other [`RegistryError`]s when `/proc/self` is unreadable or the file
+    /// cannot be written.
+    pub fn create(path: impl Into<PathBuf>) -> Result<Self, RegistryError> {
+        let path = path.into();
+        let me = ProcessIdentity::current()?;
+        if let Some(existing) = std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<RegistryFile>(&b).ok())
+            && existing.server != me
+            && existing.server.is_alive()
+        {
+            return Err(RegistryError::OwnedByLiveServer {
+                pid: existing.server.pid,
+                path,
+            });
+        }
+        let registry = Self {
+            path,
+            state: Mutex::new(RegistryFile {
+                version: REGISTRY_VERSION,
+                server: me,
+                children: Vec::new(),
+            }),
+        };
+        let snapshot = registry.lock().clone();
+        registry.write(&snapshot)?;
+        Ok(registry)
+    }
+
+    /// The registry file's path.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The records currently held.
+    #[must_use]
+    pub fn children(&self) -> Vec<ChildRecord> {
+        self.lock().children.clone()
+    }
+
+    /// Records a child group.
+    ///
+    /// # Errors
+    /// [`RegistryError::Io`] when the file cannot be replaced.
+    pub fn add(&self, record: ChildRecord) -> Result<(), RegistryError> {
+        let mut state = self.lock();
+        state.children.retain(|c| c.pgid != record.pgid);
+        state.children.push(record);
+        self.write(&state)
+    }
+
+    /// Forgets a child group once it is confirmed dead.
+    ///
+    /// # Errors
+    /// [`RegistryError::Io`] when the file cannot be replaced.
+    pub fn remove(&self, pgid: i32) -> Result<(), RegistryError> {
+        let mut state = self.lock();
+        let before = state.children.len();
+        state.children.retain(|c| c.pgid != pgid);
+        if state.children.len() == before {
+            return Ok(());
+        }
+        self.write(&state)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, RegistryFile> {
+        // A panic while holding the lock cannot leave the Vec half-updated in a way that
+        // matters (retain/push), so a poisoned lock is still usable.
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn write(&self, file: &RegistryFile) -> Result<(), RegistryError> {
+        let bytes = serde_json::to_vec_pretty(file).map_err(|e| RegistryError::Io {
+            path: self.path.clone(),
+            source: std::io::Error::other(e),
+        })?;
+        write_atomically(&self.path, &bytes).map_err(|source| RegistryError::Io {
+            path: self.path.clone(),
+            source,
+        })
+    }
+}
+
+/// Durable replace: temp file in the same directory, fsync, rename over `path`, fsync the
+/// directory (ALICE, OSDI '14: rename alone is not durable).
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or_else(|| Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::other("registry path has no file name"))?;
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)?;
+    std::fs::File::open(dir)?.sync_all()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_round_trips_and_removes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("children.json");
+        let reg = ChildRegistry::create(&path).expect("create");
+        reg.add(ChildRecord {
+            pgid: 11,
+            pid: 11,
+            start_time: 5,
+            command: "agent".into(),
+        })
+        .expect("add");
+        let file: RegistryFile =
+            serde_json::from_str(&std::fs::read_to_string(&path).expect("read")).expect("json");
+        assert_eq!(file.version, REGISTRY_VERSION);
+        assert_eq!(file.children.len(), 1);
+        assert!(file.server.is_alive());
+        reg.remove(11).expect("remove");
+        assert!(reg.children().is_empty());
+        // The owner (this test process) is alive: reaping must not touch anything.
+        let report = reap_orphans(&path).expect("reap");
+        assert!(report.owner_alive.is_some());
+        assert!(path.exists());
+        // The same server may reopen it…
+        ChildRegistry::create(&path).expect("reopen by its owner");
+    }
+
+    #[test]
+    fn a_live_foreign_owner_is_not_overwritten() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("children.json");
+        // pid 1 (init) is alive and is not us.
+        let init = ProcessIdentity::of(1).expect("pid 1");
+        let file = RegistryFile {
+            version: REGISTRY_VERSION,
+            server: init,
+            children: Vec::new(),
+        };
+        let bytes = serde_json::to_vec(&file).expect("json");
+        std::fs::write(&path, &bytes).expect("write");
+        let err = ChildRegistry::create(&path).expect_err("owned");
+        assert!(
+            matches!(err, RegistryError::OwnedByLiveServer { pid: 1, .. }),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&path).expect("read"), bytes);
+    }
+
+    #[test]
+    fn dead_owner_with_vanished_children_is_cleared() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("children.json");
+        let me = ProcessIdentity::current().expect("identity");
+        let file = RegistryFile {
+            version: REGISTRY_VERSION,
+            // Same pid, different start time: a pid-reuse impostor, so the owner is dead.
+            server: ProcessIdentity {
+                start_time: me.start_time + 1,
+                ..me
+            },
+            children: vec![ChildRecord {
+                pgid: i32::MAX - 1,
+                pid: i32::MAX - 1,
+                start_time: 1,
+                command: "gone".into(),
+            }],
+        };
+        std::fs::write(&path, serde_json::to_vec(&file).expect("json")).expect("write");
+        let report = reap_orphans(&path).expect("reap");
+        assert_eq!(report.owner_alive, None);
+        assert_eq!(report.already_gone, vec![i32::MAX - 1]);
+        assert!(report.killed_groups.is_empty());
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn corrupt_registry_is_set_aside_not_deleted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("children.json");
+        std::fs::write(&path, b"{\"version\":1,\"serv").expect("write");
+        let report = reap_orphans(&path).expect("reap");
+        assert!(report.corrupt);
+        assert!(dir.path().join("children.json.corrupt").exists());
+    }
+}

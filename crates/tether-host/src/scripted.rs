@@ -1,0 +1,685 @@
+//! A deterministic scripted ACP agent, built on the agent side of the `agent-client-protocol`
+//! SDK, for fast tests and `tether demo`.
+//!
+//! It answers `initialize`, `session/new`, `session/load` (replaying the persisted history as
+//! `user_message_chunk` / `agent_message_chunk` / `tool_call` updates, then a late
+//! `available_commands_update` after the response), `session/resume`, `session/prompt`
+//! (replying `echo: <prompt>` by default) and `session/cancel`.
+//!
+//! Sessions persist in `<stateDir>/sessions/<id>.json`, so a new process can load them.
+//! Call counts per method persist in `<stateDir>/calls.json`, so faults keyed by call number
+//! ("the first `session/load` fails") hold across restarts. Everything is deterministic:
+//! session ids are `sess-<n>` from the `session/new` count.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, AvailableCommand, AvailableCommandsUpdate, CancelNotification, ContentBlock,
+    ContentChunk, Implementation, InitializeRequest, InitializeResponse, LoadSessionRequest,
+    LoadSessionResponse, NewSessionRequest, NewSessionResponse, PermissionOption,
+    PermissionOptionKind, PromptRequest, PromptResponse, ReadTextFileRequest,
+    RequestPermissionOutcome, RequestPermissionRequest, ResumeSessionRequest,
+    ResumeSessionResponse, SessionCapabilities, SessionNotification, SessionResumeCapabilities,
+    SessionUpdate, StopReason, TextContent, ToolCallUpdate, ToolCallUpdateFields,
+    WriteTextFileRequest,
+};
+use agent_client_protocol::{Agent, ByteStreams, Client, Error as AcpSdkError};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+
+/// A script: what the agent advertises and how it misbehaves.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Script {
+    /// Advertise `agentCapabilities.loadSession`.
+    #[serde(default)]
+    pub load_session: bool,
+    /// Advertise `sessionCapabilities.resume`.
+    #[serde(default)]
+    pub resume: bool,
+    /// Where sessions and call counts persist. Relative paths are taken relative to the
+    /// script file; when empty, the binary uses `--state-dir`, `TETHER_SCRIPTED_STATE_DIR`
+    /// or `./.tether-scripted-agent`.
+    #[serde(default)]
+    pub state_dir: PathBuf,
+    /// The reply text; `{prompt}` is replaced by the prompt's text. Default `echo: {prompt}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply: Option<String>,
+    /// Scripted behaviours, matched by method and call number. The first match applies.
+    #[serde(default)]
+    pub faults: Vec<Fault>,
+    /// Ignore `SIGTERM` (so shutdown must escalate to `SIGKILL`).
+    #[serde(default)]
+    pub ignore_sigterm: bool,
+    /// At start, spawn a grandchild (`sleep 3600`) in the agent's process group.
+    #[serde(default)]
+    pub spawn_grandchild: bool,
+}
+
+/// One scripted behaviour.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Fault {
+    /// The ACP method (`initialize`, `session/new`, `session/load`, `session/resume`,
+    /// `session/prompt`).
+    pub method: String,
+    /// The 1-based call numbers (counted across restarts) it applies to; empty: every call.
+    #[serde(default)]
+    pub calls: Vec<u64>,
+    /// What happens.
+    pub action: FaultAction,
+}
+
+/// What a scripted behaviour does.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum FaultAction {
+    /// Answer with this JSON-RPC error (any method).
+    Error {
+        /// The code (-32603, -32002, or an HTTP status as Gemini does).
+        code: i32,
+        /// The message.
+        message: String,
+        /// The data, e.g. `{"details": "Session not found"}`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        data: Option<Value>,
+    },
+    /// Prompt: reply with this text and `end_turn` (Copilot's in-band failures).
+    InBandError {
+        /// The agent text, e.g. `Error: Failed to get response from the AI model; …`.
+        text: String,
+    },
+    /// Prompt: report a tool call `in_progress` (persisted), then die: `SIGKILL` itself, or
+    /// exit with `exitCode` when given.
+    CrashMidPrompt {
+        /// Exit with this code instead of `SIGKILL`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i32>,
+    },
+    /// Say nothing for `ms` milliseconds, then carry on.
+    Hang {
+        /// Silence in milliseconds.
+        ms: u64,
+    },
+    /// Prompt: wait `ms` milliseconds before each reply chunk.
+    Delay {
+        /// Delay in milliseconds.
+        ms: u64,
+    },
+    /// Prompt: send `count` one-character `agent_message_chunk`s before the reply (not
+    /// persisted).
+    Flood {
+        /// How many updates.
+        count: u64,
+    },
+    /// Prompt: ask `session/request_permission` for a tool call; reply
+    /// `permission: <optionId>`, or end the turn `cancelled` when the client cancels.
+    Permission,
+    /// Prompt: call `fs/read_text_file` on `path`; reply `read: <content>` or
+    /// `read error <code>: <message>`.
+    ReadFile {
+        /// Absolute path.
+        path: PathBuf,
+    },
+    /// Prompt: call `fs/write_text_file`; reply `wrote` or `write error <code>: <message>`.
+    WriteFile {
+        /// Absolute path.
+        path: PathBuf,
+        /// Content.
+        content: String,
+    },
+}
+
+/// Failures of the scripted agent itself.
+#[derive(Debug, thiserror::Error)]
+pub enum ScriptError {
+    /// The script could not be read or parsed.
+    #[error("script {path}: {message}")]
+    Load {
+        /// The file.
+        path: PathBuf,
+        /// What was wrong.
+        message: String,
+    },
+    /// Unknown named scenario.
+    #[error("unknown scenario {name:?}; known: {known}", name = .0, known = SCENARIOS.join(", "))]
+    UnknownScenario(String),
+    /// The ACP connection failed.
+    #[error("ACP connection: {0}")]
+    Acp(String),
+}
+
+/// Names accepted by [`Script::scenario`].
+pub const SCENARIOS: &[&str] = &[
+    "echo",
+    "no-load",
+    "flaky-load",
+    "rate-limited-once",
+    "crash-mid-prompt",
+    "inband-error",
+    "slow",
+];
+
+impl Script {
+    /// Reads a JSON script file. A relative `stateDir` is taken relative to the file.
+    ///
+    /// # Errors
+    /// [`ScriptError::Load`].
+    pub fn from_file(path: &Path) -> Result<Self, ScriptError> {
+        let err = |message: String| ScriptError::Load {
+            path: path.to_owned(),
+            message,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+        let mut script: Self = serde_json::from_str(&text).map_err(|e| err(e.to_string()))?;
+        if !script.state_dir.as_os_str().is_empty() && script.state_dir.is_relative() {
+            let base = path.parent().unwrap_or_else(|| Path::new("."));
+            script.state_dir = base.join(&script.state_dir);
+        }
+        Ok(script)
+    }
+
+    /// A named scenario (for `tether demo` and quick manual runs), all advertising
+    /// `loadSession` and `resume`:
+    /// - `echo`: replies `echo: <prompt>`.
+    /// - `no-load`: advertises neither `loadSession` nor `resume`.
+    /// - `flaky-load`: the first `session/load` answers -32603 `{details: "Session not found"}`.
+    /// - `rate-limited-once`: the first prompt answers -32603 with Claude's
+    ///   `API Error: 429 {…rate_limit_error…}`.
+    /// - `crash-mid-prompt`: the first prompt leaves a tool call `in_progress` and `SIGKILL`s
+    ///   itself.
+    /// - `inband-error`: every prompt ends `end_turn` with Copilot's `Error: …` text.
+    /// - `slow`: 300 ms between reply chunks.
+    ///
+    /// # Errors
+    /// [`ScriptError::UnknownScenario`].
+    pub fn scenario(name: &str, state_dir: PathBuf) -> Result<Self, ScriptError> {
+        let fault = |method: &str, calls: Vec<u64>, action| Fault {
+            method: method.into(),
+            calls,
+            action,
+        };
+        let mut s = Self {
+            load_session: true,
+            resume: true,
+            state_dir,
+            ..Self::default()
+        };
+        match name {
+            "echo" => {}
+            "no-load" => {
+                s.load_session = false;
+                s.resume = false;
+            }
+            "flaky-load" => s.faults.push(fault(
+                "session/load",
+                vec![1],
+                FaultAction::Error {
+                    code: -32603,
+                    message: "Internal error".into(),
+                    data: Some(json!({"details": "Session not found"})),
+                },
+            )),
+            "rate-limited-once" => s.faults.push(fault(
+                "session/prompt",
+                vec![1],
+                FaultAction::Error {
+                    code: -32603,
+                    message: "Internal error".into(),
+                    data: Some(json!({"details": "API Error: 429 {\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\",\"message\":\"Rate limited\"}}"})),
+                },
+            )),
+            "crash-mid-prompt" => s.faults.push(fault(
+                "session/prompt",
+                vec![1],
+                FaultAction::CrashMidPrompt { exit_code: None },
+            )),
+            "inband-error" => s.faults.push(fault(
+                "session/prompt",
+                vec![],
+                FaultAction::InBandError {
+                    text: "Error: Failed to get response from the AI model; retried 5 times (total retry wait time: 6.1 seconds) Last error: 429 Too Many Requests".into(),
+                },
+            )),
+            "slow" => s.faults.push(fault(
+                "session/prompt",
+                vec![],
+                FaultAction::Delay { ms: 300 },
+            )),
+            other => return Err(ScriptError::UnknownScenario(other.to_owned())),
+        }
+        Ok(s)
+    }
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct StoredSession {
+    cwd: PathBuf,
+    history: Vec<Value>,
+}
+
+struct State {
+    script: Script,
+    /// Sessions with a cancelled turn in progress.
+    cancelled: Mutex<HashSet<String>>,
+    /// Serializes the read-modify-write of the files.
+    files: Mutex<()>,
+}
+
+fn internal(e: impl std::fmt::Display) -> AcpSdkError {
+    AcpSdkError::internal_error().data(e.to_string())
+}
+
+fn write_json(path: &Path, value: &impl Serialize) -> Result<(), AcpSdkError> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(internal)?;
+    }
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, serde_json::to_vec(value).map_err(internal)?).map_err(internal)?;
+    std::fs::rename(&tmp, path).map_err(internal)
+}
+
+impl State {
+    fn lock_files(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.files
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Counts a call of `method` and returns its 1-based number.
+    fn count(&self, method: &str) -> Result<u64, AcpSdkError> {
+        let _g = self.lock_files();
+        let path = self.script.state_dir.join("calls.json");
+        let mut counts: BTreeMap<String, u64> = std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        let n = counts.entry(method.to_owned()).or_insert(0);
+        *n += 1;
+        let n = *n;
+        write_json(&path, &counts)?;
+        Ok(n)
+    }
+
+    fn fault(&self, method: &str, call: u64) -> Option<FaultAction> {
+        self.script
+            .faults
+            .iter()
+            .find(|f| f.method == method && (f.calls.is_empty() || f.calls.contains(&call)))
+            .map(|f| f.action.clone())
+    }
+
+    fn session_path(&self, id: &str) -> PathBuf {
+        let safe: String = id
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        self.script
+            .state_dir
+            .join("sessions")
+            .join(format!("{safe}.json"))
+    }
+
+    fn load(&self, id: &str) -> Option<StoredSession> {
+        let _g = self.lock_files();
+        std::fs::read(self.session_path(id))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+    }
+
+    fn append(&self, id: &str, update: &SessionUpdate) -> Result<(), AcpSdkError> {
+        let _g = self.lock_files();
+        let path = self.session_path(id);
+        let mut s: StoredSession = std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        s.history
+            .push(serde_json::to_value(update).map_err(internal)?);
+        write_json(&path, &s)
+    }
+
+    fn take_cancelled(&self, id: &str) -> bool {
+        self.cancelled
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(id)
+    }
+}
+
+fn text_chunk(text: &str) -> ContentChunk {
+    ContentChunk::new(ContentBlock::Text(TextContent::new(text.to_owned())))
+}
+
+fn error_of(action: &FaultAction) -> Option<AcpSdkError> {
+    match action {
+        FaultAction::Error {
+            code,
+            message,
+            data,
+        } => Some(AcpSdkError::new(*code, message.clone()).data(data.clone())),
+        _ => None,
+    }
+}
+
+type Cx = agent_client_protocol::v1::ConnectionTo<Client>;
+
+async fn hang_for(ms: u64) {
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+}
+
+/// Runs the prompt turn; returns the stop reason. Sends updates as it goes.
+async fn run_prompt(
+    state: &State,
+    cx: &Cx,
+    session: &str,
+    prompt_text: &str,
+    action: Option<FaultAction>,
+) -> Result<StopReason, AcpSdkError> {
+    let notify = |update: SessionUpdate| -> Result<(), AcpSdkError> {
+        cx.send_notification(SessionNotification::new(session.to_owned(), update))
+    };
+    let _stale = state.take_cancelled(session); // a cancel before this turn is not for it
+    let user = SessionUpdate::UserMessageChunk(text_chunk(prompt_text));
+    state.append(session, &user)?;
+    let reply_template = state.script.reply.as_deref().unwrap_or("echo: {prompt}");
+    let mut reply = reply_template.replace("{prompt}", prompt_text);
+    let mut delay = 0;
+    match action {
+        Some(FaultAction::Hang { ms }) => hang_for(ms).await,
+        Some(FaultAction::Delay { ms }) => delay = ms,
+        Some(FaultAction::Flood { count }) => {
+            for _ in 0..count {
+                notify(SessionUpdate::AgentMessageChunk(text_chunk(".")))?;
+            }
+        }
+        Some(FaultAction::InBandError { text }) => reply = text,
+        Some(FaultAction::CrashMidPrompt { exit_code }) => {
+            let call = agent_client_protocol::v1::schema::ToolCall::new(
+                format!("tool-{session}-crash"),
+                "Run build",
+            )
+            .status(agent_client_protocol::v1::schema::ToolCallStatus::InProgress);
+            let update = SessionUpdate::ToolCall(call);
+            state.append(session, &update)?;
+            notify(update)?;
+            // Let the update reach the pipe before dying.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            match exit_code {
+                Some(code) => std::process::exit(code),
+                None => {
+                    // SAFETY: kill(2) on our own pid; no memory-safety preconditions.
+                    unsafe {
+                        libc::kill(libc::getpid(), libc::SIGKILL);
+                    }
+                    std::future::pending::<()>().await;
+                }
+            }
+        }
+        Some(FaultAction::Permission) => {
+            let tool_id = format!("tool-{session}-perm");
+            notify(SessionUpdate::ToolCall(
+                agent_client_protocol::v1::schema::ToolCall::new(tool_id.clone(), "Edit file"),
+            ))?;
+            let request = RequestPermissionRequest::new(
+                session.to_owned(),
+                ToolCallUpdate::new(tool_id.clone(), ToolCallUpdateFields::new()),
+                vec![
+                    PermissionOption::new("allow", "Allow", PermissionOptionKind::AllowOnce),
+                    PermissionOption::new("reject", "Reject", PermissionOptionKind::RejectOnce),
+                ],
+            );
+            let answer = cx.send_request(request).block_task().await?;
+            let status = |s| {
+                SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                    tool_id.clone(),
+                    ToolCallUpdateFields::new().status(s),
+                ))
+            };
+            match answer.outcome {
+                RequestPermissionOutcome::Selected(sel) => {
+                    notify(status(
+                        agent_client_protocol::v1::schema::ToolCallStatus::Completed,
+                    ))?;
+                    reply = format!("permission: {}", sel.option_id);
+                }
+                _ => {
+                    notify(status(
+                        agent_client_protocol::v1::schema::ToolCallStatus::Failed,
+                    ))?;
+                    return Ok(StopReason::Cancelled);
+                }
+            }
+        }
+        Some(FaultAction::ReadFile { path }) => {
+            let req = ReadTextFileRequest::new(session.to_owned(), path);
+            reply = match cx.send_request(req).block_task().await {
+                Ok(r) => format!("read: {}", r.content),
+                Err(e) => format!("read error {}: {}", i32::from(e.code), e.message),
+            };
+        }
+        Some(FaultAction::WriteFile { path, content }) => {
+            let req = WriteTextFileRequest::new(session.to_owned(), path, content);
+            reply = match cx.send_request(req).block_task().await {
+                Ok(_) => "wrote".to_owned(),
+                Err(e) => format!("write error {}: {}", i32::from(e.code), e.message),
+            };
+        }
+        Some(FaultAction::Error { .. }) | None => {}
+    }
+    if state.take_cancelled(session) {
+        return Ok(StopReason::Cancelled);
+    }
+    // Two chunks, so streaming is visible; the persisted history keeps them whole.
+    let split = reply
+        .char_indices()
+        .nth(reply.chars().count() / 2)
+        .map_or(reply.len(), |(i, _)| i);
+    for part in [&reply[..split], &reply[split..]] {
+        if delay > 0 {
+            hang_for(delay).await;
+            if state.take_cancelled(session) {
+                return Ok(StopReason::Cancelled);
+            }
+        }
+        if !part.is_empty() {
+            notify(SessionUpdate::AgentMessageChunk(text_chunk(part)))?;
+        }
+    }
+    state.append(
+        session,
+        &SessionUpdate::AgentMessageChunk(text_chunk(&reply)),
+    )?;
+    Ok(StopReason::EndTurn)
+}
+
+fn prompt_text(blocks: &[ContentBlock]) -> String {
+    blocks
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("")
+}
+
+/// Serves ACP on `stdin`/`stdout` following `script` until the client closes the input.
+///
+/// # Errors
+/// [`ScriptError::Acp`] when the connection fails.
+pub async fn run_scripted_agent<R, W>(
+    script: Script,
+    stdin: R,
+    stdout: W,
+) -> Result<(), ScriptError>
+where
+    R: tokio::io::AsyncRead + Send + Unpin + 'static,
+    W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
+    let state = Arc::new(State {
+        script,
+        cancelled: Mutex::new(HashSet::new()),
+        files: Mutex::new(()),
+    });
+    let transport = ByteStreams::new(stdout.compat_write(), stdin.compat());
+    let (s1, s2, s3, s4, s5, s6) = (
+        state.clone(),
+        state.clone(),
+        state.clone(),
+        state.clone(),
+        state.clone(),
+        state.clone(),
+    );
+    Agent
+        .v1()
+        .name("tether-scripted-agent")
+        .on_receive_request(
+            async move |req: InitializeRequest, responder, _cx| {
+                let n = s1.count("initialize")?;
+                if let Some(e) = s1.fault("initialize", n).as_ref().and_then(error_of) {
+                    return responder.respond_with_error(e);
+                }
+                let mut session_caps = SessionCapabilities::new();
+                if s1.script.resume {
+                    session_caps = session_caps.resume(SessionResumeCapabilities::new());
+                }
+                responder.respond(
+                    InitializeResponse::new(req.protocol_version.min(ProtocolVersion::V1))
+                        .agent_capabilities(
+                            AgentCapabilities::new()
+                                .load_session(s1.script.load_session)
+                                .session_capabilities(session_caps),
+                        )
+                        .agent_info(Implementation::new(
+                            "tether-scripted-agent",
+                            env!("CARGO_PKG_VERSION"),
+                        )),
+                )
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: NewSessionRequest, responder, _cx| {
+                let n = s2.count("session/new")?;
+                if let Some(e) = s2.fault("session/new", n).as_ref().and_then(error_of) {
+                    return responder.respond_with_error(e);
+                }
+                let id = format!("sess-{n}");
+                let _g = s2.lock_files();
+                write_json(
+                    &s2.session_path(&id),
+                    &StoredSession {
+                        cwd: req.cwd,
+                        history: Vec::new(),
+                    },
+                )?;
+                responder.respond(NewSessionResponse::new(id))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: LoadSessionRequest, responder, cx: Cx| {
+                let n = s3.count("session/load")?;
+                let fault = s3.fault("session/load", n);
+                if let Some(e) = fault.as_ref().and_then(error_of) {
+                    return responder.respond_with_error(e);
+                }
+                let id = req.session_id.0.to_string();
+                let Some(stored) = s3.load(&id) else {
+                    return responder.respond_with_error(
+                        AcpSdkError::new(-32002, format!("Resource not found: session {id}"))
+                            .data(json!({"sessionId": id})),
+                    );
+                };
+                let state = s3.clone();
+                cx.clone().spawn(async move {
+                    if let Some(FaultAction::Hang { ms }) = fault {
+                        hang_for(ms).await;
+                    }
+                    for update in stored.history {
+                        if let Ok(update) = serde_json::from_value::<SessionUpdate>(update) {
+                            cx.send_notification(SessionNotification::new(id.clone(), update))?;
+                        }
+                    }
+                    responder.respond(LoadSessionResponse::new())?;
+                    let _ = &state;
+                    // A late update after the response, as real agents send.
+                    cx.send_notification(SessionNotification::new(
+                        id.clone(),
+                        SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(vec![
+                            AvailableCommand::new("help", "Show help"),
+                        ])),
+                    ))
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: ResumeSessionRequest, responder, _cx| {
+                let n = s4.count("session/resume")?;
+                if let Some(e) = s4.fault("session/resume", n).as_ref().and_then(error_of) {
+                    return responder.respond_with_error(e);
+                }
+                let id = req.session_id.0.to_string();
+                if s4.load(&id).is_none() {
+                    return responder.respond_with_error(
+                        AcpSdkError::new(-32002, format!("Resource not found: session {id}"))
+                            .data(json!({"sessionId": id})),
+                    );
+                }
+                responder.respond(ResumeSessionResponse::new())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: PromptRequest, responder, cx: Cx| {
+                let n = s5.count("session/prompt")?;
+                let fault = s5.fault("session/prompt", n);
+                if let Some(e) = fault.as_ref().and_then(error_of) {
+                    return responder.respond_with_error(e);
+                }
+                let id = req.session_id.0.to_string();
+                if s5.load(&id).is_none() {
+                    return responder.respond_with_error(
+                        AcpSdkError::new(-32002, format!("Resource not found: session {id}"))
+                            .data(json!({"sessionId": id})),
+                    );
+                }
+                let state = s5.clone();
+                let text = prompt_text(&req.prompt);
+                // Off the dispatch loop: the turn may wait for the client (permission, fs).
+                cx.clone().spawn(async move {
+                    match run_prompt(&state, &cx, &id, &text, fault).await {
+                        Ok(stop) => responder.respond(PromptResponse::new(stop)),
+                        Err(e) => responder.respond_with_error(e),
+                    }
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |note: CancelNotification, _cx| {
+                s6.cancelled
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .insert(note.session_id.0.to_string());
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_to(transport)
+        .await
+        .map_err(|e| ScriptError::Acp(e.to_string()))
+}
