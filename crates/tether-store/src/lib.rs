@@ -1,1 +1,43 @@
 //! Tether's session cache: a durable, private, versioned journal-and-manifest store.
+//!
+//! The store behind `session/persist` and every resume (seed 002; protocol sketch
+//! `SessionSnapshot`, `session/persist`, `session/list`, `session/clear`).
+//!
+//! * **Layout** — `<root>/workspaces/<sha256(normalized root)>/sessions/<session id>/`
+//!   holding `journal.jsonl` (append-only, one length- and CRC-framed event per line),
+//!   `manifest.json` (versions, times, and the offset of the latest checkpoint so a resume
+//!   reads only the tail), `blobs/` (large values, content-addressed) and `lock`.
+//! * **Durability** — a milestone persist returns after `write` + `fdatasync` of the
+//!   journal (blobs first, temp + `fsync` + rename + directory `fsync`); manifests and the
+//!   index are replaced the same way. A torn or corrupt tail is cut off (and kept beside
+//!   the journal) with a warning; a bad manifest is rebuilt from the journal.
+//! * **Privacy** — folders 0700, files 0600, checked on every open; session ids validated;
+//!   secrets redacted before anything is written; optional XChaCha20-Poly1305 at rest.
+//!
+//! See `ARCHITECTURE.md` ("Session store") for the invariants.
+
+pub mod ansi;
+mod codec;
+pub mod config;
+pub mod crypto;
+pub mod error;
+pub mod fs;
+pub mod ids;
+pub mod journal;
+mod migrate;
+pub mod model;
+pub mod redact;
+pub mod render;
+pub mod sim;
+mod state;
+mod store;
+
+pub use config::{
+    Clock, LoadedSession, PersistReport, PersistTrigger, SCHEMA_VERSION, SessionSummary, StaleDiff,
+    StaleMarks, StaleReason, StoreConfig, SystemClock, WorkspaceSummary,
+};
+pub use crypto::{Key, KeyProvider, KeyUnavailable, KeychainKeyProvider, MemoryKeyProvider};
+pub use error::{StoreError, StoreWarning};
+pub use ids::{Workspace, validate_session_id};
+pub use model::*;
+pub use store::Store;

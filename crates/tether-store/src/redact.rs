@@ -1,0 +1,326 @@
+//! Secret redaction, applied to every string (and object key) of a record before it is
+//! written.
+//!
+//! The rules follow gitleaks' rule set (MIT, `config/gitleaks.toml`; FIELD-NOTES
+//! "Persistence") for the credentials coding agents meet most: GitHub, OpenAI, Anthropic,
+//! AWS, Slack, PEM private keys, JWTs, Google Cloud, GitLab, npm, Hugging Face and Stripe.
+//! A match is replaced by `[REDACTED:<rule-id>]`, so a reader still sees that something was
+//! there and what kind. A `RegexSet` is tried first: strings that match no rule (nearly all
+//! of them) cost one scan.
+
+use std::sync::OnceLock;
+
+use regex::{Regex, RegexSet};
+use serde_json::Value;
+
+/// One redaction rule: a stable id (used in the replacement text) and its pattern.
+#[derive(Debug, Clone, Copy)]
+pub struct Rule {
+    /// Rule id, e.g. `github-pat`.
+    pub id: &'static str,
+    /// The `regex` crate pattern.
+    pub pattern: &'static str,
+}
+
+/// The rules, in the order they are applied.
+pub const RULES: &[Rule] = &[
+    Rule {
+        id: "private-key",
+        pattern: r"(?s)-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----|\z)",
+    },
+    Rule {
+        id: "github-fine-grained-pat",
+        pattern: r"github_pat_[0-9A-Za-z_]{82}",
+    },
+    Rule {
+        id: "github-pat",
+        pattern: r"ghp_[0-9A-Za-z]{36}",
+    },
+    Rule {
+        id: "github-oauth",
+        pattern: r"gho_[0-9A-Za-z]{36}",
+    },
+    Rule {
+        id: "github-app-token",
+        pattern: r"(?:ghu|ghs)_[0-9A-Za-z]{36}",
+    },
+    Rule {
+        id: "github-refresh-token",
+        pattern: r"ghr_[0-9A-Za-z]{36}",
+    },
+    Rule {
+        id: "anthropic-api-key",
+        pattern: r"sk-ant-(?:api03|admin01)-[A-Za-z0-9_-]{93}AA",
+    },
+    Rule {
+        id: "openai-api-key",
+        pattern: r"sk-(?:(?:proj|svcacct|admin)-)?[A-Za-z0-9_-]{20,74}T3BlbkFJ[A-Za-z0-9_-]{20,74}",
+    },
+    Rule {
+        id: "openai-project-key",
+        pattern: r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,}",
+    },
+    Rule {
+        id: "aws-access-key-id",
+        pattern: r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\b",
+    },
+    Rule {
+        id: "slack-token",
+        pattern: r"xox[bpe](?:-[0-9]{10,13}){1,3}-[A-Za-z0-9-]{10,}",
+    },
+    Rule {
+        id: "jwt",
+        pattern: r"\bey[A-Za-z0-9]{17,}\.ey[A-Za-z0-9/\\_-]{17,}\.(?:[A-Za-z0-9/\\_-]{10,}={0,2})?",
+    },
+    Rule {
+        id: "gcp-api-key",
+        pattern: r"\bAIza[0-9A-Za-z_-]{35}\b",
+    },
+    Rule {
+        id: "gitlab-pat",
+        pattern: r"glpat-[0-9A-Za-z_-]{20}",
+    },
+    Rule {
+        id: "npm-access-token",
+        pattern: r"\bnpm_[A-Za-z0-9]{36}\b",
+    },
+    Rule {
+        id: "huggingface-access-token",
+        pattern: r"\bhf_[A-Za-z]{34}\b",
+    },
+    Rule {
+        id: "stripe-access-token",
+        pattern: r"\b(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{10,99}\b",
+    },
+];
+
+struct Compiled {
+    set: RegexSet,
+    each: Vec<Regex>,
+}
+
+fn compiled() -> &'static Compiled {
+    static C: OnceLock<Compiled> = OnceLock::new();
+    C.get_or_init(|| {
+        let patterns = RULES.iter().map(|r| r.pattern);
+        // The patterns are constants covered by tests; failing to compile them is a bug.
+        Compiled {
+            set: RegexSet::new(patterns).expect("redaction rules compile"),
+            each: RULES
+                .iter()
+                .map(|r| Regex::new(r.pattern).expect("redaction rule compiles"))
+                .collect(),
+        }
+    })
+}
+
+/// Redacts `s` in place; returns the number of secrets replaced.
+pub fn redact_str(s: &mut String) -> usize {
+    let c = compiled();
+    // `is_match` stops at the first hit and needs no overlapping search: the fast path for
+    // the (nearly all) strings without secrets.
+    if !c.set.is_match(s) {
+        return 0;
+    }
+    let hits = c.set.matches(s);
+    let mut count = 0;
+    for i in hits.iter() {
+        let re = &c.each[i];
+        let replacement = format!("[REDACTED:{}]", RULES[i].id);
+        let mut n = 0;
+        let replaced = re.replace_all(s, |_: &regex::Captures| {
+            n += 1;
+            replacement.clone()
+        });
+        if n > 0 {
+            *s = replaced.into_owned();
+            count += n;
+        }
+    }
+    count
+}
+
+/// Redacts every string and object key inside `v`; returns the number of secrets replaced.
+pub fn redact_value(v: &mut Value) -> usize {
+    match v {
+        Value::String(s) => redact_str(s),
+        Value::Array(items) => items.iter_mut().map(redact_value).sum(),
+        Value::Object(map) => {
+            let mut count = 0;
+            let needs_key_pass = map.keys().any(|k| compiled().set.is_match(k));
+            if needs_key_pass {
+                let old = std::mem::take(map);
+                for (mut k, val) in old {
+                    count += redact_str(&mut k);
+                    map.insert(k, val);
+                }
+            }
+            count + map.values_mut().map(redact_value).sum::<usize>()
+        }
+        _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(s: &str) -> (String, usize) {
+        let mut owned = s.to_owned();
+        let n = redact_str(&mut owned);
+        (owned, n)
+    }
+
+    // Test vectors are assembled at run time so no literal credential sits in the source.
+    fn rep(c: char, n: usize) -> String {
+        std::iter::repeat_n(c, n).collect()
+    }
+
+    fn positives() -> Vec<(&'static str, String)> {
+        let a36 = format!("{}{}", rep('a', 18), rep('7', 18));
+        vec![
+            (
+                "private-key",
+                format!(
+                    "-----BEGIN RSA PRIVATE KEY-----\nMIIE{}\n-----END RSA PRIVATE KEY-----",
+                    rep('Q', 64)
+                ),
+            ),
+            (
+                "private-key",
+                format!("-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl{}", rep('x', 40)),
+            ),
+            (
+                "github-fine-grained-pat",
+                format!("github_pat_{}", rep('B', 82)),
+            ),
+            ("github-pat", format!("ghp_{a36}")),
+            ("github-oauth", format!("gho_{a36}")),
+            ("github-app-token", format!("ghu_{a36}")),
+            ("github-app-token", format!("ghs_{a36}")),
+            ("github-refresh-token", format!("ghr_{a36}")),
+            (
+                "anthropic-api-key",
+                format!("sk-ant-api03-{}AA", rep('x', 93)),
+            ),
+            (
+                "openai-api-key",
+                format!("sk-{}T3BlbkFJ{}", rep('a', 20), rep('b', 20)),
+            ),
+            (
+                "openai-api-key",
+                format!("sk-proj-{}T3BlbkFJ{}", rep('c', 58), rep('d', 58)),
+            ),
+            ("openai-project-key", format!("sk-proj-{}", rep('e', 120))),
+            ("aws-access-key-id", format!("AKIA{}", rep('Z', 16))),
+            ("aws-access-key-id", format!("ASIA{}", "QWERTYUIOP234567")),
+            (
+                "slack-token",
+                format!("xoxb-{}-{}-{}", rep('1', 12), rep('2', 12), rep('a', 24)),
+            ),
+            (
+                "slack-token",
+                format!(
+                    "xoxp-{}-{}-{}-{}",
+                    rep('1', 11),
+                    rep('2', 11),
+                    rep('3', 12),
+                    rep('f', 32)
+                ),
+            ),
+            (
+                "slack-token",
+                format!("xoxe-{}-{}", rep('1', 13), rep('A', 30)),
+            ),
+            (
+                "jwt",
+                format!(
+                    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.{}",
+                    rep('s', 43)
+                ),
+            ),
+            ("gcp-api-key", format!("AIza{}", rep('y', 35))),
+            ("gitlab-pat", format!("glpat-{}", rep('g', 20))),
+            ("npm-access-token", format!("npm_{}", rep('n', 36))),
+            ("huggingface-access-token", format!("hf_{}", rep('h', 34))),
+            ("stripe-access-token", format!("sk_live_{}", rep('4', 24))),
+        ]
+    }
+
+    #[test]
+    fn every_rule_has_a_positive_vector() {
+        for rule in RULES {
+            assert!(
+                positives().iter().any(|(id, _)| id == &rule.id),
+                "rule {} has no test vector",
+                rule.id
+            );
+        }
+    }
+
+    #[test]
+    fn positives_are_redacted_in_context() {
+        for (id, secret) in positives() {
+            let text = format!("export TOKEN=\"{secret}\" # keep this line");
+            let (out, n) = r(&text);
+            assert!(n >= 1, "{id}: not redacted: {text}");
+            assert!(!out.contains(&secret), "{id}: secret survived: {out}");
+            assert!(
+                out.contains(&format!("[REDACTED:{id}]")),
+                "{id}: wrong label: {out}"
+            );
+            assert!(
+                out.starts_with("export TOKEN=\""),
+                "{id}: context lost: {out}"
+            );
+            if id != "private-key" {
+                assert!(
+                    out.ends_with("\" # keep this line"),
+                    "{id}: context lost: {out}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn negatives_are_left_alone() {
+        let negatives = [
+            "ghp_short".to_owned(),
+            format!("ghp{}", rep('a', 36)), // no underscore
+            "sk-not-a-key and sk_test_ alone".to_owned(),
+            format!("AKIA{}", rep('z', 16)), // lowercase: not an AWS key id
+            format!("XAKIA{}", rep('Z', 16)), // inside a longer word
+            "xoxb-123".to_owned(),
+            "eyJ.eyJ.sig".to_owned(),
+            "-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----".to_owned(),
+            "-----BEGIN CERTIFICATE-----".to_owned(),
+            format!("AIza{}", rep('y', 10)),
+            "glpat-short".to_owned(),
+            format!("npm_{}", rep('n', 10)),
+            format!("hf_{}", rep('h', 10)),
+            "sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08".to_owned(),
+            "https://github.com/owner/repo/pull/42".to_owned(),
+            "plain prose about tokens, keys and secrets".to_owned(),
+        ];
+        for s in negatives {
+            let (out, n) = r(&s);
+            assert_eq!(n, 0, "false positive on {s:?}: {out}");
+            assert_eq!(out, s);
+        }
+    }
+
+    #[test]
+    fn counts_every_occurrence_and_walks_values() {
+        let a = format!("ghp_{}", rep('q', 36));
+        let b = format!("AKIA{}", rep('Q', 16));
+        let mut v = serde_json::json!({
+            "text": format!("{a} and {a}"),
+            "nested": [{"k": b.clone()}, 7, null],
+            b.clone(): "secret as a key",
+        });
+        assert_eq!(redact_value(&mut v), 4);
+        let s = v.to_string();
+        assert!(!s.contains(&a) && !s.contains(&b), "{s}");
+        assert!(s.contains("[REDACTED:aws-access-key-id]"));
+    }
+}

@@ -1,0 +1,401 @@
+//! Journal events and the materialized session state they fold into.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::model::{
+    Approvals, ChatTurn, DiffSession, ExecTurn, Extra, SessionContext, SessionMeta,
+    SessionSnapshot, SessionStats, Telemetry, UiState,
+};
+
+/// A 128-bit fingerprint (truncated SHA-256) of a value's canonical serialization; used to
+/// find which parts of a snapshot changed since the last write.
+pub(crate) type Fp = [u8; 16];
+
+pub(crate) fn fp_bytes(bytes: &[u8]) -> Fp {
+    let d = Sha256::digest(bytes);
+    let mut out = [0u8; 16];
+    out.copy_from_slice(&d[..16]);
+    out
+}
+
+pub(crate) fn fp_of<T: Serialize>(v: &T) -> Fp {
+    fp_bytes(&serde_json::to_vec(v).unwrap_or_default())
+}
+
+/// Fingerprint of a stored value as its typed form would serialize (so a snapshot read back
+/// and persisted again is recognised as unchanged).
+pub(crate) fn fp_stored<T: Serialize + for<'de> Deserialize<'de>>(v: &Value) -> Fp {
+    match serde_json::from_value::<T>(v.clone()) {
+        Ok(t) => fp_of(&t),
+        Err(_) => fp_of(v),
+    }
+}
+
+/// The snapshot sections other than the two turn lists, by their journal name.
+pub(crate) const SECTIONS: &[&str] = &[
+    "diffSessions",
+    "approvals",
+    "uiState",
+    "context",
+    "telemetry",
+    "extra",
+];
+
+/// A section in the caller's typed form, kept to tell whether the next snapshot changed it
+/// (a structural equality check: no serialization or hashing on the persist path).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum SectionVal {
+    Diff(Vec<DiffSession>),
+    Approvals(Approvals),
+    Ui(UiState),
+    Context(SessionContext),
+    Telemetry(Option<Telemetry>),
+    Extra(Extra),
+}
+
+impl SectionVal {
+    /// The section `name` of `snap` (cloned).
+    pub fn of(name: &str, snap: &SessionSnapshot) -> SectionVal {
+        match name {
+            "diffSessions" => SectionVal::Diff(snap.diff_sessions.clone()),
+            "approvals" => SectionVal::Approvals(snap.approvals.clone()),
+            "uiState" => SectionVal::Ui(snap.ui_state.clone()),
+            "context" => SectionVal::Context(snap.context.clone()),
+            "telemetry" => SectionVal::Telemetry(snap.telemetry.clone()),
+            _ => SectionVal::Extra(snap.extra.clone()),
+        }
+    }
+
+    /// Whether `snap`'s section of the same name equals this one.
+    pub fn matches(&self, snap: &SessionSnapshot) -> bool {
+        match self {
+            SectionVal::Diff(v) => *v == snap.diff_sessions,
+            SectionVal::Approvals(v) => *v == snap.approvals,
+            SectionVal::Ui(v) => *v == snap.ui_state,
+            SectionVal::Context(v) => *v == snap.context,
+            SectionVal::Telemetry(v) => *v == snap.telemetry,
+            SectionVal::Extra(v) => *v == snap.extra,
+        }
+    }
+
+    /// The typed form of a stored section value, if it parses.
+    pub fn from_stored(name: &str, v: &Value) -> Option<SectionVal> {
+        let v = v.clone();
+        Some(match name {
+            "diffSessions" => SectionVal::Diff(serde_json::from_value(v).ok()?),
+            "approvals" => SectionVal::Approvals(serde_json::from_value(v).ok()?),
+            "uiState" => SectionVal::Ui(serde_json::from_value(v).ok()?),
+            "context" => SectionVal::Context(serde_json::from_value(v).ok()?),
+            "telemetry" => SectionVal::Telemetry(serde_json::from_value(v).ok()?),
+            "extra" => SectionVal::Extra(serde_json::from_value(v).ok()?),
+            _ => return None,
+        })
+    }
+
+    /// The JSON form written to the journal.
+    pub fn to_value(&self) -> serde_json::Result<Value> {
+        match self {
+            SectionVal::Diff(v) => serde_json::to_value(v),
+            SectionVal::Approvals(v) => serde_json::to_value(v),
+            SectionVal::Ui(v) => serde_json::to_value(v),
+            SectionVal::Context(v) => serde_json::to_value(v),
+            SectionVal::Telemetry(v) => serde_json::to_value(v),
+            SectionVal::Extra(v) => serde_json::to_value(v),
+        }
+    }
+}
+
+/// The full state at one point: written every so often so a resume reads only the journal
+/// from here on. Chat and exec turns are the most recent window, with the absolute index of
+/// the first.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Checkpoint {
+    pub chat_base: u64,
+    pub chat: Vec<Value>,
+    pub exec_base: u64,
+    pub exec: Vec<Value>,
+    pub sections: BTreeMap<String, Value>,
+    pub meta: SessionMeta,
+    pub stats: SessionStats,
+    pub created_utc: String,
+}
+
+/// What one journal line records.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "t", rename_all = "camelCase")]
+pub(crate) enum Body {
+    /// Full state (the "full snapshot" of seed 002's manifest approach).
+    Checkpoint(Box<Checkpoint>),
+    /// Chat turns from absolute index `from` on are replaced by `turns` (an append when
+    /// `from` is the current count; a truncation when `turns` is empty).
+    Chat { from: u64, turns: Vec<Value> },
+    /// Exec turns from `from` on are replaced by `turns`.
+    Exec { from: u64, turns: Vec<Value> },
+    /// One whole section replaced.
+    Section { name: String, value: Value },
+    /// Session metadata replaced.
+    Meta { meta: SessionMeta },
+    /// Resume statistics replaced.
+    Resume { stats: SessionStats },
+}
+
+/// A journal event: sequence number, time, body.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Event {
+    pub seq: u64,
+    pub utc: String,
+    #[serde(flatten)]
+    pub body: Body,
+}
+
+/// The session as the journal describes it, keeping only the last `window` turns of each
+/// list in memory.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct State {
+    pub seq: u64,
+    pub created_utc: String,
+    pub updated_utc: String,
+    pub chat_base: u64,
+    pub chat: Vec<Value>,
+    /// The caller's form of each windowed chat turn (compared by equality, which is a
+    /// memcmp of the texts: cheaper than hashing a window on every persist).
+    pub chat_seen: Vec<Option<ChatTurn>>,
+    pub exec_base: u64,
+    pub exec: Vec<Value>,
+    pub exec_fp: Vec<Fp>,
+    pub sections: BTreeMap<String, Value>,
+    pub section_seen: BTreeMap<String, SectionVal>,
+    pub meta: SessionMeta,
+    pub stats: SessionStats,
+}
+
+/// What a body's turns looked like in the caller's form, when the writer knows it;
+/// `Compute` derives it from the stored values.
+pub(crate) enum Fps {
+    /// Fingerprints (exec turns, sections).
+    Known(Vec<Fp>),
+    /// The caller's chat turns.
+    Chat(Vec<ChatTurn>),
+    /// The caller's section.
+    Section(SectionVal),
+    Compute,
+}
+
+fn splice<T>(
+    base: &mut u64,
+    list: &mut Vec<Value>,
+    fps: &mut Vec<T>,
+    from: u64,
+    turns: Vec<Value>,
+    new_fps: Vec<T>,
+    window: usize,
+) {
+    if from < *base {
+        list.clear();
+        fps.clear();
+        *base = from;
+    } else {
+        let keep = ((from - *base) as usize).min(list.len());
+        list.truncate(keep);
+        fps.truncate(keep);
+        // A gap (from beyond the end) cannot come from our writer; keep indices honest by
+        // restarting the window at `from`.
+        if *base + list.len() as u64 != from {
+            list.clear();
+            fps.clear();
+            *base = from;
+        }
+    }
+    list.extend(turns);
+    fps.extend(new_fps);
+    trim(base, list, fps, window);
+}
+
+fn trim<T>(base: &mut u64, list: &mut Vec<Value>, fps: &mut Vec<T>, window: usize) {
+    if list.len() > window {
+        let drop = list.len() - window;
+        list.drain(..drop);
+        fps.drain(..drop.min(fps.len()));
+        *base += drop as u64;
+    }
+}
+
+fn typed_chat(v: &Value) -> Option<ChatTurn> {
+    serde_json::from_value(v.clone()).ok()
+}
+
+impl State {
+    pub fn chat_total(&self) -> u64 {
+        self.chat_base + self.chat.len() as u64
+    }
+
+    pub fn exec_total(&self) -> u64 {
+        self.exec_base + self.exec.len() as u64
+    }
+
+    /// The full state with the last `window` turns of each list.
+    pub fn checkpoint(&self, window: usize) -> Checkpoint {
+        let cs = self.chat.len().saturating_sub(window);
+        let es = self.exec.len().saturating_sub(window);
+        Checkpoint {
+            chat_base: self.chat_base + cs as u64,
+            chat: self.chat[cs..].to_vec(),
+            exec_base: self.exec_base + es as u64,
+            exec: self.exec[es..].to_vec(),
+            sections: self.sections.clone(),
+            meta: self.meta.clone(),
+            stats: self.stats.clone(),
+            created_utc: self.created_utc.clone(),
+        }
+    }
+
+    /// Folds one event in. `window` bounds the turns kept.
+    pub fn apply(&mut self, seq: u64, utc: &str, body: Body, fps: Fps, window: usize) {
+        self.seq = seq;
+        self.updated_utc = utc.to_owned();
+        match body {
+            Body::Checkpoint(c) => {
+                let c = *c;
+                self.created_utc = c.created_utc;
+                self.chat_seen = c.chat.iter().map(typed_chat).collect();
+                self.exec_fp = c.exec.iter().map(fp_stored::<ExecTurn>).collect();
+                self.chat_base = c.chat_base;
+                self.chat = c.chat;
+                self.exec_base = c.exec_base;
+                self.exec = c.exec;
+                self.section_seen = c
+                    .sections
+                    .iter()
+                    .filter_map(|(k, v)| Some((k.clone(), SectionVal::from_stored(k, v)?)))
+                    .collect();
+                self.sections = c.sections;
+                self.meta = c.meta;
+                self.stats = c.stats;
+                // A checkpoint may carry a longer window than this reader keeps.
+                trim(
+                    &mut self.chat_base,
+                    &mut self.chat,
+                    &mut self.chat_seen,
+                    window,
+                );
+                trim(
+                    &mut self.exec_base,
+                    &mut self.exec,
+                    &mut self.exec_fp,
+                    window,
+                );
+            }
+            Body::Chat { from, turns } => {
+                let seen = match fps {
+                    Fps::Chat(t) if t.len() == turns.len() => t.into_iter().map(Some).collect(),
+                    _ => turns.iter().map(typed_chat).collect(),
+                };
+                splice(
+                    &mut self.chat_base,
+                    &mut self.chat,
+                    &mut self.chat_seen,
+                    from,
+                    turns,
+                    seen,
+                    window,
+                );
+            }
+            Body::Exec { from, turns } => {
+                let new_fps = match fps {
+                    Fps::Known(f) if f.len() == turns.len() => f,
+                    _ => turns.iter().map(fp_stored::<ExecTurn>).collect(),
+                };
+                splice(
+                    &mut self.exec_base,
+                    &mut self.exec,
+                    &mut self.exec_fp,
+                    from,
+                    turns,
+                    new_fps,
+                    window,
+                );
+            }
+            Body::Section { name, value } => {
+                let seen = match fps {
+                    Fps::Section(v) => Some(v),
+                    _ => SectionVal::from_stored(&name, &value),
+                };
+                match seen {
+                    Some(v) => self.section_seen.insert(name.clone(), v),
+                    None => self.section_seen.remove(&name),
+                };
+                self.sections.insert(name, value);
+            }
+            Body::Meta { meta } => self.meta = meta,
+            Body::Resume { stats } => self.stats = stats,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn splice_appends_replaces_truncates_and_windows() {
+        let mut s = State::default();
+        let turns = |r: std::ops::Range<u64>| r.map(|i| json!(i)).collect::<Vec<_>>();
+        s.apply(
+            1,
+            "t",
+            Body::Chat {
+                from: 0,
+                turns: turns(0..5),
+            },
+            Fps::Compute,
+            3,
+        );
+        assert_eq!((s.chat_base, s.chat.clone()), (2, turns(2..5)));
+        s.apply(
+            2,
+            "t",
+            Body::Chat {
+                from: 5,
+                turns: turns(5..6),
+            },
+            Fps::Compute,
+            3,
+        );
+        assert_eq!((s.chat_base, s.chat.clone()), (3, turns(3..6)));
+        s.apply(
+            3,
+            "t",
+            Body::Chat {
+                from: 4,
+                turns: vec![],
+            },
+            Fps::Compute,
+            3,
+        );
+        assert_eq!(
+            (s.chat_base, s.chat.clone(), s.chat_total()),
+            (3, turns(3..4), 4)
+        );
+        s.apply(
+            4,
+            "t",
+            Body::Chat {
+                from: 1,
+                turns: turns(1..2),
+            },
+            Fps::Compute,
+            3,
+        );
+        assert_eq!(
+            (s.chat_base, s.chat.clone(), s.chat_total()),
+            (1, turns(1..2), 2)
+        );
+        assert_eq!(s.chat_seen.len(), s.chat.len());
+    }
+}
