@@ -181,8 +181,8 @@ pub(crate) enum Fps {
     Known(Vec<Fp>),
     /// The caller's chat turns.
     Chat(Vec<ChatTurn>),
-    /// The caller's section.
-    Section(SectionVal),
+    /// The caller's section (boxed: it is much larger than the other variants).
+    Section(Box<SectionVal>),
     Compute,
 }
 
@@ -322,7 +322,7 @@ impl State {
             }
             Body::Section { name, value } => {
                 let seen = match fps {
-                    Fps::Section(v) => Some(v),
+                    Fps::Section(v) => Some(*v),
                     _ => SectionVal::from_stored(&name, &value),
                 };
                 match seen {

@@ -1020,7 +1020,7 @@ impl Store {
                     name: (*name).to_owned(),
                     value,
                 },
-                fps: Fps::Section(typed),
+                fps: Fps::Section(Box::new(typed)),
             });
         }
         Ok((changes, redactions))
