@@ -1,20 +1,50 @@
 #!/usr/bin/env bash
-# Runs every Tether test on a fresh Debian machine with the Rust toolchain, Node and Python.
-# It first installs whatever the suites need that is missing, then runs each suite in turn
-# and stops at the first failure with a message naming it. Nothing is skipped silently: a
-# suite whose tool cannot be installed fails.
+# Runs every Tether test on a fresh Debian machine that has the Rust toolchain, Node and
+# Python. It first installs what the suites need and is missing (apt, npm, pip), then runs
+# each suite in turn and stops at the first failure with a message naming it. Nothing is
+# skipped silently: a tool that cannot be installed fails its suite.
 #
-# Usage: tests/run-all.sh            (everything)
-#        TETHER_SUITES="rust" tests/run-all.sh   (a subset, for local work)
+# Usage:
+#   tests/run-all.sh                      every suite
+#   TETHER_SUITES="rust nvim" tests/run-all.sh   some suites (local work)
+# Suites: rust, nvim, lsp, agents, vscode, visualstudio.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
-suites="${TETHER_SUITES:-rust}"
+all_suites="rust nvim lsp"
+suites="${TETHER_SUITES:-$all_suites}"
 start_all=$(date +%s)
+export CARGO_TERM_COLOR=never
 
 log() { printf '\n==> %s\n' "$*"; }
 die() { printf '\nFAILED: %s\n' "$*" >&2; exit 1; }
+
+apt_updated=0
+# Installs the Debian packages given that are not installed yet.
+need_apt() {
+  local missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "apt: installing ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  if [ $apt_updated -eq 0 ]; then
+    $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq || die "apt-get update failed"
+    apt_updated=1
+  fi
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" \
+    || die "apt-get install ${missing[*]} failed"
+}
+
+# Installs the PyPI packages given whose import name is missing.
+need_pip() {
+  python3 -c "import pytest_lsp, pytest_asyncio" 2>/dev/null && return 0
+  log "pip: installing $*"
+  python3 -m pip install -q "$@" || die "pip install $* failed"
+}
 
 run_suite() {
   local name="$1"; shift
@@ -24,16 +54,34 @@ run_suite() {
   printf '<== suite %s passed in %ss\n' "$name" "$(( $(date +%s) - t0 ))"
 }
 
+build_tether() {
+  cargo build --locked -p tether || die "cargo build -p tether failed"
+}
+
 suite_rust() {
   cargo fmt --all -- --check || die "cargo fmt: code is not formatted (run cargo fmt --all)"
   cargo clippy --workspace --all-targets --locked -- -D warnings
   cargo test --workspace --locked
 }
 
+suite_nvim() {
+  need_apt neovim
+  build_tether
+  tests/nvim/run.sh
+}
+
+suite_lsp() {
+  need_pip pytest-lsp pytest-asyncio
+  build_tether
+  python3 -m pytest -q tests/lsp
+}
+
 for s in $suites; do
   case "$s" in
     rust) run_suite rust suite_rust ;;
-    *) die "unknown suite '$s'" ;;
+    nvim) run_suite nvim suite_nvim ;;
+    lsp) run_suite lsp suite_lsp ;;
+    *) die "unknown suite '$s' (known: rust nvim lsp)" ;;
   esac
 done
 log "all suites passed in $(( $(date +%s) - start_all ))s"

@@ -1,2 +1,11 @@
 //! The `tether` binary's library: the stdio JSON-RPC server (the only crate that knows LSP
 //! and the editor-facing JSON protocol), the command line, and the demo.
+
+pub mod cli;
+pub mod demo;
+pub mod editor;
+pub mod logging;
+pub mod lsp_client;
+pub mod params;
+pub mod protocol;
+pub mod server;

@@ -1,12 +1,78 @@
-//! `tether`: see `tether --help`.
+//! `tether`: keeps AI coding agent sessions alive. See `tether --help`.
 
-use clap::Parser;
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
 
 /// Keeps AI coding agent sessions alive across failures, rate limits and editor restarts.
 #[derive(Parser, Debug)]
-#[command(name = "tether", version, about)]
-struct Cli {}
+#[command(name = "tether", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
 
-fn main() {
-    let _cli = Cli::parse();
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the editor-facing JSON-RPC server on stdin/stdout (LSP base protocol).
+    Serve {
+        /// Accepted for language clients that append it; stdio is the only transport.
+        #[arg(long)]
+        stdio: bool,
+        /// The log file (rotated daily); default `<data dir>/logs/tether.log`.
+        #[arg(long, value_name = "PATH")]
+        log_file: Option<PathBuf>,
+    },
+    /// Classify one agent failure read as JSON on stdin; print its ClassifiedError as JSON.
+    Classify {
+        /// Also say which signal decided, on stderr.
+        #[arg(long)]
+        explain: bool,
+        /// The current time for reset times and HTTP dates, RFC 3339 (default: now).
+        #[arg(long, value_name = "RFC3339")]
+        now: Option<String>,
+        /// The UTC offset of the user's time zone for reset times such as "resets 1pm",
+        /// e.g. `+02:00` (default: UTC).
+        #[arg(long, value_name = "±HH:MM", allow_hyphen_values = true)]
+        utc_offset: Option<String>,
+    },
+    /// Inspect or clear the session cache.
+    Sessions {
+        #[command(subcommand)]
+        action: tether::cli::sessions::Action,
+    },
+    /// Play the whole story end to end against the real server and the built-in scripted
+    /// agent (or a real one with --agent), and print a timeline.
+    Demo(tether::demo::DemoArgs),
+    /// The built-in scripted ACP agent (used by the demo and the tests).
+    #[command(hide = true)]
+    ScriptedAgent {
+        /// Arguments passed to the scripted agent.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve { stdio: _, log_file } => tether::cli::serve::run(log_file),
+        Command::Classify {
+            explain,
+            now,
+            utc_offset,
+        } => {
+            let mut input = String::new();
+            if let Err(err) = std::io::stdin().read_to_string(&mut input) {
+                eprintln!("tether classify: cannot read stdin: {err}");
+                return ExitCode::from(2);
+            }
+            tether::cli::classify::run(&input, explain, now.as_deref(), utc_offset.as_deref())
+        }
+        Command::Sessions { action } => tether::cli::sessions::run(action),
+        Command::Demo(args) => tether::demo::run(args),
+        Command::ScriptedAgent { args } => tether::cli::scripted_agent(args),
+    }
 }

@@ -1,0 +1,148 @@
+//! `tether sessions list|show|clear [--workspace DIR] [--json]`: the session cache, for
+//! people (readable tables) and scripts (`--json`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use tether_store::render;
+use tether_store::{Store, StoreConfig, Workspace};
+
+/// Options shared by every `sessions` action.
+#[derive(Args, Debug, Clone)]
+pub struct Common {
+    /// The workspace root (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// The cache folder (default: the per-user local data folder, as `tether serve`).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// What to do with the cache.
+#[derive(Subcommand, Debug, Clone)]
+pub enum Action {
+    /// The workspace's saved sessions, most recent first; with --all-workspaces, every
+    /// workspace that has a cache.
+    List {
+        #[command(flatten)]
+        common: Common,
+        /// List the workspaces instead of one workspace's sessions.
+        #[arg(long)]
+        all_workspaces: bool,
+    },
+    /// One saved session: metadata, stale marks, warnings and its recent turns.
+    Show {
+        #[command(flatten)]
+        common: Common,
+        /// The session id (see `list`).
+        session_id: String,
+    },
+    /// "Clear Saved Session": remove one session, or all of the workspace's.
+    Clear {
+        #[command(flatten)]
+        common: Common,
+        /// The session to remove; without it, every session of the workspace.
+        session_id: Option<String>,
+    },
+}
+
+/// Opens the cache. `write` is false for `list` and `show`: a read-only store takes no lock
+/// (so it never waits for a running server) and repairs nothing.
+fn open(common: &Common, write: bool) -> Result<(Store, Workspace), String> {
+    let root = match &common.workspace {
+        Some(w) => w.clone(),
+        None => std::env::current_dir()
+            .map_err(|e| format!("cannot read the current directory: {e}"))?,
+    };
+    let root = if root.is_absolute() {
+        root
+    } else {
+        std::env::current_dir()
+            .map_err(|e| e.to_string())?
+            .join(root)
+    };
+    let store = Store::open(StoreConfig {
+        dir: common.dir.clone(),
+        persist: write,
+        ..StoreConfig::default()
+    })
+    .map_err(|e| format!("cannot open the session cache: {e}"))?;
+    let ws = Workspace::new(&root).map_err(|e| format!("bad workspace {}: {e}", root.display()))?;
+    Ok((store, ws))
+}
+
+fn print_json(value: &serde_json::Value) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).expect("JSON value")
+    );
+}
+
+/// Runs one action. Exit codes: 0 done, 1 the cache failed, 2 bad arguments or no such
+/// session.
+pub fn run(action: Action) -> ExitCode {
+    let result = match &action {
+        Action::List {
+            common,
+            all_workspaces,
+        } => open(common, false).and_then(|(store, ws)| {
+            if *all_workspaces {
+                let list = store.workspaces().map_err(|e| e.to_string())?;
+                if common.json {
+                    print_json(&serde_json::to_value(&list).unwrap_or_default());
+                } else {
+                    print!("{}", render::render_workspaces_table(&list));
+                }
+            } else {
+                let list = store.list(&ws).map_err(|e| e.to_string())?;
+                if common.json {
+                    print_json(&render::render_list_json(&list));
+                } else {
+                    print!(
+                        "{}",
+                        render::render_list_table(&ws.root().display().to_string(), &list)
+                    );
+                }
+            }
+            Ok(())
+        }),
+        Action::Show { common, session_id } => open(common, false).and_then(|(store, ws)| {
+            match store.load(&ws, session_id).map_err(|e| e.to_string())? {
+                Some(loaded) if common.json => print_json(&render::render_show_json(&loaded)),
+                Some(loaded) => print!("{}", render::render_show_table(&loaded)),
+                None => {
+                    return Err(format!(
+                        "no saved session {session_id} for {}",
+                        ws.root().display()
+                    ));
+                }
+            }
+            Ok(())
+        }),
+        Action::Clear { common, session_id } => open(common, true).and_then(|(store, ws)| {
+            let removed = store
+                .clear(&ws, session_id.as_deref())
+                .map_err(|e| e.to_string())?;
+            if common.json {
+                print_json(&render::render_clear_json(removed));
+            } else {
+                print!(
+                    "{}",
+                    render::render_clear_table(&ws.root().display().to_string(), removed)
+                );
+            }
+            Ok(())
+        }),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("tether sessions: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}

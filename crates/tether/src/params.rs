@@ -1,0 +1,123 @@
+//! Parsing request params with errors that name the offending field.
+//!
+//! tower-lsp-server's own parsing answers `-32602` with serde's message only; the protocol
+//! promises `data: {field, reason}` (docs/protocol.md, "Errors"), so every Tether method takes
+//! its params as a raw JSON value and parses it here.
+
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use tower_lsp_server::jsonrpc::{Error, ErrorCode};
+
+use crate::protocol::code;
+
+/// Parses `params` (a JSON object) as `T`. On failure returns `-32602` with `data: {field, reason}`, where
+/// `field` is the dotted path of the offending field (`workspace.root`, `prompt[0]`), or `""`
+/// when the params as a whole are wrong.
+pub fn parse<T: DeserializeOwned>(params: Value) -> Result<T, Error> {
+    if !params.is_object() {
+        // JSON-RPC allows positional (array) params; Tether's methods take named ones only.
+        return Err(invalid_params(
+            "",
+            "params must be an object with named fields",
+        ));
+    }
+    parse_any(params)
+}
+
+/// Parses any JSON value as `T`, with the same field-naming errors as [`parse`].
+pub fn parse_any<T: DeserializeOwned>(params: Value) -> Result<T, Error> {
+    serde_path_to_error::deserialize::<_, T>(params).map_err(|err| {
+        let path = err.path().to_string();
+        let reason = err.inner().to_string();
+        let field = field_of(&path, &reason);
+        invalid_params(&field, &reason)
+    })
+}
+
+/// A `-32602` error naming `field` (a dotted path) and the `reason`.
+pub fn invalid_params(field: &str, reason: &str) -> Error {
+    Error {
+        code: ErrorCode::from(code::INVALID_PARAMS),
+        message: if field.is_empty() {
+            format!("invalid params: {reason}").into()
+        } else {
+            format!("invalid params: {field}: {reason}").into()
+        },
+        data: Some(json!({ "field": field, "reason": reason })),
+    }
+}
+
+/// serde reports a missing field at its parent's path and names it only in the message
+/// ("missing field `root`"): join the two so the error points at the field itself.
+fn field_of(path: &str, reason: &str) -> String {
+    let path = if path == "." { "" } else { path };
+    let missing = reason
+        .strip_prefix("missing field `")
+        .and_then(|rest| rest.split('`').next());
+    match missing {
+        Some(name) if path.is_empty() => name.to_owned(),
+        Some(name) => format!("{path}.{name}"),
+        None => path.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{RecoveryChoiceParams, ResumeParams};
+
+    fn data(err: &Error) -> (String, String) {
+        let d = err.data.as_ref().expect("error data");
+        (
+            d["field"].as_str().unwrap().to_owned(),
+            d["reason"].as_str().unwrap().to_owned(),
+        )
+    }
+
+    #[test]
+    fn missing_nested_field_is_named_by_its_full_path() {
+        let err = parse::<ResumeParams>(json!({"workspace": {}})).unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidParams);
+        assert_eq!(data(&err).0, "workspace.root");
+    }
+
+    #[test]
+    fn missing_top_level_field_is_named() {
+        let err = parse::<ResumeParams>(json!({})).unwrap_err();
+        assert_eq!(data(&err).0, "workspace");
+    }
+
+    #[test]
+    fn wrong_type_names_the_field_and_the_expectation() {
+        let err = parse::<ResumeParams>(json!({"workspace": {"root": 7}})).unwrap_err();
+        let (field, reason) = data(&err);
+        assert_eq!(field, "workspace.root");
+        assert!(reason.contains("invalid type"), "{reason}");
+    }
+
+    #[test]
+    fn bad_enum_value_lists_the_accepted_ones() {
+        let err = parse::<RecoveryChoiceParams>(json!({"sessionId": "s", "choice": "maybe"}))
+            .unwrap_err();
+        let (field, reason) = data(&err);
+        assert_eq!(field, "choice");
+        assert!(
+            reason.contains("retry") && reason.contains("new"),
+            "{reason}"
+        );
+    }
+
+    #[test]
+    fn params_that_are_not_an_object_name_no_field() {
+        let err = parse::<ResumeParams>(json!([1, 2])).unwrap_err();
+        assert_eq!(data(&err).0, "");
+    }
+
+    #[test]
+    fn valid_params_parse() {
+        let p: ResumeParams =
+            parse(json!({"workspace": {"root": "/w"}, "sessionId": "abc", "workDoneToken": 3}))
+                .unwrap();
+        assert_eq!(p.session_id.as_deref(), Some("abc"));
+    }
+}

@@ -1,0 +1,453 @@
+//! The editor-facing protocol: every method name, parameter and result of `tether serve`.
+//!
+//! This module is the single source of the wire shapes; `docs/protocol.md` documents each of
+//! them with an example exchange, and a test fails when a method is registered here but not
+//! documented there, or the other way round. Keys are camelCase, enum values camelCase
+//! strings, durations are milliseconds (`…Ms`), times RFC 3339 UTC strings (`…Utc`).
+//! Source: the founders' protocol sketch (v1); names and meanings fixed there stay.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tether_recovery::ClassifiedError;
+
+/// The protocol version advertised in `capabilities.experimental.tether.protocolVersion`.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Method names, client → server requests and notifications.
+pub mod method {
+    /// Request: resume (or start) the session of a workspace. [`super::ResumeParams`] →
+    /// [`super::ResumeResult`].
+    pub const RESUME: &str = "session/resume";
+    /// Request: the user's answer to a recovery dialog. [`super::RecoveryChoiceParams`] →
+    /// [`super::ResumeResult`].
+    pub const RECOVERY_CHOICE: &str = "session/recoveryChoice";
+    /// Request: save the editor's view of a session. [`super::PersistParams`] →
+    /// [`super::PersistResult`].
+    pub const PERSIST: &str = "session/persist";
+    /// Request: run one prompt turn. [`super::PromptParams`] → [`super::PromptResult`].
+    pub const PROMPT: &str = "session/prompt";
+    /// Notification: cancel the running prompt turn. [`super::SessionRef`].
+    pub const CANCEL: &str = "session/cancel";
+    /// Request: the cached sessions of a workspace. [`super::WorkspaceParams`] →
+    /// [`super::ListResult`].
+    pub const LIST: &str = "session/list";
+    /// Request: "Clear Saved Session". [`super::ClearParams`] → [`super::ClearResult`].
+    pub const CLEAR: &str = "session/clear";
+}
+
+/// Method names, server → client notifications and requests.
+pub mod notify {
+    /// Notification: the cached snapshot, sent before the first agent attempt.
+    pub const RESTORED: &str = "session/restored";
+    /// Notification: where a resume or a rate-limit wait stands.
+    pub const STATUS: &str = "session/status";
+    /// Notification: show a banner.
+    pub const BANNER: &str = "session/banner";
+    /// Notification: remove a banner.
+    pub const BANNER_CLEARED: &str = "session/bannerCleared";
+    /// Notification: a new session replaced an old one.
+    pub const EXPIRED: &str = "session/expired";
+    /// Notification: one ACP `session/update`, live or replayed.
+    pub const UPDATE: &str = "session/update";
+    /// Request: an agent's permission question, forwarded to the editor.
+    pub const REQUEST_PERMISSION: &str = "session/requestPermission";
+    /// Notification: a telemetry event with the seed 002 names.
+    pub const TELEMETRY: &str = "telemetry/event";
+
+    /// Every server → client method Tether sends (besides standard LSP ones), in
+    /// documentation order.
+    pub const SERVER_TO_CLIENT: &[&str] = &[
+        RESTORED,
+        STATUS,
+        BANNER,
+        BANNER_CLEARED,
+        EXPIRED,
+        UPDATE,
+        REQUEST_PERMISSION,
+        TELEMETRY,
+    ];
+}
+
+/// JSON-RPC error codes the server answers with.
+pub mod code {
+    /// Bad params; `data: {field, reason}` (JSON-RPC 2.0 §5.1).
+    pub const INVALID_PARAMS: i64 = -32602;
+    /// Unknown session; `data: {sessionId}` (ACP's "resource not found").
+    pub const UNKNOWN_SESSION: i64 = -32002;
+    /// A request that failed for a reason outside the params, e.g. storage; `data: {kind, path?}`
+    /// (LSP's `RequestFailed`, -32803).
+    pub const REQUEST_FAILED: i64 = -32803;
+}
+
+/// A workspace, named by its root folder (an absolute path).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Workspace {
+    /// The workspace root, absolute.
+    pub root: PathBuf,
+}
+
+/// A work-done progress token (LSP `ProgressToken`: an integer or a string).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ProgressToken {
+    /// A numeric token.
+    Number(i32),
+    /// A string token.
+    String(String),
+}
+
+/// `session/resume` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResumeParams {
+    /// The workspace whose session to resume.
+    pub workspace: Workspace,
+    /// The session to resume; absent = the workspace's most recent one (a new one when none
+    /// is cached).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// The configured agent to use; absent = `defaultAgent`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// Report work-done progress under this token ("Resuming… attempt 2 of 3").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work_done_token: Option<ProgressToken>,
+}
+
+/// How a resume ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ResumeOutcome {
+    /// The agent took the session back.
+    Resumed,
+    /// A new session was started (nothing cached, or the user chose "Start New Session").
+    Started,
+    /// Retries are spent: the user must choose (`recovery` says what to show).
+    NeedsChoice,
+    /// No retry can mend it (authentication, invalid request, no agent).
+    Failed,
+}
+
+/// The circuit breaker as the editor sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BreakerView {
+    /// `closed`, `retrying`, `open` or `halfOpen`.
+    pub status: String,
+    /// Attempts made in the current round.
+    pub attempts: u32,
+    /// Attempts allowed in a round.
+    pub max_attempts: u32,
+    /// How many times the user chose "Try Again".
+    pub user_retries: u32,
+}
+
+/// One button of the recovery dialog.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecoveryAction {
+    /// `retry`, `new` or `login`.
+    pub id: String,
+    /// The button text ("Try Again", "Start New Session", "Log In").
+    pub title: String,
+}
+
+/// What the recovery dialog shows (seed 000's texts).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Recovery {
+    /// The headline, e.g. "Previous session not found".
+    pub message: String,
+    /// The detail: the error and the attempt count.
+    pub detail: String,
+    /// The buttons, in order.
+    pub actions: Vec<RecoveryAction>,
+}
+
+/// What a resume had to mark stale or drop while reconciling the cache with the agent
+/// (seed 002 §4).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Reconciliation {
+    /// Chat turns the agent confirmed (replayed or known).
+    pub confirmed_turns: u64,
+    /// Exec turns shown read-only with a stale badge.
+    pub stale_exec_count: u64,
+    /// Diff sessions whose base file drifted.
+    pub stale_diff_count: u64,
+    /// Pending approvals dropped because their call ids died with the old agent.
+    pub dropped_approvals: u64,
+}
+
+/// `session/resume` and `session/recoveryChoice` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResumeResult {
+    /// How it ended.
+    pub outcome: ResumeOutcome,
+    /// The live agent session, when there is one.
+    pub session_id: Option<String>,
+    /// Set when a new session replaced an old one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_session_id: Option<String>,
+    /// The breaker after the resume.
+    pub breaker: BreakerView,
+    /// The last error, for `needsChoice` and `failed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ClassifiedError>,
+    /// What to ask the user, for `needsChoice` (and `failed` with a login offer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<Recovery>,
+    /// Reconciliation counts, when a cache was reconciled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reconciliation: Option<Reconciliation>,
+    /// True when what the editor shows is cache the agent has not confirmed.
+    pub stale: bool,
+}
+
+/// The user's answer to a recovery dialog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Choice {
+    /// "Try Again": half-open the breaker, one more full round.
+    Retry,
+    /// "Start New Session": archive the old cache, start fresh, send `session/expired`.
+    New,
+}
+
+/// `session/recoveryChoice` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RecoveryChoiceParams {
+    /// The session the dialog was about (`ResumeResult.sessionId`, or the cached id).
+    pub session_id: String,
+    /// The answer.
+    pub choice: Choice,
+}
+
+/// `session/persist` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PersistParams {
+    /// The session.
+    pub session_id: String,
+    /// Its workspace.
+    pub workspace: Workspace,
+    /// Why the editor saves: a milestone (`turnFinalized`, `execCompleted`, `diffReceived`,
+    /// `approvalChanged`, `bannerChanged`, `shutdown`) or a coalesced one (`timer`, `edit`).
+    pub trigger: tether_store::PersistTrigger,
+    /// What the editor shows.
+    pub snapshot: tether_store::SessionSnapshot,
+}
+
+/// `session/persist` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PersistResult {
+    /// Whether the snapshot is on disk now (false when coalesced or persistence is off).
+    pub saved: bool,
+    /// Whether it was queued to be written within 5 s (`timer`, `edit`).
+    pub coalesced: bool,
+    /// Bytes written to the journal (0 when coalesced).
+    pub bytes: u64,
+    /// How long the request took, in milliseconds.
+    pub duration_ms: u64,
+    /// The cache's schema version.
+    pub schema_version: u32,
+}
+
+/// A session, by id (`session/cancel`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionRef {
+    /// The session id.
+    pub session_id: String,
+}
+
+/// `session/prompt` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptParams {
+    /// The live session.
+    pub session_id: String,
+    /// ACP `ContentBlock`s (`{"type":"text","text":"…"}`, …), passed to the agent as they are.
+    pub prompt: Vec<Value>,
+}
+
+/// `session/prompt` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptResult {
+    /// The ACP stop reason: `end_turn`, `max_tokens`, `max_turn_requests`, `refusal`,
+    /// `cancelled`.
+    pub stop_reason: String,
+    /// True when the answer is the cached output of a one-shot CLI that failed (seed 001).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale: Option<bool>,
+}
+
+/// `session/list` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkspaceParams {
+    /// The workspace.
+    pub workspace: Workspace,
+}
+
+/// One cached session in `session/list`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSummary {
+    /// The session id.
+    pub session_id: String,
+    /// The agent's configured name.
+    pub agent: String,
+    /// A title, when the agent or the first prompt gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// When it was last written, RFC 3339 UTC.
+    pub updated_utc: String,
+    /// Chat turns cached.
+    pub turn_count: u64,
+}
+
+/// `session/list` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ListResult {
+    /// Most recent first.
+    pub sessions: Vec<SessionSummary>,
+}
+
+/// `session/clear` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClearParams {
+    /// The workspace.
+    pub workspace: Workspace,
+    /// One session; absent = all of the workspace's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+}
+
+/// `session/clear` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClearResult {
+    /// How many sessions were removed.
+    pub removed: u64,
+}
+
+/// `session/status` states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum StatusState {
+    /// An agent attempt is running.
+    Resuming,
+    /// Waiting out a backoff delay before the next attempt.
+    WaitingRetry,
+    /// Waiting out a rate limit before resuming the same session.
+    RateLimited,
+    /// The session is live.
+    Ready,
+    /// The session could not be resumed.
+    Failed,
+}
+
+/// `session/status` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusParams {
+    /// The session (the cached id while resuming).
+    pub session_id: String,
+    /// Where it stands.
+    pub state: StatusState,
+    /// The current attempt, 1-based (0 before the first).
+    pub attempt: u32,
+    /// Attempts allowed in this round.
+    pub max_attempts: u32,
+    /// Milliseconds until the next attempt, while waiting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_in_ms: Option<u64>,
+    /// The kind of the last error, while waiting or failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<tether_recovery::ErrorKind>,
+    /// A ready-made text for a status bar ("Resuming… attempt 2 of 3").
+    pub message: String,
+}
+
+/// Banner kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum BannerKind {
+    /// The cached session could not be restored.
+    RestoreFailed,
+    /// What is shown is cache the agent has not confirmed.
+    StaleSnapshot,
+    /// The agent's stream failed mid-turn.
+    StreamError,
+    /// Persistence switched itself off after repeated failures.
+    PersistenceDisabled,
+    /// A session that was failing came back live.
+    RecoveredLive,
+}
+
+/// `session/banner` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BannerParams {
+    /// Stable id, used by `session/bannerCleared`.
+    pub id: String,
+    /// The session it is about, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// What it is about.
+    pub kind: BannerKind,
+    /// The text.
+    pub message: String,
+    /// Whether the user may dismiss it.
+    pub dismissible: bool,
+}
+
+/// `session/bannerCleared` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BannerClearedParams {
+    /// The banner's id.
+    pub id: String,
+}
+
+/// `session/expired` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExpiredParams {
+    /// The session that is gone (its cache archived).
+    pub previous_session_id: String,
+    /// The new session.
+    pub session_id: String,
+}
+
+/// `session/update` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateParams {
+    /// The session.
+    pub session_id: String,
+    /// The ACP `SessionUpdate`, as the agent sent it (or as Tether synthesised it for a
+    /// dangling tool call).
+    pub update: Value,
+    /// True for history replayed by `session/load`.
+    pub replay: bool,
+}
+
+/// `telemetry/event` params (the LSP notification; seed 002 §6 names).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TelemetryParams {
+    /// `session.persist.save`, `session.persist.failure`, `session.resume.start`,
+    /// `session.resume.success`, `session.resume.partial`, `session.resume.failure`.
+    pub name: String,
+    /// The event's properties.
+    pub properties: serde_json::Map<String, Value>,
+}
+
+/// Standard LSP methods whose Tether-specific use `docs/protocol.md` documents in a section
+/// of its own.
+pub const STANDARD_METHODS_DOCUMENTED: &[&str] = &["initialize", "$/progress", "window/logMessage"];

@@ -1,0 +1,209 @@
+//! The LSP lifecycle and the routing of Tether's methods.
+//!
+//! Handlers never wait for the user: tower-lsp-server runs a bounded number of requests at
+//! once, so a resume that needs the user returns `needsChoice` at once and the answer comes
+//! later as `session/recoveryChoice` (or from a `window/showMessageRequest` awaited in a task
+//! of its own).
+
+use std::sync::{Arc, OnceLock};
+
+use serde_json::{Value, json};
+use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
+use tower_lsp_server::ls_types::{
+    InitializeParams, InitializeResult, InitializedParams, MessageType, ServerCapabilities,
+    ServerInfo,
+};
+use tower_lsp_server::{Client, ClientSocket, LanguageServer, LspService, LspServiceBuilder};
+
+use super::ServeOptions;
+use super::config::ServerConfig;
+use super::notifier::{ClientRenders, Notifier};
+use super::sessions::Sessions;
+use super::transport::Outbox;
+use crate::params;
+use crate::protocol::{PROTOCOL_VERSION, method};
+
+/// Requests served at once. Resume and prompt handlers can wait out backoff delays and
+/// rate limits, so this is well above tower-lsp-server's default of 4; none of them ever
+/// waits for the user.
+pub const MAX_CONCURRENT_REQUESTS: usize = 64;
+
+/// The server state shared by the backend and the process that serves it.
+#[derive(Debug, Default)]
+pub struct Shared {
+    sessions: OnceLock<Arc<Sessions>>,
+}
+
+impl Shared {
+    /// Shuts every agent down and flushes the cache (at `exit` or end of input).
+    pub async fn shutdown(&self) {
+        if let Some(sessions) = self.sessions.get() {
+            sessions.shutdown().await;
+        }
+    }
+}
+
+/// The `tower-lsp-server` backend.
+#[derive(Debug)]
+pub struct Backend {
+    client: Client,
+    outbox: Outbox,
+    options: ServeOptions,
+    shared: Arc<Shared>,
+}
+
+macro_rules! routes {
+    ($($name:path => $handler:path),* $(,)?) => {
+        /// Every client → server method registered with the service, in registration order.
+        /// `docs/protocol.md` must document exactly these (tests/protocol_doc.rs).
+        pub const REGISTERED_METHODS: &[&str] = &[$($name),*];
+
+        fn register(builder: LspServiceBuilder<Backend>) -> LspServiceBuilder<Backend> {
+            builder$(.custom_method($name, $handler))*
+        }
+    };
+}
+
+routes! {
+    method::RESUME => Backend::resume,
+    method::RECOVERY_CHOICE => Backend::recovery_choice,
+    method::PERSIST => Backend::persist,
+    method::PROMPT => Backend::prompt,
+    method::CANCEL => Backend::cancel,
+    method::LIST => Backend::list,
+    method::CLEAR => Backend::clear,
+}
+
+/// Builds the service, its client socket, and the shared state the caller shuts down when
+/// the transport ends.
+///
+/// Tether's notifications go through `outbox` (see [`super::transport`]).
+pub fn build_service(
+    options: ServeOptions,
+    outbox: Outbox,
+) -> (LspService<Backend>, ClientSocket, Arc<Shared>) {
+    let shared = Arc::new(Shared::default());
+    let for_backend = shared.clone();
+    let builder = LspService::build(move |client| Backend {
+        client,
+        outbox: outbox.clone(),
+        options: options.clone(),
+        shared: for_backend.clone(),
+    });
+    let (service, socket) = register(builder).finish();
+    (service, socket, shared)
+}
+
+impl Backend {
+    fn sessions(&self) -> Result<&Arc<Sessions>> {
+        self.shared.sessions.get().ok_or_else(|| Error {
+            code: ErrorCode::from(-32002),
+            message: "server not initialized".into(),
+            data: None,
+        })
+    }
+
+    async fn resume(&self, params: Value) -> Result<Value> {
+        let p = params::parse(params)?;
+        to_value(self.sessions()?.resume(p).await)
+    }
+
+    async fn recovery_choice(&self, params: Value) -> Result<Value> {
+        let p = params::parse(params)?;
+        to_value(self.sessions()?.recovery_choice(p).await)
+    }
+
+    async fn persist(&self, params: Value) -> Result<Value> {
+        let p = params::parse(params)?;
+        to_value(self.sessions()?.persist(p).await)
+    }
+
+    async fn prompt(&self, params: Value) -> Result<Value> {
+        let p = params::parse(params)?;
+        to_value(self.sessions()?.prompt(p).await)
+    }
+
+    async fn cancel(&self, params: Value) {
+        match params::parse(params) {
+            Ok(p) => {
+                if let Ok(sessions) = self.sessions() {
+                    sessions.cancel(p).await;
+                }
+            }
+            Err(err) => {
+                tracing::warn!(error = %err.message, "ignoring malformed session/cancel");
+                self.outbox
+                    .notify(
+                        "window/logMessage",
+                        json!({"type": MessageType::WARNING, "message": format!("session/cancel ignored: {}", err.message)}),
+                    )
+                    .await;
+            }
+        }
+    }
+
+    async fn list(&self, params: Value) -> Result<Value> {
+        let p = params::parse(params)?;
+        to_value(self.sessions()?.list(p).await)
+    }
+
+    async fn clear(&self, params: Value) -> Result<Value> {
+        let p = params::parse(params)?;
+        to_value(self.sessions()?.clear(p).await)
+    }
+}
+
+fn to_value<T: serde::Serialize>(result: Result<T>) -> Result<Value> {
+    result.and_then(|v| serde_json::to_value(v).map_err(|e| Error::internal_error().with(e)))
+}
+
+trait ErrorExt {
+    fn with(self, err: impl std::fmt::Display) -> Self;
+}
+
+impl ErrorExt for Error {
+    fn with(mut self, err: impl std::fmt::Display) -> Self {
+        self.message = format!("{}: {err}", self.message).into();
+        self
+    }
+}
+
+impl LanguageServer for Backend {
+    async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
+        let config = ServerConfig::from_options(params.initialization_options.clone())
+            .map_err(|e| params::invalid_params(&e.field, &e.reason))?;
+        let renders = ClientRenders::from_experimental(params.capabilities.experimental.as_ref());
+        let notifier = Notifier::new(self.client.clone(), self.outbox.clone(), renders);
+        let sessions = Sessions::start(config, notifier, &self.options).map_err(|e| Error {
+            code: ErrorCode::from(crate::protocol::code::REQUEST_FAILED),
+            message: e.message.clone().into(),
+            data: Some(json!({"kind": e.kind, "path": e.path})),
+        })?;
+        if self.shared.sessions.set(sessions).is_err() {
+            return Err(Error::invalid_request().with("initialize sent twice"));
+        }
+        tracing::info!(?renders, "initialized");
+        Ok(InitializeResult {
+            capabilities: ServerCapabilities {
+                experimental: Some(json!({"tether": {"protocolVersion": PROTOCOL_VERSION}})),
+                ..ServerCapabilities::default()
+            },
+            server_info: Some(ServerInfo {
+                name: "tether".to_owned(),
+                version: Some(env!("CARGO_PKG_VERSION").to_owned()),
+            }),
+            offset_encoding: None,
+        })
+    }
+
+    async fn initialized(&self, _: InitializedParams) {
+        if let Ok(sessions) = self.sessions() {
+            sessions.initialized().await;
+        }
+    }
+
+    async fn shutdown(&self) -> Result<()> {
+        self.shared.shutdown().await;
+        Ok(())
+    }
+}

@@ -1,0 +1,262 @@
+//! `initializationOptions`: the server's configuration, sent by the editor in `initialize`.
+//!
+//! Every field is optional; the defaults are the protocol sketch's. Parsing and validation
+//! errors name the field by its full path (`initializationOptions.resume.maxAttempts`) so an
+//! editor can point its user at the setting.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tether_host::AgentConfig;
+use tether_recovery::backoff::{RateLimitConfig, ResumeConfig};
+
+/// The prefix of every field path reported in configuration errors.
+pub const FIELD_PREFIX: &str = "initializationOptions";
+
+/// Where and how sessions are cached.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct StorageOptions {
+    /// The cache folder; `null` = the platform's per-user local data folder.
+    pub dir: Option<PathBuf>,
+    /// Whether sessions are cached at all.
+    pub persist: bool,
+    /// Whether records are encrypted at rest (key in the OS keychain).
+    pub encrypt: bool,
+}
+
+impl Default for StorageOptions {
+    fn default() -> Self {
+        Self {
+            dir: None,
+            persist: true,
+            encrypt: false,
+        }
+    }
+}
+
+/// The whole `initializationOptions` object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct ServerConfig {
+    /// The session cache.
+    pub storage: StorageOptions,
+    /// The agents, by name.
+    pub agents: BTreeMap<String, AgentConfig>,
+    /// The agent used when a request names none.
+    pub default_agent: String,
+    /// The resume policy (seed 000: 1 s, 2 s, 4 s, 3 attempts, no jitter).
+    pub resume: ResumeConfig,
+    /// The rate-limit policy (seed 003: 30 s base, 300 s cap, 5 retries, full jitter).
+    pub rate_limit: RateLimitConfig,
+    /// How long an agent connection with no attached editor is kept alive, in seconds
+    /// (seed 004's idle TTL).
+    pub connection_ttl_secs: u64,
+    /// How long an agent may stay silent mid-turn before the watchdog reports it, in
+    /// seconds. Agents retry internally for minutes without a word (FIELD-NOTES), so the
+    /// default is generous.
+    pub watchdog_secs: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        let mut agents = BTreeMap::new();
+        agents.insert(
+            "claude".to_owned(),
+            AgentConfig {
+                command: "claude-code-acp".to_owned(),
+                ..AgentConfig::default()
+            },
+        );
+        Self {
+            storage: StorageOptions::default(),
+            agents,
+            default_agent: "claude".to_owned(),
+            resume: ResumeConfig::default(),
+            rate_limit: RateLimitConfig::default(),
+            connection_ttl_secs: 600,
+            watchdog_secs: 180,
+        }
+    }
+}
+
+/// A configuration error: which field, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {reason}")]
+pub struct ConfigError {
+    /// The full dotted path, starting with `initializationOptions`.
+    pub field: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl ServerConfig {
+    /// Parses and validates `initializationOptions` (`None` or `null` = all defaults).
+    ///
+    /// # Errors
+    /// The first problem found, naming its field.
+    pub fn from_options(options: Option<Value>) -> Result<Self, ConfigError> {
+        let config: Self = match options {
+            None | Some(Value::Null) => Self::default(),
+            Some(value) => serde_path_to_error::deserialize(value).map_err(|err| {
+                let path = err.path().to_string();
+                let reason = err.inner().to_string();
+                ConfigError {
+                    field: join_field(&path, &reason),
+                    reason,
+                }
+            })?,
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks the values serde cannot: ranges, references between fields.
+    ///
+    /// # Errors
+    /// The first problem found, naming its field.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let err = |field: String, reason: String| ConfigError {
+            field: format!("{FIELD_PREFIX}.{field}"),
+            reason,
+        };
+        if let Some(dir) = &self.storage.dir
+            && !dir.is_absolute()
+        {
+            return Err(err(
+                "storage.dir".into(),
+                format!("must be an absolute path, got {}", dir.display()),
+            ));
+        }
+        if !self.agents.contains_key(&self.default_agent) {
+            return Err(err(
+                "defaultAgent".into(),
+                format!(
+                    "names no configured agent (configured: {})",
+                    self.agents.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            ));
+        }
+        for (name, agent) in &self.agents {
+            if agent.command.trim().is_empty() {
+                return Err(err(
+                    format!("agents.{name}.command"),
+                    "must not be empty".into(),
+                ));
+            }
+        }
+        if let Err(errors) = self.resume.validate()
+            && let Some(first) = errors.into_iter().next()
+        {
+            return Err(err(first.field, first.reason));
+        }
+        if let Err(errors) = self.rate_limit.validate()
+            && let Some(first) = errors.into_iter().next()
+        {
+            return Err(err(first.field, first.reason));
+        }
+        if self.watchdog_secs == 0 {
+            return Err(err("watchdogSecs".into(), "must be at least 1".into()));
+        }
+        Ok(())
+    }
+}
+
+fn join_field(path: &str, reason: &str) -> String {
+    let path = if path == "." { "" } else { path };
+    let missing = reason
+        .strip_prefix("missing field `")
+        .and_then(|rest| rest.split('`').next());
+    let mut field = FIELD_PREFIX.to_owned();
+    for part in [Some(path), missing].into_iter().flatten() {
+        if !part.is_empty() {
+            field.push('.');
+            field.push_str(part);
+        }
+    }
+    field
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn absent_options_give_the_sketch_defaults() {
+        let c = ServerConfig::from_options(None).unwrap();
+        assert_eq!(c.default_agent, "claude");
+        assert_eq!(c.agents["claude"].command, "claude-code-acp");
+        assert!(c.storage.persist && !c.storage.encrypt && c.storage.dir.is_none());
+        assert_eq!(c.connection_ttl_secs, 600);
+        assert_eq!(c.resume.max_attempts, 3);
+        assert_eq!(c.rate_limit.max_retries, 5);
+    }
+
+    #[test]
+    fn a_wrong_type_is_reported_at_its_full_path() {
+        let e = ServerConfig::from_options(Some(json!({"resume": {"maxAttempts": "three"}})))
+            .unwrap_err();
+        assert_eq!(e.field, "initializationOptions.resume.maxAttempts");
+    }
+
+    #[test]
+    fn an_unknown_field_is_refused_by_name() {
+        let e =
+            ServerConfig::from_options(Some(json!({"storage": {"persits": false}}))).unwrap_err();
+        assert_eq!(e.field, "initializationOptions.storage.persits");
+        assert!(e.reason.contains("unknown field"), "{}", e.reason);
+    }
+
+    #[test]
+    fn a_default_agent_that_is_not_configured_is_refused() {
+        let e = ServerConfig::from_options(Some(json!({"defaultAgent": "codex"}))).unwrap_err();
+        assert_eq!(e.field, "initializationOptions.defaultAgent");
+    }
+
+    #[test]
+    fn an_empty_agent_command_is_refused() {
+        let e = ServerConfig::from_options(Some(json!({
+            "agents": {"x": {"command": " "}}, "defaultAgent": "x"
+        })))
+        .unwrap_err();
+        assert_eq!(e.field, "initializationOptions.agents.x.command");
+    }
+
+    #[test]
+    fn a_relative_storage_dir_is_refused() {
+        let e =
+            ServerConfig::from_options(Some(json!({"storage": {"dir": "rel/dir"}}))).unwrap_err();
+        assert_eq!(e.field, "initializationOptions.storage.dir");
+    }
+
+    #[test]
+    fn out_of_range_policy_values_are_named() {
+        let e =
+            ServerConfig::from_options(Some(json!({"resume": {"maxAttempts": 0}}))).unwrap_err();
+        assert!(
+            e.field.starts_with("initializationOptions.resume."),
+            "{}",
+            e.field
+        );
+    }
+
+    #[test]
+    fn a_full_sketch_example_parses() {
+        let c = ServerConfig::from_options(Some(json!({
+            "storage": {"dir": "/tmp/x", "persist": true, "encrypt": false},
+            "agents": {"claude": {"command": "claude-code-acp", "args": [], "env": {}, "protocol": "acp"}},
+            "defaultAgent": "claude",
+            "resume": {"maxAttempts": 3, "baseDelayMs": 1000, "maxDelayMs": 4000, "jitter": "none"},
+            "rateLimit": {"baseDelayMs": 30000, "maxDelayMs": 300000, "maxRetries": 5, "jitter": "full"},
+            "connectionTtlSecs": 600
+        })))
+        .unwrap();
+        assert_eq!(
+            c.storage.dir.as_deref(),
+            Some(std::path::Path::new("/tmp/x"))
+        );
+    }
+}

@@ -1,0 +1,309 @@
+//! A live agent session: one agent process per session, its event pump, and the transcript
+//! of the running turn.
+//!
+//! Ordering invariant: every `session/update` of a prompt turn reaches the editor before the
+//! turn's answer does. The host enqueues a turn's events before it resolves the
+//! `session/prompt` request, and the pump drains events before it acknowledges a
+//! [`Live::barrier`] (a biased select), so a handler that awaits the barrier after the
+//! prompt returns has forwarded everything.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde_json::{Value, json};
+use tether_host::acp::{AcpConnection, PermissionDecision, SessionEvent};
+use tether_recovery::Observation;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use tower_lsp_server::ls_types::MessageType;
+
+use super::notifier::Notifier;
+
+/// One live session.
+pub struct Live {
+    /// The agent's session id (Tether's id for the session).
+    pub id: String,
+    /// The configured agent's name.
+    pub agent: String,
+    /// The workspace root (the ACP session's `cwd`).
+    pub workspace: PathBuf,
+    conn: Mutex<Option<Arc<AcpConnection>>>,
+    barrier: Mutex<mpsc::UnboundedSender<oneshot::Sender<()>>>,
+    turn: Arc<Mutex<TurnText>>,
+    /// Serialises prompt turns of this session.
+    pub turn_lock: tokio::sync::Mutex<()>,
+    /// Cancels the running turn's rate-limit wait (`session/cancel`).
+    pub cancel: Mutex<CancellationToken>,
+    last_used: Mutex<Instant>,
+}
+
+/// What the pump collected for the running turn.
+#[derive(Debug, Default)]
+pub struct TurnText {
+    /// `agent_message_chunk` text, concatenated.
+    pub agent: String,
+    /// Synthetic repairs of dangling tool calls, as explanation texts.
+    pub repairs: Vec<String>,
+    /// Set when the agent's transport ended.
+    pub exited: Option<Observation>,
+}
+
+impl std::fmt::Debug for Live {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Live")
+            .field("id", &self.id)
+            .field("agent", &self.agent)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Live {
+    /// Wraps a connection whose session `id` is open, and starts pumping `events` to the
+    /// editor. `replay` and `repairs` (from `session/load`) are forwarded first, marked
+    /// `replay: true` and `false` respectively.
+    pub async fn start(
+        id: String,
+        agent: String,
+        workspace: &Path,
+        conn: AcpConnection,
+        events: mpsc::Receiver<SessionEvent>,
+        notifier: Notifier,
+    ) -> Arc<Self> {
+        let (barrier_tx, barrier_rx) = mpsc::unbounded_channel();
+        let live = Arc::new(Self {
+            id,
+            agent,
+            workspace: workspace.to_owned(),
+            conn: Mutex::new(Some(Arc::new(conn))),
+            barrier: Mutex::new(barrier_tx),
+            turn: Arc::default(),
+            turn_lock: tokio::sync::Mutex::new(()),
+            cancel: Mutex::new(CancellationToken::new()),
+            last_used: Mutex::new(Instant::now()),
+        });
+        tokio::spawn(pump(
+            live.id.clone(),
+            events,
+            barrier_rx,
+            notifier,
+            live.turn.clone(),
+        ));
+        live
+    }
+
+    /// Replaces the connection (after a restart) and pumps the new session's events.
+    pub fn replace(
+        &self,
+        conn: AcpConnection,
+        events: mpsc::Receiver<SessionEvent>,
+        notifier: Notifier,
+    ) -> Option<Arc<AcpConnection>> {
+        let (barrier_tx, barrier_rx) = mpsc::unbounded_channel();
+        *lock(&self.barrier) = barrier_tx;
+        lock(&self.turn).exited = None;
+        tokio::spawn(pump(
+            self.id.clone(),
+            events,
+            barrier_rx,
+            notifier,
+            self.turn.clone(),
+        ));
+        lock(&self.conn).replace(Arc::new(conn))
+    }
+
+    /// The connection, unless it was taken for shutdown.
+    pub fn conn(&self) -> Option<Arc<AcpConnection>> {
+        *lock(&self.last_used) = Instant::now();
+        lock(&self.conn).clone()
+    }
+
+    /// Takes the connection out (for shutdown).
+    pub fn take_conn(&self) -> Option<Arc<AcpConnection>> {
+        lock(&self.conn).take()
+    }
+
+    /// Whether the agent's transport has ended.
+    pub fn exited(&self) -> Option<Observation> {
+        lock(&self.turn).exited.clone()
+    }
+
+    /// How long since the session was last used.
+    pub fn idle_for(&self) -> std::time::Duration {
+        lock(&self.last_used).elapsed()
+    }
+
+    /// Waits until the pump has forwarded every event enqueued so far.
+    pub async fn barrier(&self) {
+        let (tx, rx) = oneshot::channel();
+        if lock(&self.barrier).send(tx).is_ok() {
+            let _ = rx.await;
+        }
+    }
+
+    /// Takes what the pump collected for the turn so far and starts a new turn.
+    pub fn take_turn(&self) -> TurnText {
+        let mut turn = lock(&self.turn);
+        TurnText {
+            agent: std::mem::take(&mut turn.agent),
+            repairs: std::mem::take(&mut turn.repairs),
+            exited: turn.exited.clone(),
+        }
+    }
+
+    /// A fresh cancellation token for the next turn.
+    pub fn new_turn_token(&self) -> CancellationToken {
+        let token = CancellationToken::new();
+        *lock(&self.cancel) = token.clone();
+        token
+    }
+
+    /// Shuts the agent down gently (close stdin, SIGTERM, SIGKILL to its process group).
+    pub async fn shutdown(&self) {
+        if let Some(conn) = self.take_conn() {
+            shutdown_conn(conn).await;
+        }
+    }
+}
+
+/// Ends a connection gently when this is the last handle; otherwise dropping the last handle
+/// later kills its process group.
+pub async fn shutdown_conn(conn: Arc<AcpConnection>) {
+    match Arc::try_unwrap(conn) {
+        Ok(conn) => {
+            let _ = conn.shutdown().await;
+        }
+        Err(shared) => drop(shared),
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+async fn pump(
+    id: String,
+    mut events: mpsc::Receiver<SessionEvent>,
+    mut barriers: mpsc::UnboundedReceiver<oneshot::Sender<()>>,
+    notifier: Notifier,
+    turn: Arc<Mutex<TurnText>>,
+) {
+    loop {
+        tokio::select! {
+            biased;
+            event = events.recv() => {
+                let Some(event) = event else { break };
+                handle(&id, event, &notifier, &turn).await;
+            }
+            Some(ack) = barriers.recv() => {
+                let _ = ack.send(());
+            }
+        }
+    }
+    // The agent's events ended: answer every later barrier at once.
+    while let Some(ack) = barriers.recv().await {
+        let _ = ack.send(());
+    }
+}
+
+async fn handle(id: &str, event: SessionEvent, notifier: &Notifier, turn: &Mutex<TurnText>) {
+    match event {
+        SessionEvent::Update { update } => {
+            if update["sessionUpdate"] == "agent_message_chunk"
+                && let Some(text) = update["content"]["text"].as_str()
+            {
+                lock(turn).agent.push_str(text);
+            }
+            notifier.update(id, update, false).await;
+        }
+        SessionEvent::Repair { update, reason } => {
+            let explanation = update["content"][0]["content"]["text"]
+                .as_str()
+                .unwrap_or(reason.explanation())
+                .to_owned();
+            tracing::warn!(
+                session = id,
+                reason = reason.as_str(),
+                "finished a dangling tool call as failed"
+            );
+            lock(turn).repairs.push(explanation);
+            notifier.update(id, update, false).await;
+        }
+        SessionEvent::Permission(request) => {
+            let mut params = request.params.clone();
+            params["sessionId"] = json!(id);
+            let notifier = notifier.clone();
+            tokio::spawn(async move {
+                let decision = match notifier.request_permission(params).await {
+                    Ok(answer) => decision_of(&answer, &request.option_ids()),
+                    Err(err) => {
+                        tracing::warn!(error = %err.message, "permission request failed; answering cancelled");
+                        PermissionDecision::Cancelled
+                    }
+                };
+                request.reply(decision);
+            });
+        }
+        SessionEvent::Hang(observation) => {
+            let silent_s = match &observation {
+                Observation::Transport { silent_ms, .. } => silent_ms.unwrap_or(0) / 1000,
+                _ => 0,
+            };
+            tracing::warn!(session = id, silent_s, "agent silent mid-turn");
+            notifier
+                .log(
+                    MessageType::WARNING,
+                    format!("[{id}] the agent has been silent for {silent_s} s mid-turn; it may be retrying its model API. Cancel the turn to stop waiting."),
+                )
+                .await;
+        }
+        SessionEvent::Exited(observation) => {
+            tracing::warn!(session = id, observation = %serde_json::to_string(&observation).unwrap_or_default(), "agent transport ended");
+            lock(turn).exited = Some(observation);
+        }
+    }
+}
+
+/// Reads the editor's answer to `session/requestPermission`: `{outcome: {outcome:
+/// "selected", optionId}}` with one of the offered ids, else cancelled.
+fn decision_of(answer: &Value, offered: &[String]) -> PermissionDecision {
+    let outcome = &answer["outcome"];
+    match (outcome["outcome"].as_str(), outcome["optionId"].as_str()) {
+        (Some("selected"), Some(id)) if offered.iter().any(|o| o == id) => {
+            PermissionDecision::Selected(id.to_owned())
+        }
+        _ => PermissionDecision::Cancelled,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_offered_option_is_selected() {
+        let offered = vec!["allow".to_owned(), "reject".to_owned()];
+        assert_eq!(
+            decision_of(
+                &json!({"outcome": {"outcome": "selected", "optionId": "allow"}}),
+                &offered
+            ),
+            PermissionDecision::Selected("allow".into())
+        );
+        assert_eq!(
+            decision_of(
+                &json!({"outcome": {"outcome": "selected", "optionId": "rm -rf"}}),
+                &offered
+            ),
+            PermissionDecision::Cancelled
+        );
+        assert_eq!(
+            decision_of(&json!({"outcome": {"outcome": "cancelled"}}), &offered),
+            PermissionDecision::Cancelled
+        );
+        assert_eq!(
+            decision_of(&json!(null), &offered),
+            PermissionDecision::Cancelled
+        );
+    }
+}

@@ -1,0 +1,357 @@
+//! The stdio transport around tower-lsp-server: an input guard, an outbox and an output pump.
+//!
+//! Two properties the protocol promises that tower-lsp-server 0.23 alone does not give:
+//!
+//! 1. **A malformed frame never ends the server.** tower-lsp-server decodes frames with
+//!    tokio-util's `FramedRead`, which ends the stream after the first decode error (a body
+//!    that is not JSON, or JSON that is not JSON-RPC), so the server would stop serving. The
+//!    input guard reads frames first and passes on only well-formed JSON-RPC messages; it
+//!    answers the others itself (`-32700` parse error, `-32600` invalid request, with the
+//!    request's id when it has one) and goes on.
+//! 2. **A turn's `session/update`s reach the editor before the turn's answer.**
+//!    tower-lsp-server merges its notification queue and its responses with a round-robin
+//!    select, so a response can overtake queued notifications. Tether's notifications go
+//!    through the [`Outbox`] instead, and the output pump writes every queued notification
+//!    before each frame it takes from tower-lsp-server's output. A handler enqueues its
+//!    notifications before it returns, so they precede its response on the wire.
+//!
+//! Frames are written whole, so nothing interleaves. The outbox is bounded: a flooding agent
+//! is slowed down to the editor's reading speed instead of growing memory.
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+
+use super::ServeOptions;
+
+/// Largest frame body accepted from the editor: 64 MiB. A larger frame is skipped and
+/// answered with `-32600`.
+pub const MAX_FRAME_BYTES: usize = 64 << 20;
+/// Longest header line accepted: 8 KiB (garbage without newlines cannot grow memory).
+pub const MAX_HEADER_LINE: usize = 8 << 10;
+/// Frames the outbox holds before senders wait.
+pub const OUTBOX_FRAMES: usize = 4096;
+
+/// Where Tether's own notifications go (see the module docs for why they do not go through
+/// tower-lsp-server's `Client`).
+#[derive(Debug, Clone)]
+pub struct Outbox {
+    tx: mpsc::Sender<Vec<u8>>,
+}
+
+impl Outbox {
+    /// A bounded outbox and its receiving end (for [`output_pump`]).
+    #[must_use]
+    pub fn new(capacity: usize) -> (Self, mpsc::Receiver<Vec<u8>>) {
+        let (tx, rx) = mpsc::channel(capacity);
+        (Self { tx }, rx)
+    }
+
+    /// Queues a notification; waits while the outbox is full. Returns false when the output
+    /// is gone (the editor closed the connection).
+    pub async fn notify(&self, method: &str, params: Value) -> bool {
+        let body = json!({"jsonrpc": "2.0", "method": method, "params": params});
+        self.tx.send(frame(&body)).await.is_ok()
+    }
+
+    async fn send_frame(&self, bytes: Vec<u8>) -> bool {
+        self.tx.send(bytes).await.is_ok()
+    }
+}
+
+/// Frames a JSON-RPC body with the LSP base protocol header.
+#[must_use]
+pub fn frame(body: &Value) -> Vec<u8> {
+    let body = serde_json::to_vec(body).expect("a JSON value serializes");
+    let mut out = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
+    out.extend_from_slice(&body);
+    out
+}
+
+/// Serves the protocol on `input`/`output` until `exit` or end of input, then shuts the
+/// agents down and flushes what is queued for the editor.
+pub async fn serve<R, W>(input: R, output: W, options: ServeOptions)
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    let (to_server, server_in) = tokio::io::duplex(1 << 20);
+    let (server_out, from_server) = tokio::io::duplex(1 << 20);
+    let (outbox, notes) = Outbox::new(OUTBOX_FRAMES);
+    let (service, socket, shared) = super::build_service(options, outbox.clone());
+    let outbox_for_guard = outbox.clone();
+    let on_eof = shared.clone();
+    let guard = tokio::spawn(async move {
+        input_guard(input, to_server, outbox_for_guard).await;
+        // The editor is gone: cancel what handlers are waiting for (agents, backoff,
+        // rate limits) so tower-lsp-server can finish its pending requests and stop.
+        on_eof.shutdown().await;
+    });
+    drop(outbox);
+    let pump = tokio::spawn(output_pump(from_server, notes, output));
+    let (server_read, _) = tokio::io::split(server_in);
+    let (_, server_write) = tokio::io::split(server_out);
+    tower_lsp_server::Server::new(server_read, server_write, socket)
+        .concurrency_level(super::backend::MAX_CONCURRENT_REQUESTS)
+        .serve(service)
+        .await;
+    tracing::info!("client gone or exit received; shutting agents down");
+    guard.abort();
+    shared.shutdown().await;
+    // The last handles on the outbox go with the sessions; the pump ends when tower-lsp's
+    // output closes and every queued frame is written.
+    drop(shared);
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), pump).await;
+}
+
+/// Reads LSP frames from the editor and passes on only well-formed JSON-RPC messages;
+/// answers the rest itself through the outbox.
+async fn input_guard<R, W>(input: R, mut to_server: W, outbox: Outbox)
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut reader = BufReader::new(input);
+    loop {
+        let length = match read_headers(&mut reader).await {
+            Ok(Some(length)) => length,
+            Ok(None) | Err(_) => break,
+        };
+        if length > MAX_FRAME_BYTES {
+            tracing::warn!(length, "frame too large; skipped");
+            let skipped = tokio::io::copy(
+                &mut (&mut reader).take(length as u64),
+                &mut tokio::io::sink(),
+            )
+            .await;
+            if skipped.map_or(true, |n| n < length as u64) {
+                break;
+            }
+            outbox
+                .send_frame(error_frame(
+                    Value::Null,
+                    -32600,
+                    &format!("frame of {length} bytes exceeds the {MAX_FRAME_BYTES}-byte limit"),
+                ))
+                .await;
+            continue;
+        }
+        let mut body = vec![0; length];
+        if reader.read_exact(&mut body).await.is_err() {
+            break;
+        }
+        match check_message(&body) {
+            Ok(()) => {
+                let header = format!("Content-Length: {length}\r\n\r\n");
+                if to_server.write_all(header.as_bytes()).await.is_err()
+                    || to_server.write_all(&body).await.is_err()
+                {
+                    break;
+                }
+                let _ = to_server.flush().await;
+            }
+            Err((id, code, message)) => {
+                tracing::warn!(code, %message, "malformed message from the editor; answered and skipped");
+                outbox.send_frame(error_frame(id, code, &message)).await;
+            }
+        }
+    }
+    // End of input: tower-lsp-server sees EOF and stops serving.
+    let _ = to_server.shutdown().await;
+}
+
+/// Reads header lines up to the blank line; returns the `Content-Length`. Lines that are not
+/// headers are skipped as garbage; `None` at end of input.
+async fn read_headers<R: AsyncRead + Unpin>(
+    reader: &mut BufReader<R>,
+) -> std::io::Result<Option<usize>> {
+    let mut length: Option<usize> = None;
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n = (&mut *reader)
+            .take(MAX_HEADER_LINE as u64)
+            .read_until(b'\n', &mut line)
+            .await?;
+        if n == 0 {
+            return Ok(None);
+        }
+        if line.last() != Some(&b'\n') && n == MAX_HEADER_LINE {
+            // An overlong line: discard the rest of it.
+            length = None;
+            continue;
+        }
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim();
+        if text.is_empty() {
+            if let Some(length) = length {
+                return Ok(Some(length));
+            }
+            continue;
+        }
+        match text.split_once(':') {
+            Some((name, value)) if name.trim().eq_ignore_ascii_case("content-length") => {
+                length = value.trim().parse().ok();
+            }
+            Some((name, _)) if name.trim().eq_ignore_ascii_case("content-type") => {}
+            _ => {
+                tracing::debug!(line = %text.chars().take(80).collect::<String>(), "garbage before a frame; skipped");
+            }
+        }
+    }
+}
+
+/// Accepts a JSON-RPC 2.0 request, notification or response that tower-lsp-server can
+/// decode; else the error to answer: `(id, code, message)`.
+fn check_message(body: &[u8]) -> Result<(), (Value, i64, String)> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| (Value::Null, -32700, format!("Parse error: {e}")))?;
+    let id = value
+        .get("id")
+        .cloned()
+        .filter(|id| id.is_string() || id.is_i64() || id.is_u64())
+        .unwrap_or(Value::Null);
+    let invalid = |why: &str| (id.clone(), -32600, format!("Invalid Request: {why}"));
+    let Some(object) = value.as_object() else {
+        return Err(invalid(
+            "a message must be a JSON object (batches are not supported)",
+        ));
+    };
+    if object.get("jsonrpc") != Some(&json!("2.0")) {
+        return Err(invalid("\"jsonrpc\" must be \"2.0\""));
+    }
+    if let Some(method) = object.get("method") {
+        if !method.is_string() {
+            return Err(invalid("\"method\" must be a string"));
+        }
+        if let Some(params) = object.get("params")
+            && !(params.is_object() || params.is_array() || params.is_null())
+        {
+            return Err(invalid("\"params\" must be an object or an array"));
+        }
+        if object
+            .get("id")
+            .is_some_and(|i| !(i.is_string() || i.is_i64() || i.is_u64() || i.is_null()))
+        {
+            return Err(invalid("\"id\" must be a number or a string"));
+        }
+        serde_json::from_value::<tower_lsp_server::jsonrpc::Request>(value.clone())
+            .map_err(|e| invalid(&e.to_string()))?;
+        return Ok(());
+    }
+    if object.contains_key("id") && (object.contains_key("result") ^ object.contains_key("error")) {
+        serde_json::from_value::<tower_lsp_server::jsonrpc::Response>(value.clone())
+            .map_err(|e| invalid(&e.to_string()))?;
+        return Ok(());
+    }
+    Err(invalid(
+        "neither a request (\"method\") nor a response (\"id\" with \"result\" or \"error\")",
+    ))
+}
+
+fn error_frame(id: Value, code: i64, message: &str) -> Vec<u8> {
+    frame(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}))
+}
+
+/// Writes tower-lsp-server's frames and the outbox's to `output`, each whole; before each
+/// tower-lsp frame, every notification already queued.
+async fn output_pump<R, W>(from_server: R, mut notes: mpsc::Receiver<Vec<u8>>, mut output: W)
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Unpin,
+{
+    let (frames_tx, mut frames) = mpsc::channel::<Vec<u8>>(64);
+    let reader = tokio::spawn(async move {
+        let mut reader = BufReader::new(from_server);
+        while let Ok(Some(length)) = read_headers(&mut reader).await {
+            let mut body = vec![0; length];
+            if reader.read_exact(&mut body).await.is_err() {
+                break;
+            }
+            let mut out = format!("Content-Length: {length}\r\n\r\n").into_bytes();
+            out.extend_from_slice(&body);
+            if frames_tx.send(out).await.is_err() {
+                break;
+            }
+        }
+    });
+    let mut notes_open = true;
+    loop {
+        let bytes = tokio::select! {
+            note = notes.recv(), if notes_open => match note {
+                Some(n) => n,
+                None => { notes_open = false; continue; }
+            },
+            server = frames.recv() => match server {
+                Some(f) => {
+                    // Everything Tether queued before this response goes out first.
+                    while let Ok(n) = notes.try_recv() {
+                        if output.write_all(&n).await.is_err() {
+                            return;
+                        }
+                    }
+                    f
+                }
+                None => {
+                    // tower-lsp is done; write what is queued and stop.
+                    while let Ok(n) = notes.try_recv() {
+                        let _ = output.write_all(&n).await;
+                    }
+                    break;
+                }
+            },
+        };
+        if output.write_all(&bytes).await.is_err() {
+            break;
+        }
+        if notes.is_empty() && frames.is_empty() {
+            let _ = output.flush().await;
+        }
+    }
+    let _ = output.flush().await;
+    reader.abort();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn well_formed_messages_pass() {
+        for ok in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#,
+            r#"{"jsonrpc":"2.0","method":"initialized","params":{}}"#,
+            r#"{"jsonrpc":"2.0","method":"exit"}"#,
+            r#"{"jsonrpc":"2.0","id":"a","result":null}"#,
+            r#"{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"x"}}"#,
+        ] {
+            assert_eq!(check_message(ok.as_bytes()), Ok(()), "{ok}");
+        }
+    }
+
+    #[test]
+    fn malformed_messages_get_the_right_error() {
+        let cases: &[(&str, Value, i64)] = &[
+            ("{not json", Value::Null, -32700),
+            ("[1,2]", Value::Null, -32600),
+            (r#"{"id":4,"method":"x"}"#, json!(4), -32600),
+            (r#"{"jsonrpc":"2.0","id":5,"method":7}"#, json!(5), -32600),
+            (
+                r#"{"jsonrpc":"2.0","id":6,"method":"x","params":"str"}"#,
+                json!(6),
+                -32600,
+            ),
+            (r#"{"jsonrpc":"2.0","id":7}"#, json!(7), -32600),
+            (
+                r#"{"jsonrpc":"2.0","id":{"o":1},"method":"x"}"#,
+                Value::Null,
+                -32600,
+            ),
+            ("\"just a string\"", Value::Null, -32600),
+        ];
+        for (body, id, code) in cases {
+            let (got_id, got_code, _) = check_message(body.as_bytes()).unwrap_err();
+            assert_eq!((&got_id, got_code), (id, *code), "{body}");
+        }
+    }
+}

@@ -1,0 +1,808 @@
+//! The server's methods and recovery branches, each scenario run twice: in-process (the
+//! tower service served over an in-memory pipe, driven by a scripted editor) and against the
+//! real `tether serve` binary over its stdio. The agent is always the real scripted ACP agent
+//! (`tether scripted-agent`) as a child process.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::{Mode, STEP, World, processes_mentioning};
+use tether::editor::{Answers, Editor};
+use tether::lsp_client::RpcError;
+
+macro_rules! both_modes {
+    ($($name:ident),* $(,)?) => {
+        mod in_process {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(super::Mode::InProcess).await;
+                }
+            )*
+        }
+        mod binary {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(super::Mode::Binary).await;
+                }
+            )*
+        }
+    };
+}
+
+both_modes!(
+    initialize_advertises_the_protocol,
+    bad_initialization_options_name_the_field,
+    new_workspace_starts_then_prompts_and_lists,
+    restart_resumes_with_the_cache_first_and_replays_history,
+    transient_failures_are_retried_with_backoff_then_resume,
+    unknown_session_opens_at_once_and_new_expires_it,
+    try_again_runs_one_more_round_and_is_bounded,
+    authentication_fails_fast_offering_login,
+    stock_client_is_asked_with_show_message_request,
+    rate_limit_mid_turn_waits_and_resumes_the_same_session,
+    crash_mid_turn_restarts_reloads_and_repairs_the_tool_call,
+    permission_questions_are_forwarded,
+    flood_of_updates_is_forwarded_completely,
+    persist_milestone_and_coalesced_then_clear,
+    robustness_bad_frames_methods_and_params,
+    cancel_abandons_a_rate_limit_wait,
+);
+
+fn error_of(result: Result<Value, RpcError>) -> (i64, Option<Value>) {
+    match result {
+        Err(RpcError::Response { code, data, .. }) => (code, data),
+        other => panic!("expected an error answer, got {other:?}"),
+    }
+}
+
+async fn started_session(world: &World, editor: &Editor) -> String {
+    let r = editor
+        .request("session/resume", json!({"workspace": world.ws()}))
+        .await
+        .expect("resume");
+    assert_eq!(r["outcome"], "started", "{r}");
+    r["sessionId"].as_str().expect("session id").to_owned()
+}
+
+async fn prompt(editor: &Editor, sid: &str, text: &str) -> Result<Value, RpcError> {
+    editor
+        .request(
+            "session/prompt",
+            json!({"sessionId": sid, "prompt": [{"type": "text", "text": text}]}),
+        )
+        .await
+}
+
+fn statuses(editor: &Editor, state: &str) -> Vec<Value> {
+    editor
+        .received()
+        .into_iter()
+        .filter(|r| r.method() == "session/status" && r.params()["state"] == state)
+        .map(|r| r.params().clone())
+        .collect()
+}
+
+async fn initialize_advertises_the_protocol(mode: Mode) {
+    let world = World::new(mode);
+    let editor = world.connect(Answers::default());
+    let init = editor.initialize(world.options(), json!({})).await.unwrap();
+    assert_eq!(
+        init["capabilities"]["experimental"]["tether"]["protocolVersion"],
+        1
+    );
+    assert_eq!(init["serverInfo"]["name"], "tether");
+    let status = editor.shutdown(STEP).await.unwrap();
+    if let Some(status) = status {
+        assert!(status.success(), "server exit status {status}");
+    }
+}
+
+async fn bad_initialization_options_name_the_field(mode: Mode) {
+    let world = World::new(mode);
+    let editor = world.connect(Answers::default());
+    let mut options = world.options();
+    options["resume"]["maxAttempts"] = json!(0);
+    let (code, data) = error_of(editor.initialize(options, json!({})).await);
+    assert_eq!(code, -32602);
+    assert_eq!(
+        data.unwrap()["field"],
+        "initializationOptions.resume.maxAttempts"
+    );
+    let mut options = world.options();
+    options["defaultAgent"] = json!("nobody");
+    let (code, data) = error_of(editor.initialize(options, json!({})).await);
+    assert_eq!(code, -32602);
+    assert_eq!(data.unwrap()["field"], "initializationOptions.defaultAgent");
+    // A good initialize still works after the refused ones.
+    editor.initialize(world.options(), json!({})).await.unwrap();
+}
+
+async fn new_workspace_starts_then_prompts_and_lists(mode: Mode) {
+    let world = World::new(mode);
+    let editor = world.editor().await;
+    let sid = started_session(&world, &editor).await;
+    let mark = editor.mark();
+    let answer = prompt(&editor, &sid, "hello there").await.unwrap();
+    assert_eq!(answer["stopReason"], "end_turn");
+    // Every update of the turn arrived before the answer.
+    let text: String = editor
+        .received()
+        .iter()
+        .skip(mark)
+        .filter(|r| {
+            r.method() == "session/update"
+                && r.params()["update"]["sessionUpdate"] == "agent_message_chunk"
+        })
+        .map(|r| {
+            r.params()["update"]["content"]["text"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(text, "echo: hello there");
+    let listed = editor
+        .request("session/list", json!({"workspace": world.ws()}))
+        .await
+        .unwrap();
+    let sessions = listed["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 1, "{listed}");
+    assert_eq!(sessions[0]["sessionId"], sid.as_str());
+    assert_eq!(sessions[0]["agent"], "scripted");
+    assert_eq!(sessions[0]["turnCount"], 2);
+    editor.shutdown(STEP).await.unwrap();
+}
+
+async fn restart_resumes_with_the_cache_first_and_replays_history(mode: Mode) {
+    let world = World::new(mode);
+    let editor = world.editor().await;
+    let sid = started_session(&world, &editor).await;
+    prompt(&editor, &sid, "remember me").await.unwrap();
+    editor.shutdown(STEP).await.unwrap();
+
+    let editor = world.editor().await;
+    let r = editor
+        .request(
+            "session/resume",
+            json!({"workspace": world.ws(), "workDoneToken": "t"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["outcome"], "resumed", "{r}");
+    assert_eq!(r["sessionId"], sid.as_str());
+    assert_eq!(r["stale"], false);
+    assert_eq!(r["breaker"]["status"], "closed");
+    let received = editor.received();
+    let restored = received
+        .iter()
+        .position(|m| m.method() == "session/restored")
+        .expect("session/restored");
+    let first_replay = received
+        .iter()
+        .position(|m| m.method() == "session/update" && m.params()["replay"] == true)
+        .expect("a replayed update");
+    assert!(
+        restored < first_replay,
+        "the cache goes out before the agent's replay"
+    );
+    let cached = &received[restored].params()["snapshot"]["chatTurns"];
+    assert_eq!(cached.as_array().unwrap().len(), 2, "{cached}");
+    assert_eq!(received[restored].params()["stale"], true);
+    let replayed: Vec<String> = received
+        .iter()
+        .filter(|m| m.method() == "session/update" && m.params()["replay"] == true)
+        .filter_map(|m| {
+            m.params()["update"]["content"]["text"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect();
+    assert!(
+        replayed.iter().any(|t| t.contains("remember me")),
+        "{replayed:?}"
+    );
+    // Work-done progress under the client's token: begin … end.
+    let progress: Vec<&str> = received
+        .iter()
+        .filter(|m| m.method() == "$/progress" && m.params()["token"] == "t")
+        .filter_map(|m| m.params()["value"]["kind"].as_str())
+        .collect();
+    assert_eq!(progress.first(), Some(&"begin"));
+    assert_eq!(progress.last(), Some(&"end"));
+    assert!(
+        received
+            .iter()
+            .any(|m| m.method() == "telemetry/event"
+                && m.params()["name"] == "session.resume.success")
+    );
+    editor.shutdown(STEP).await.unwrap();
+}
+
+async fn transient_failures_are_retried_with_backoff_then_resume(mode: Mode) {
+    let world = World::new(mode);
+    let editor = world.editor().await;
+    let sid = started_session(&world, &editor).await;
+    editor.shutdown(STEP).await.unwrap();
+    world.script(json!([{"method": "session/load", "calls": [1, 2], "action": {
+        "kind": "error", "code": -32603, "message": "Internal error: API Error: Unable to connect to API (ECONNRESET)"}}]));
+    let editor = world.editor().await;
+    let r = editor
+        .request("session/resume", json!({"workspace": world.ws()}))
+        .await
+        .unwrap();
+    assert_eq!(r["outcome"], "resumed", "{r}");
+    assert_eq!(r["sessionId"], sid.as_str());
+    assert_eq!(r["breaker"]["attempts"], 3);
+    let waits: Vec<u64> = statuses(&editor, "waitingRetry")
+        .iter()
+        .map(|s| s["retryInMs"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        waits,
+        [50, 100],
+        "exponential backoff from the configured 50 ms"
+    );
+    assert!(
+        statuses(&editor, "waitingRetry")
+            .iter()
+            .all(|s| s["errorKind"] == "network")
+    );
+    let resuming: Vec<u64> = statuses(&editor, "resuming")
+        .iter()
+        .map(|s| s["attempt"].as_u64().unwrap())
+        .collect();
+    assert_eq!(resuming, [1, 2, 3]);
+    assert!(
+        editor
+            .received()
+            .iter()
+            .any(|m| m.method() == "session/banner" && m.params()["kind"] == "recoveredLive")
+    );
+    editor.shutdown(STEP).await.unwrap();
+}
+
+async fn unknown_session_opens_at_once_and_new_expires_it(mode: Mode) {
+    let world = World::new(mode);
+    let editor = world.editor().await;
+    let r = editor
+        .request(
+            "session/resume",
+            json!({"workspace": world.ws(), "sessionId": "sess-404"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["outcome"], "needsChoice", "{r}");
+    assert_eq!(r["error"]["kind"], "sessionExpired");
+    assert_eq!(r["breaker"]["status"], "open");
+    assert_eq!(
+        r["breaker"]["attempts"], 1,
+        "no retries for an expired session"
+    );
+    assert_eq!(r["recovery"]["message"], "Previous session not found");
+    assert_eq!(
+        r["recovery"]["detail"],
+        "Session sess-404... appears to have been deleted or expired."
+    );
+    assert_eq!(
+        r["recovery"]["actions"],
+        json!([{"id": "retry", "title": "Try Again"}, {"id": "new", "title": "Start New Session"}])
+    );
+    assert!(statuses(&editor, "waitingRetry").is_empty());
+
+    let mark = editor.mark();
+    let fresh = editor
+        .request(
+            "session/recoveryChoice",
+            json!({"sessionId": "sess-404", "choice": "new"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(fresh["outcome"], "started", "{fresh}");
+    assert_eq!(fresh["previousSessionId"], "sess-404");
+    let new_id = fresh["sessionId"].as_str().unwrap();
+    let expired = editor
+        .wait_for(mark, "session/expired", |_| true, STEP)
+        .await
+        .expect("session/expired");
+    assert_eq!(expired.params()["previousSessionId"], "sess-404");
+    assert_eq!(expired.params()["sessionId"], new_id);
+    // The choice is consumed: a second answer is for an unknown dialog.
+    let (code, data) = error_of(
+        editor
+            .request(
+                "session/recoveryChoice",
+                json!({"sessionId": "sess-404", "choice": "new"}),
+            )
+            .await,
+    );
+    assert_eq!(code, -32002);
+    assert_eq!(data.unwrap()["sessionId"], "sess-404");
+    assert_eq!(
+        prompt(&editor, new_id, "hi").await.unwrap()["stopReason"],
+        "end_turn"
+    );
+    editor.shutdown(STEP).await.unwrap();
+}
+
+async fn try_again_runs_one_more_round_and_is_bounded(mode: Mode) {
+    let world = World::new(mode);
+    world.script(json!([{"method": "session/load", "action": {
+        "kind": "error", "code": -32603, "message": "Internal error: socket hang up (ECONNRESET)"}}]));
+    let editor = world.editor().await;
+    let r = editor
+        .request(
+            "session/resume",
+            json!({"workspace": world.ws(), "sessionId": "sess-1"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["outcome"], "needsChoice", "{r}");
+    assert_eq!(r["breaker"]["attempts"], 3);
+    assert_eq!(r["error"]["kind"], "network");
+    assert_eq!(r["recovery"]["message"], "Cannot connect to scripted");
+    // "Try Again" grants one more full round (seed 000: one optional user retry).
+    let again = editor
+        .request(
+            "session/recoveryChoice",
+            json!({"sessionId": "sess-1", "choice": "retry"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(again["outcome"], "needsChoice", "{again}");
+    assert_eq!(again["breaker"]["userRetries"], 1);
+    assert_eq!(again["breaker"]["attempts"], 3, "a full round: {again}");
+    assert_eq!(
+        again["recovery"]["actions"],
+        json!([{"id": "new", "title": "Start New Session"}]),
+        "Try Again is no longer offered"
+    );
+    // Nothing loops forever: another Try Again is refused, and the dialog stays open.
+    let (code, data) = error_of(
+        editor
+            .request(
+                "session/recoveryChoice",
+                json!({"sessionId": "sess-1", "choice": "retry"}),
+            )
+            .await,
+    );
+    assert_eq!(code, -32602);
+    assert_eq!(data.unwrap()["field"], "choice");
+    let fresh = editor
+        .request(
+            "session/recoveryChoice",
+            json!({"sessionId": "sess-1", "choice": "new"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(fresh["outcome"], "started", "{fresh}");
+    editor.shutdown(STEP).await.unwrap();
+}
+
+async fn authentication_fails_fast_offering_login(mode: Mode) {
+    let world = World::new(mode);
+    world.script(json!([{"method": "session/load", "action": {
+        "kind": "error", "code": -32000, "message": "Authentication required"}}]));
+    let editor = world.editor().await;
+    let r = editor
+        .request(
+            "session/resume",
+            json!({"workspace": world.ws(), "sessionId": "sess-1"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["outcome"], "failed", "{r}");
+    assert_eq!(r["error"]["kind"], "authentication");
+    assert_eq!(r["breaker"]["attempts"], 1, "authentication fails fast");
+    assert_eq!(r["recovery"]["actions"][0]["id"], "login");
+    assert!(statuses(&editor, "waitingRetry").is_empty());
+    editor.shutdown(STEP).await.unwrap();
+}
+
+async fn stock_client_is_asked_with_show_message_request(mode: Mode) {
+    let world = World::new(mode);
+    let editor = world
+        .editor_with(
+            json!({}),
+            Answers {
+                show_message_request: Some("Start New Session".into()),
+                permission: None,
+            },
+        )
+        .await;
+    let r = editor
+        .request(
+            "session/resume",
+            json!({"workspace": world.ws(), "sessionId": "sess-77"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["outcome"], "needsChoice");
+    let asked = editor
+        .wait_for(0, "window/showMessageRequest", |_| true, STEP)
+        .await
+        .expect("window/showMessageRequest");
+    let titles: Vec<&str> = asked.params()["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(titles, ["Try Again", "Start New Session"]);
+    assert!(
+        asked.params()["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Previous session not found")
+    );
+    let expired = editor
+        .wait_for(0, "session/expired", |_| true, STEP)
+        .await
+        .expect("session/expired after the answer");
+    assert_eq!(expired.params()["previousSessionId"], "sess-77");
+    // Without `banners`, banners arrive as window/showMessage.
+    assert!(
+        !editor
+            .received()
+            .iter()
+            .any(|m| m.method() == "session/banner")
+    );
+    editor.shutdown(STEP).await.unwrap();
+}
+
+async fn rate_limit_mid_turn_waits_and_resumes_the_same_session(mode: Mode) {
+    let world = World::new(mode);
+    world.script(json!([{"method": "session/prompt", "calls": [1], "action": {
+        "kind": "error", "code": 429, "message": "Resource has been exhausted (e.g. check quota). Please retry in 1.0s."}}]));
+    let editor = world.editor().await;
+    let sid = started_session(&world, &editor).await;
+    let t0 = std::time::Instant::now();
+    let answer = prompt(&editor, &sid, "go").await.unwrap();
+    assert_eq!(answer["stopReason"], "end_turn");
+    assert!(
+        t0.elapsed() >= Duration::from_millis(950),
+        "waited Retry-After: {:?}",
+        t0.elapsed()
+    );
+    let limited = statuses(&editor, "rateLimited");
+    assert_eq!(limited.len(), 1, "{limited:?}");
+    assert_eq!(limited[0]["retryInMs"], 1000);
+    assert_eq!(limited[0]["sessionId"], sid.as_str());
+    let list = editor
+        .request("session/list", json!({"workspace": world.ws()}))
+        .await
+        .unwrap();
+    assert_eq!(
+        list["sessions"][0]["sessionId"],
+        sid.as_str(),
+        "the same session carried on"
+    );
+    editor.shutdown(STEP).await.unwrap();
+}
+
+async fn crash_mid_turn_restarts_reloads_and_repairs_the_tool_call(mode: Mode) {
+    let world = World::new(mode);
+    world.script(
+        json!([{"method": "session/prompt", "calls": [2], "action": {"kind": "crashMidPrompt"}}]),
+    );
+    let editor = world.editor().await;
+    let sid = started_session(&world, &editor).await;
+    prompt(&editor, &sid, "first").await.unwrap();
+    let mark = editor.mark();
+    let (code, data) = error_of(prompt(&editor, &sid, "edit a file").await);
+    assert_eq!(code, -32803);
+    let data = data.unwrap();
+    assert_eq!(data["kind"], "agentCrashed", "{data}");
+    let repaired = editor
+        .received()
+        .into_iter()
+        .skip(mark)
+        .find(|m| {
+            m.method() == "session/update"
+                && m.params()["update"]["sessionUpdate"] == "tool_call_update"
+                && m.params()["update"]["status"] == "failed"
+        })
+        .expect("a failed tool_call_update for the dangling tool call");
+    assert!(repaired.params()["update"]["toolCallId"].is_string());
+    // The session goes on in the restarted agent.
+    assert_eq!(
+        prompt(&editor, &sid, "again").await.unwrap()["stopReason"],
+        "end_turn"
+    );
+    editor.shutdown(STEP).await.unwrap();
+    assert!(
+        processes_mentioning(&world.path().join("script.json").display().to_string()).is_empty(),
+        "no agent process may remain"
+    );
+}
+
+async fn permission_questions_are_forwarded(mode: Mode) {
+    let world = World::new(mode);
+    world.script(json!([{"method": "session/prompt", "action": {"kind": "permission"}}]));
+    let editor = world
+        .editor_with(
+            json!({"tether": {"recoveryDialog": true, "banners": true, "status": true}}),
+            Answers {
+                show_message_request: None,
+                permission: Some("allow".into()),
+            },
+        )
+        .await;
+    let sid = started_session(&world, &editor).await;
+    let answer = prompt(&editor, &sid, "may I?").await.unwrap();
+    assert_eq!(answer["stopReason"], "end_turn");
+    let asked = editor
+        .wait_for(0, "session/requestPermission", |_| true, STEP)
+        .await
+        .expect("forwarded");
+    assert_eq!(asked.params()["sessionId"], sid.as_str());
+    let options: Vec<&str> = asked.params()["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["optionId"].as_str().unwrap())
+        .collect();
+    assert!(options.contains(&"allow"), "{options:?}");
+    let text: String = editor
+        .received()
+        .iter()
+        .filter(|r| {
+            r.method() == "session/update"
+                && r.params()["update"]["sessionUpdate"] == "agent_message_chunk"
+        })
+        .filter_map(|r| {
+            r.params()["update"]["content"]["text"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect();
+    assert!(text.contains("permission: allow"), "{text}");
+    editor.shutdown(STEP).await.unwrap();
+}
+
+async fn flood_of_updates_is_forwarded_completely(mode: Mode) {
+    let world = World::new(mode);
+    let count = 20_000;
+    world
+        .script(json!([{"method": "session/prompt", "action": {"kind": "flood", "count": count}}]));
+    let editor = world.editor().await;
+    let sid = started_session(&world, &editor).await;
+    let mark = editor.mark();
+    prompt(&editor, &sid, "flood").await.unwrap();
+    let updates = editor
+        .received()
+        .iter()
+        .skip(mark)
+        .filter(|r| r.method() == "session/update")
+        .count();
+    assert!(
+        updates >= count,
+        "{updates} of at least {count} updates forwarded"
+    );
+    editor.shutdown(STEP).await.unwrap();
+}
+
+async fn persist_milestone_and_coalesced_then_clear(mode: Mode) {
+    let world = World::new(mode);
+    let editor = world.editor().await;
+    let snapshot = json!({
+        "chatTurns": [{"id": "t1", "role": "user", "text": "my key is ghp_0123456789abcdefghijABCDEFGHIJ012345", "timestampUtc": "2026-11-22T01:00:00Z", "complete": true}],
+        "execTurns": [], "diffSessions": [], "approvals": {"pending": []},
+        "uiState": {"isStreamErrorVisible": false}, "context": {"workingDir": world.workspace}
+    });
+    let saved = editor
+        .request("session/persist", json!({"sessionId": "s-1", "workspace": world.ws(), "trigger": "turnFinalized", "snapshot": snapshot}))
+        .await
+        .unwrap();
+    assert_eq!(saved["saved"], true, "{saved}");
+    assert_eq!(saved["coalesced"], false);
+    assert!(saved["bytes"].as_u64().unwrap() > 0);
+    let coalesced = editor
+        .request("session/persist", json!({"sessionId": "s-1", "workspace": world.ws(), "trigger": "timer", "snapshot": snapshot}))
+        .await
+        .unwrap();
+    assert_eq!(coalesced["coalesced"], true, "{coalesced}");
+    assert!(
+        editor.received().iter().any(
+            |m| m.method() == "telemetry/event" && m.params()["name"] == "session.persist.save"
+        )
+    );
+    // The secret never reached the disk.
+    let mut leaked = Vec::new();
+    for entry in walk(&world.path().join("cache")) {
+        if std::fs::read_to_string(&entry).is_ok_and(|t| t.contains("ghp_0123456789abcdefghij")) {
+            leaked.push(entry);
+        }
+    }
+    assert!(leaked.is_empty(), "secret found in {leaked:?}");
+    let (code, data) = error_of(
+        editor
+            .request("session/persist", json!({"sessionId": "../../etc", "workspace": world.ws(), "trigger": "timer", "snapshot": snapshot}))
+            .await,
+    );
+    assert_eq!(code, -32602);
+    assert_eq!(data.unwrap()["field"], "sessionId");
+    let cleared = editor
+        .request("session/clear", json!({"workspace": world.ws()}))
+        .await
+        .unwrap();
+    assert_eq!(cleared["removed"], 1);
+    let listed = editor
+        .request("session/list", json!({"workspace": world.ws()}))
+        .await
+        .unwrap();
+    assert_eq!(listed["sessions"], json!([]));
+    editor.shutdown(STEP).await.unwrap();
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+async fn robustness_bad_frames_methods_and_params(mode: Mode) {
+    let world = World::new(mode);
+    let editor = world.editor().await;
+    // A frame whose body is not JSON: the server answers a parse error and goes on.
+    editor
+        .client()
+        .send_raw(b"Content-Length: 9\r\n\r\n{not json")
+        .await
+        .unwrap();
+    let (code, _) = error_of(editor.request("session/teleport", json!({})).await);
+    assert_eq!(code, -32601, "unknown method");
+    let (code, data) = error_of(
+        editor
+            .request("session/resume", json!({"workspace": {}}))
+            .await,
+    );
+    assert_eq!(code, -32602);
+    assert_eq!(data.unwrap()["field"], "workspace.root");
+    let (code, data) = error_of(
+        editor
+            .request("session/resume", json!({"workspace": {"root": "relative"}}))
+            .await,
+    );
+    assert_eq!(code, -32602);
+    assert_eq!(data.unwrap()["field"], "workspace.root");
+    let (code, data) = error_of(
+        editor
+            .request(
+                "session/resume",
+                json!({"workspace": world.ws(), "sessionId": "a/../../b"}),
+            )
+            .await,
+    );
+    assert_eq!(code, -32602);
+    assert_eq!(data.unwrap()["field"], "sessionId");
+    let (code, data) = error_of(
+        editor
+            .request(
+                "session/resume",
+                json!({"workspace": world.ws(), "agent": "nobody"}),
+            )
+            .await,
+    );
+    assert_eq!(code, -32602);
+    assert_eq!(data.unwrap()["field"], "agent");
+    let (code, data) = error_of(
+        editor
+            .request("session/prompt", json!({"sessionId": "nope", "prompt": []}))
+            .await,
+    );
+    assert_eq!(code, -32002);
+    assert_eq!(data.unwrap()["sessionId"], "nope");
+    // A malformed notification is logged, not fatal.
+    editor
+        .notify("session/cancel", json!({"sessionId": 5}))
+        .await
+        .unwrap();
+    // Still serving.
+    let listed = editor
+        .request("session/list", json!({"workspace": world.ws()}))
+        .await
+        .unwrap();
+    assert_eq!(listed["sessions"], json!([]));
+    // After shutdown, requests are refused, and exit ends the server.
+    editor.request("shutdown", Value::Null).await.unwrap();
+    let (code, _) = error_of(
+        editor
+            .request("session/list", json!({"workspace": world.ws()}))
+            .await,
+    );
+    assert_eq!(code, -32600);
+    editor.shutdown(STEP).await.unwrap();
+}
+
+async fn cancel_abandons_a_rate_limit_wait(mode: Mode) {
+    let world = World::new(mode);
+    world.script(json!([{"method": "session/prompt", "calls": [1], "action": {
+        "kind": "error", "code": 429, "message": "Resource has been exhausted (e.g. check quota). Please retry in 30.0s."}}]));
+    let editor = world.editor().await;
+    let sid = started_session(&world, &editor).await;
+    let mark = editor.mark();
+    let request = {
+        let sid = sid.clone();
+        let client = editor.client().clone();
+        tokio::spawn(async move {
+            client
+                .request(
+                    "session/prompt",
+                    json!({"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}),
+                )
+                .await
+        })
+    };
+    editor
+        .wait_for(
+            mark,
+            "session/status",
+            |p| p["state"] == "rateLimited",
+            STEP,
+        )
+        .await
+        .expect("rateLimited status");
+    editor
+        .notify("session/cancel", json!({"sessionId": sid}))
+        .await
+        .unwrap();
+    let answer = tokio::time::timeout(STEP, request)
+        .await
+        .expect("answered promptly")
+        .unwrap()
+        .unwrap();
+    assert_eq!(answer["stopReason"], "cancelled");
+    editor.shutdown(STEP).await.unwrap();
+}
+
+/// A client that vanishes mid-request: the server exits on end of input and leaves no agent
+/// process behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binary_vanishing_client_mid_request_leaves_no_agent() {
+    let world = World::new(Mode::Binary);
+    world.script(json!([{"method": "session/prompt", "action": {"kind": "hang", "ms": 60000}}]));
+    let editor = world.editor().await;
+    let sid = started_session(&world, &editor).await;
+    let client = editor.client().clone();
+    let pending = tokio::spawn(async move {
+        client
+            .request(
+                "session/prompt",
+                json!({"sessionId": sid, "prompt": [{"type": "text", "text": "hang"}]}),
+            )
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let needle = world.path().join("script.json").display().to_string();
+    assert!(!processes_mentioning(&needle).is_empty(), "the agent runs");
+    let status = editor
+        .vanish(STEP)
+        .await
+        .expect("server ends after end of input");
+    assert!(status.is_some());
+    assert!(
+        pending.await.unwrap().is_err(),
+        "the pending request dies with the connection"
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !processes_mentioning(&needle).is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        processes_mentioning(&needle).is_empty(),
+        "no agent process may remain"
+    );
+}

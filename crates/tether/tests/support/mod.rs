@@ -1,0 +1,182 @@
+//! Shared set-up for the server tests: a temporary world (workspace, cache, scripted agent
+//! state) and a scripted editor connected to the server in-process or as a child process.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tether::editor::{Answers, Editor, ServerProcess};
+
+/// The `tether` binary under test.
+pub fn tether_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_tether"))
+}
+
+/// Where the server runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// The tower service in this process.
+    InProcess,
+    /// `tether serve --stdio` as a child process.
+    Binary,
+}
+
+/// A temporary world: workspace, cache folder, agent state and script.
+pub struct World {
+    pub dir: tempfile::TempDir,
+    pub workspace: PathBuf,
+    pub mode: Mode,
+}
+
+impl World {
+    pub fn new(mode: Mode) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let workspace = dir.path().join("workspace");
+        std::fs::create_dir_all(&workspace).unwrap();
+        std::fs::create_dir_all(dir.path().join("agent")).unwrap();
+        let world = Self {
+            dir,
+            workspace,
+            mode,
+        };
+        world.script(json!([]));
+        world
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Writes the scripted agent's faults (the script is re-read at every agent start).
+    pub fn script(&self, faults: Value) {
+        self.script_with(json!({"loadSession": true, "faults": faults}));
+    }
+
+    /// Writes a whole script (`stateDir` is filled in).
+    pub fn script_with(&self, mut script: Value) {
+        script["stateDir"] = json!(self.path().join("agent"));
+        std::fs::write(
+            self.path().join("script.json"),
+            serde_json::to_vec(&script).unwrap(),
+        )
+        .unwrap();
+    }
+
+    /// initializationOptions with the scripted agent and short resume delays.
+    pub fn options(&self) -> Value {
+        json!({
+            "storage": {"dir": self.path().join("cache")},
+            "agents": {"scripted": {
+                "command": tether_bin(),
+                "args": ["scripted-agent", "--script", self.path().join("script.json")],
+                "protocol": "acp"
+            }},
+            "defaultAgent": "scripted",
+            "resume": {"maxAttempts": 3, "baseDelayMs": 50, "maxDelayMs": 200, "jitter": "none"},
+            "rateLimit": {"baseDelayMs": 100, "maxDelayMs": 2000, "maxRetries": 3, "jitter": "none"}
+        })
+    }
+
+    pub fn ws(&self) -> Value {
+        json!({"root": self.workspace})
+    }
+
+    /// A connected, initialized editor that renders everything itself.
+    pub async fn editor(&self) -> Editor {
+        self.editor_with(
+            json!({"tether": {"recoveryDialog": true, "banners": true, "status": true}}),
+            Answers::default(),
+        )
+        .await
+    }
+
+    /// A connected, initialized editor with the given `experimental` capabilities.
+    pub async fn editor_with(&self, experimental: Value, answers: Answers) -> Editor {
+        let editor = self.connect(answers);
+        editor
+            .initialize(self.options(), experimental)
+            .await
+            .expect("initialize");
+        editor
+    }
+
+    /// A connected editor, not initialized.
+    pub fn connect(&self, answers: Answers) -> Editor {
+        let server = match self.mode {
+            Mode::InProcess => ServerProcess::InProcess,
+            Mode::Binary => ServerProcess::Binary {
+                program: tether_bin(),
+                args: vec![
+                    "serve".into(),
+                    "--stdio".into(),
+                    "--log-file".into(),
+                    self.path().join("logs/tether.log").display().to_string(),
+                ],
+                env: vec![("TETHER_LOG".into(), "debug".into())],
+                quiet: false,
+            },
+        };
+        Editor::connect(server, answers).expect("connect")
+    }
+}
+
+/// Long enough for any single step on a loaded 2-core machine.
+pub const STEP: Duration = Duration::from_secs(20);
+
+/// The pids of processes whose process group is `pgid` (read from /proc).
+pub fn processes_in_group(pgid: i32) -> Vec<i32> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // Fields after the command (which may contain spaces) start after the last ')'.
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        // state is fields[0], ppid [1], pgrp [2].
+        if fields.get(2).and_then(|g| g.parse::<i32>().ok()) == Some(pgid)
+            && fields.first() != Some(&"Z")
+        {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Every process whose command line mentions `needle` (e.g. the world's script path).
+pub fn processes_mentioning(needle: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| {
+                s.rsplit_once(')')
+                    .map(|(_, r)| r.trim_start().starts_with('Z'))
+            })
+            .unwrap_or(true);
+        if cmdline.contains(needle) && !zombie {
+            found.push(pid);
+        }
+    }
+    found
+}
