@@ -115,7 +115,9 @@ impl LspClient {
     /// arrived before now (e.g. the notifications a server sent before its answer to a
     /// request). Returns at once when the stream is gone.
     pub async fn sync(&self) {
-        let Some(tx) = self.inbound.upgrade() else { return };
+        let Some(tx) = self.inbound.upgrade() else {
+            return;
+        };
         let (ack, done) = oneshot::channel();
         if tx.send(Inbound::Barrier(ack)).is_ok() {
             drop(tx);

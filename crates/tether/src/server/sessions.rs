@@ -15,7 +15,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Map, Value, json};
+use tether_host::AgentProtocol;
 use tether_host::acp::{AcpConnection, AcpOptions};
+use tether_host::claude_print::{
+    OneShotError, OneShotJob, PrintOptions, run_one_shot_with_recovery,
+};
 use tether_host::registry::ChildRegistry;
 use tether_recovery::breaker::{Breaker, BreakerConfig, Decision, UserChoice, WaitReason};
 use tether_recovery::budget::RetryBudget;
@@ -82,6 +86,7 @@ pub struct Sessions {
     budget: Mutex<RetryBudget>,
     rng: Mutex<ChaCha8Rng>,
     live: Mutex<HashMap<String, Arc<Live>>>,
+    print: Mutex<HashMap<String, Arc<PrintSession>>>,
     open: Mutex<HashMap<String, Open>>,
     persist_failures: Mutex<u32>,
     shutdown: CancellationToken,
@@ -182,6 +187,7 @@ impl Sessions {
             budget: Mutex::new(RetryBudget::default()),
             rng: Mutex::new(ChaCha8Rng::seed_from_u64(seed)),
             live: Mutex::new(HashMap::new()),
+            print: Mutex::new(HashMap::new()),
             open: Mutex::new(HashMap::new()),
             persist_failures: Mutex::new(0),
             shutdown: CancellationToken::new(),
@@ -277,7 +283,7 @@ impl Sessions {
     /// `-32602` for a relative workspace root or an unknown agent.
     pub async fn resume(&self, params: ResumeParams) -> Result<ResumeResult> {
         let workspace = absolute_root(&params.workspace.root)?;
-        let (agent, _) = self.agent_config(params.agent.as_deref())?;
+        let (agent, agent_config) = self.agent_config(params.agent.as_deref())?;
         let cached_id = match params.session_id.clone() {
             Some(id) => {
                 tether_store::validate_session_id(&id)
@@ -293,6 +299,9 @@ impl Sessions {
                 .await;
         }
         let result = match cached_id {
+            _ if agent_config.protocol == AgentProtocol::ClaudePrint => Ok(self
+                .attach_print(&agent, &workspace, cached_id.as_deref())
+                .await),
             None => self.start_new(&agent, &workspace, None).await,
             Some(id) => {
                 if let Some(live) = lock(&self.live).get(&id).cloned()
@@ -981,6 +990,10 @@ impl Sessions {
     /// `-32002` for a session that is not live; `-32803` with the `ClassifiedError` when the
     /// turn failed and no recovery could finish it.
     pub async fn prompt(&self, params: PromptParams) -> Result<PromptResult> {
+        let print = lock(&self.print).get(&params.session_id).cloned();
+        if let Some(print) = print {
+            return self.prompt_print(&print, &params).await;
+        }
         let live = lock(&self.live)
             .get(&params.session_id)
             .cloned()
@@ -1004,7 +1017,8 @@ impl Sessions {
         let _turn = live.turn_lock.lock().await;
         let cancel = live.new_turn_token();
         let user_text = prompt_text(&params.prompt);
-        self.append_turn(&live, ChatRole::User, &user_text).await;
+        self.append_turn(TurnOf::live(&live), ChatRole::User, &user_text)
+            .await;
         let mut rate_limit =
             RateLimitWaiter::new(self.config.rate_limit, Some(&live.id), 0, self.seeded_rng());
         loop {
@@ -1031,7 +1045,7 @@ impl Sessions {
                             self.log(&live.id, format!("rate limit: {done}")).await;
                             self.record_resume(&live.workspace, &live.id).await;
                         }
-                        self.append_turn(&live, ChatRole::Assistant, &turn.agent)
+                        self.append_turn(TurnOf::live(&live), ChatRole::Assistant, &turn.agent)
                             .await;
                         return Ok(PromptResult {
                             stop_reason: outcome.stop_reason,
@@ -1170,6 +1184,13 @@ impl Sessions {
 
     /// `session/cancel`.
     pub async fn cancel(&self, params: SessionRef) {
+        let print = lock(&self.print).get(&params.session_id).cloned();
+        if let Some(print) = print {
+            lock(&print.cancel).cancel();
+            self.log(&print.id, "one-shot run cancelled by the editor".into())
+                .await;
+            return;
+        }
         let Some(live) = lock(&self.live).get(&params.session_id).cloned() else {
             tracing::debug!(
                 session = params.session_id,
@@ -1185,11 +1206,13 @@ impl Sessions {
             .await;
     }
 
-    async fn append_turn(&self, live: &Live, role: ChatRole, text: &str) {
+    /// Appends a finalized chat turn to the cache (a `turnFinalized` milestone) and keeps
+    /// the session's metadata (agent, agent session id) current.
+    async fn append_turn(&self, turn_of: TurnOf<'_>, role: ChatRole, text: &str) {
         let Some(store) = self.store.clone() else {
             return;
         };
-        let Ok(ws) = Workspace::new(&live.workspace) else {
+        let Ok(ws) = Workspace::new(turn_of.workspace) else {
             return;
         };
         let turn = ChatTurn {
@@ -1203,10 +1226,15 @@ impl Sessions {
             metadata: None,
             extra: Default::default(),
         };
-        let sid = live.id.clone();
+        let sid = turn_of.session_id.to_owned();
         let meta = SessionMeta {
-            agent: Some(live.agent.clone()),
-            agent_session_id: Some(live.id.clone()),
+            agent: Some(turn_of.agent.to_owned()),
+            agent_session_id: Some(
+                turn_of
+                    .agent_session_id
+                    .unwrap_or(turn_of.session_id)
+                    .to_owned(),
+            ),
             title: None,
         };
         let result = tokio::task::spawn_blocking(move || {
@@ -1215,8 +1243,11 @@ impl Sessions {
         })
         .await;
         if let Ok(Err(err)) = result {
-            self.log(&live.id, format!("could not save the turn: {err}"))
-                .await;
+            self.log(
+                turn_of.session_id,
+                format!("could not save the turn: {err}"),
+            )
+            .await;
         }
     }
 
@@ -1268,6 +1299,196 @@ impl Sessions {
                     .await
             }
             Err(_) => {}
+        }
+    }
+
+    // ---- one-shot CLIs (`claudePrint`, seed 001) ------------------------------------
+
+    /// Attaches a `claudePrint` session: there is no process to resume; the next prompt
+    /// runs `claude -p --resume <agent session id>` and its recovery decides. A cached
+    /// session is `resumed` but stale until that run confirms it.
+    async fn attach_print(
+        &self,
+        agent: &str,
+        workspace: &Path,
+        cached: Option<&str>,
+    ) -> ResumeResult {
+        let breaker = Breaker::new(self.breaker_config(agent, cached));
+        let (id, agent_session_id, last_output, had_cache) = match cached {
+            Some(id) => {
+                let loaded = self.load_cached(workspace, id).await;
+                let agent_session_id = loaded
+                    .as_ref()
+                    .and_then(|l| l.meta.agent_session_id.clone());
+                let last_output = loaded.as_ref().and_then(|l| {
+                    l.snapshot
+                        .chat_turns
+                        .iter()
+                        .rev()
+                        .find(|t| t.role == ChatRole::Assistant)
+                        .map(|t| t.text.clone())
+                });
+                if let Some(l) = &loaded {
+                    self.notifier
+                        .restored(id, serde_json::to_value(&l.snapshot).unwrap_or(Value::Null))
+                        .await;
+                }
+                (
+                    id.to_owned(),
+                    agent_session_id.or_else(|| Some(id.to_owned())),
+                    last_output,
+                    loaded.is_some(),
+                )
+            }
+            None => (format!("print-{:x}", now_ms()), None, None, false),
+        };
+        let session = Arc::new(PrintSession {
+            id: id.clone(),
+            agent: agent.to_owned(),
+            workspace: workspace.to_owned(),
+            agent_session_id: Mutex::new(agent_session_id),
+            last_output: Mutex::new(last_output),
+            cancel: Mutex::new(CancellationToken::new()),
+        });
+        lock(&self.print).insert(id.clone(), session);
+        if cached.is_none() {
+            self.remember(workspace, &id, agent).await;
+        }
+        self.log(
+            &id,
+            format!("{agent} is a one-shot CLI: each prompt runs it once (claude -p)"),
+        )
+        .await;
+        ResumeResult {
+            outcome: if cached.is_some() {
+                ResumeOutcome::Resumed
+            } else {
+                ResumeOutcome::Started
+            },
+            session_id: Some(id),
+            previous_session_id: None,
+            breaker: view(&breaker),
+            error: None,
+            recovery: None,
+            reconciliation: None,
+            stale: had_cache,
+        }
+    }
+
+    async fn load_cached(&self, workspace: &Path, id: &str) -> Option<tether_store::LoadedSession> {
+        let store = self.store.clone()?;
+        let ws = Workspace::new(workspace).ok()?;
+        let id = id.to_owned();
+        tokio::task::spawn_blocking(move || store.load(&ws, &id).ok().flatten())
+            .await
+            .ok()
+            .flatten()
+    }
+
+    /// One prompt turn of a `claudePrint` session: the host runs `claude -p` under the
+    /// one-shot machine (seed 001: drop only the session id and retry once when it is
+    /// unknown or corrupt; 1 s / 2 s / 4 s on rate limits; fall back to the cached output,
+    /// marked stale; an error only when there is no cache).
+    async fn prompt_print(
+        &self,
+        session: &Arc<PrintSession>,
+        params: &PromptParams,
+    ) -> Result<PromptResult> {
+        let (_, config) = self.agent_config(Some(&session.agent))?;
+        let text = prompt_text(&params.prompt);
+        let cancel = {
+            let token = CancellationToken::new();
+            *lock(&session.cancel) = token.clone();
+            token
+        };
+        let agent_session_id = lock(&session.agent_session_id).clone();
+        let cached_output = lock(&session.last_output).clone();
+        let job = OneShotJob {
+            config: &config,
+            prompt: &text,
+            session_id: agent_session_id.as_deref(),
+            cached_output: cached_output.as_deref(),
+            rate_limit: tether_recovery::backoff::RateLimitConfig::one_shot(),
+            print: PrintOptions {
+                registry: self.registry.clone(),
+                ..PrintOptions::default()
+            },
+        };
+        let mut budget = lock(&self.budget).clone();
+        let outcome = tokio::select! {
+            r = run_one_shot_with_recovery(&job, self.seeded_rng(), &mut budget, &cancel) => r,
+            () = self.shutdown.cancelled() => Err(OneShotError::Cancelled),
+        };
+        *lock(&self.budget) = budget;
+        self.append_turn(
+            TurnOf::print(session, agent_session_id.as_deref()),
+            ChatRole::User,
+            &text,
+        )
+        .await;
+        match outcome {
+            Ok(result) => {
+                for decision in &result.decisions {
+                    self.log(&session.id, format!("one-shot: {decision}")).await;
+                }
+                if result.session_id != agent_session_id {
+                    *lock(&session.agent_session_id) = result.session_id.clone();
+                    if let (Some(store), Ok(ws)) =
+                        (self.store.clone(), Workspace::new(&session.workspace))
+                    {
+                        let meta = SessionMeta {
+                            agent: Some(session.agent.clone()),
+                            agent_session_id: result.session_id.clone(),
+                            title: None,
+                        };
+                        let sid = session.id.clone();
+                        let _ =
+                            tokio::task::spawn_blocking(move || store.set_meta(&ws, &sid, &meta))
+                                .await;
+                    }
+                }
+                self.notifier
+                    .update(&session.id, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": result.output}}), false)
+                    .await;
+                if result.stale {
+                    let why = result
+                        .error
+                        .as_ref()
+                        .map_or_else(String::new, |e| format!(" ({:?}: {})", e.kind, e.message));
+                    self.notifier
+                        .banner(BannerParams {
+                            id: format!("stale:{}", session.id),
+                            session_id: Some(session.id.clone()),
+                            kind: BannerKind::StaleSnapshot,
+                            message: format!(
+                                "{} failed{why}; showing its last cached answer.",
+                                session.agent
+                            ),
+                            dismissible: true,
+                        })
+                        .await;
+                } else {
+                    *lock(&session.last_output) = Some(result.output.clone());
+                    self.append_turn(
+                        TurnOf::print(session, result.session_id.as_deref()),
+                        ChatRole::Assistant,
+                        &result.output,
+                    )
+                    .await;
+                }
+                Ok(PromptResult {
+                    stop_reason: "end_turn".into(),
+                    stale: Some(result.stale),
+                })
+            }
+            Err(OneShotError::Cancelled) => Ok(PromptResult {
+                stop_reason: "cancelled".into(),
+                stale: None,
+            }),
+            Err(OneShotError::Failed { error, .. }) => Err(prompt_error(&error)),
+            Err(OneShotError::Machine(message)) => {
+                Err(request_failed(message, json!({"kind": "internal"})))
+            }
         }
     }
 
@@ -1455,6 +1676,47 @@ impl Sessions {
             }),
         )
         .await;
+    }
+}
+
+/// A `claudePrint` session: no process lives between prompts.
+struct PrintSession {
+    id: String,
+    agent: String,
+    workspace: PathBuf,
+    /// The CLI's own session id, read back after every run (it may change, seed 001).
+    agent_session_id: Mutex<Option<String>>,
+    /// The last good answer: the fallback when a run fails (seed 001).
+    last_output: Mutex<Option<String>>,
+    cancel: Mutex<CancellationToken>,
+}
+
+/// Whose turn [`Sessions::append_turn`] records.
+#[derive(Clone, Copy)]
+struct TurnOf<'a> {
+    session_id: &'a str,
+    agent: &'a str,
+    workspace: &'a Path,
+    agent_session_id: Option<&'a str>,
+}
+
+impl<'a> TurnOf<'a> {
+    fn live(live: &'a Live) -> Self {
+        Self {
+            session_id: &live.id,
+            agent: &live.agent,
+            workspace: &live.workspace,
+            agent_session_id: None,
+        }
+    }
+
+    fn print(session: &'a PrintSession, agent_session_id: Option<&'a str>) -> Self {
+        Self {
+            session_id: &session.id,
+            agent: &session.agent,
+            workspace: &session.workspace,
+            agent_session_id,
+        }
     }
 }
 
