@@ -7,12 +7,12 @@
 # Usage:
 #   tests/run-all.sh                      every suite
 #   TETHER_SUITES="rust nvim" tests/run-all.sh   some suites (local work)
-# Suites: rust, nvim, lsp, agents, vscode, visualstudio.
+# Suites: rust, nvim, lsp, visualstudio.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
-all_suites="rust nvim lsp"
+all_suites="rust nvim lsp visualstudio"
 suites="${TETHER_SUITES:-$all_suites}"
 start_all=$(date +%s)
 export CARGO_TERM_COLOR=never
@@ -70,6 +70,11 @@ suite_nvim() {
   tests/nvim/run.sh
 }
 
+suite_visualstudio() {
+  # Installs Mono and NUnit itself (apt), builds the server and the scripted agent.
+  editors/visualstudio/build-and-test.sh
+}
+
 suite_lsp() {
   need_pip pytest-lsp pytest-asyncio
   build_tether
@@ -81,7 +86,8 @@ for s in $suites; do
     rust) run_suite rust suite_rust ;;
     nvim) run_suite nvim suite_nvim ;;
     lsp) run_suite lsp suite_lsp ;;
-    *) die "unknown suite '$s' (known: rust nvim lsp)" ;;
+    visualstudio) run_suite visualstudio suite_visualstudio ;;
+    *) die "unknown suite '$s' (known: rust nvim lsp visualstudio)" ;;
   esac
 done
 log "all suites passed in $(( $(date +%s) - start_all ))s"

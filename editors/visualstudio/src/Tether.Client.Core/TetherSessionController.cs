@@ -1,0 +1,430 @@
+using System;
+using System.Collections.Generic;
+using System.Threading;
+using System.Threading.Tasks;
+using Newtonsoft.Json.Linq;
+using Tether.Client.Core.Persist;
+using Tether.Client.Core.Protocol;
+using Tether.Client.Core.Rpc;
+using Tether.Client.Core.Ui;
+
+namespace Tether.Client.Core
+{
+    /// <summary>What the host editor renders. Visual Studio implements it with shell services; tests with a recorder.</summary>
+    public interface ITetherUi
+    {
+        /// <summary>Shows a non-blocking intent: <see cref="SetStatus"/>, <see cref="ShowInfoBar"/>, <see cref="ClearInfoBar"/>, <see cref="ShowInfo"/>.</summary>
+        void Apply(UiIntent intent);
+
+        /// <summary>Shows a modal dialog; completes with the clicked button's id, or null when it was closed without one.</summary>
+        Task<string> ShowModalAsync(ShowModal modal);
+
+        /// <summary>Asks the user to pick an option; completes with its id, or null when no option was picked.</summary>
+        Task<string> AskChoiceAsync(AskChoice choice);
+    }
+
+    /// <summary>
+    /// The whole client side of a Tether session in one place, independent of any editor: routes
+    /// server notifications and requests through <see cref="SessionPresenter"/> to an
+    /// <see cref="ITetherUi"/>, runs resume → recovery dialog → <c>session/recoveryChoice</c>, keeps
+    /// the transcript the shim persists, and drives <see cref="PersistScheduler"/>. The Visual
+    /// Studio extension is a thin adapter around this class.
+    /// </summary>
+    public sealed class TetherSessionController
+    {
+        private readonly ITetherConnection connection;
+        private readonly ITetherUi ui;
+        private readonly ILog log;
+        private readonly WorkspaceRef workspace;
+        private readonly object uiGate = new object();
+        private readonly object presenterGate = new object();
+        private volatile ResumeResult lastResult;
+
+        /// <summary>Creates a controller for one workspace.</summary>
+        /// <param name="connection">The JSON-RPC connection to <c>tether serve</c>.</param>
+        /// <param name="ui">The renderer.</param>
+        /// <param name="workspaceRoot">Absolute path of the workspace root.</param>
+        /// <param name="clock">Time source (countdowns, persist cadence).</param>
+        /// <param name="log">Diagnostics.</param>
+        /// <param name="persistInterval">Timer persist period; 30 s when null.</param>
+        public TetherSessionController(ITetherConnection connection, ITetherUi ui, string workspaceRoot, IClock clock, ILog log,
+            TimeSpan? persistInterval = null)
+        {
+            if (connection == null) throw new ArgumentNullException("connection");
+            if (ui == null) throw new ArgumentNullException("ui");
+            if (string.IsNullOrEmpty(workspaceRoot)) throw new ArgumentException("workspace root required", "workspaceRoot");
+            this.connection = connection;
+            this.ui = ui;
+            this.log = log ?? NullLog.Instance;
+            clock = clock ?? SystemClock.Instance;
+            workspace = new WorkspaceRef { Root = workspaceRoot };
+            Presenter = new SessionPresenter(clock);
+            Transcript = new SessionTranscript(workspaceRoot, clock);
+            Persist = new PersistScheduler(clock, PersistAsync, Transcript.ToSnapshot, workspace, this.log, persistInterval);
+        }
+
+        /// <summary>The message → intent mapping and its state. Read it freely; the controller serializes its own calls into it.</summary>
+        public SessionPresenter Presenter { get; private set; }
+
+        /// <summary>What the shim persists.</summary>
+        public SessionTranscript Transcript { get; private set; }
+
+        /// <summary>The timer/shutdown persist cadence.</summary>
+        public PersistScheduler Persist { get; private set; }
+
+        /// <summary>The last telemetry events received (name only, newest last, at most 100), for the logs.</summary>
+        public List<string> TelemetryNames { get; } = new List<string>();
+
+        /// <summary>The server notifications this controller handles.</summary>
+        public static readonly string[] NotificationMethods =
+        {
+            Methods.Restored, Methods.Status, Methods.Banner, Methods.BannerCleared, Methods.Expired, Methods.Update, Methods.Telemetry,
+        };
+
+        /// <summary>The server → client requests this controller answers.</summary>
+        public static readonly string[] RequestMethods = { Methods.RequestPermission, Methods.ShowMessageRequest };
+
+        /// <summary>
+        /// Handles a server notification. A malformed one is logged and dropped (never thrown):
+        /// one bad message must not take the extension down.
+        /// </summary>
+        public void HandleNotification(string method, JToken parameters)
+        {
+            try
+            {
+                switch (method)
+                {
+                    case Methods.Restored:
+                        var restored = ProtocolJson.Read<Restored>(parameters);
+                        lock (presenterGate) Presenter.OnRestored(restored);
+                        Transcript.OnRestored(restored);
+                        break;
+                    case Methods.Status:
+                        var status = ProtocolJson.Read<SessionStatus>(parameters);
+                        ApplyAll(Locked(() => Presenter.OnStatus(status)));
+                        break;
+                    case Methods.Banner:
+                        var banner = ProtocolJson.Read<Banner>(parameters);
+                        ApplyAll(Locked(() => Presenter.OnBanner(banner)));
+                        break;
+                    case Methods.BannerCleared:
+                        var cleared = ProtocolJson.Read<BannerCleared>(parameters);
+                        ApplyAll(Locked(() => Presenter.OnBannerCleared(cleared)));
+                        break;
+                    case Methods.Expired:
+                        var expired = ProtocolJson.Read<Expired>(parameters);
+                        Transcript.Reset(workspace.Root);
+                        ApplyAll(Locked(() => Presenter.OnExpired(expired)));
+                        break;
+                    case Methods.Update:
+                        Transcript.OnUpdate(parameters);
+                        break;
+                    case Methods.Telemetry:
+                        var ev = ProtocolJson.Read<TelemetryEvent>(parameters);
+                        lock (TelemetryNames)
+                        {
+                            TelemetryNames.Add(ev.Name);
+                            if (TelemetryNames.Count > 100) TelemetryNames.RemoveAt(0);
+                        }
+                        log.Write("telemetry " + ev.Name + " " + (ev.Properties != null ? ev.Properties.ToString(Newtonsoft.Json.Formatting.None) : "{}"));
+                        break;
+                    default:
+                        log.Write("ignored notification " + method);
+                        break;
+                }
+            }
+            catch (ProtocolException e)
+            {
+                log.Write("dropped malformed " + method + ": " + e.Message);
+            }
+        }
+
+        /// <summary>
+        /// Answers a server → client request: <c>session/requestPermission</c> (a choice among the
+        /// agent's options; ACP outcome shape) and <c>window/showMessageRequest</c> (the server's
+        /// fallback dialog). Other methods: <see cref="NotSupportedException"/>.
+        /// </summary>
+        /// <exception cref="ProtocolException">Malformed params.</exception>
+        public async Task<JToken> HandleRequestAsync(string method, JToken parameters)
+        {
+            switch (method)
+            {
+                case Methods.RequestPermission:
+                    var request = ProtocolJson.Read<PermissionRequest>(parameters);
+                    var ask = Locked(() => Presenter.OnPermissionRequest(request));
+                    var chosen = await ui.AskChoiceAsync(ask).ConfigureAwait(false);
+                    return SessionPresenter.PermissionAnswer(request, chosen);
+                case Methods.ShowMessageRequest:
+                    var choice = SessionPresenter.OnShowMessageRequest(parameters);
+                    var title = await ui.AskChoiceAsync(choice).ConfigureAwait(false);
+                    return SessionPresenter.ShowMessageAnswer(title);
+                default:
+                    throw new NotSupportedException("unsupported server request " + method);
+            }
+        }
+
+        /// <summary>Registers this controller's handlers on a <see cref="JsonRpcConnection"/>.</summary>
+        public void AttachTo(JsonRpcConnection rpc)
+        {
+            foreach (var m in NotificationMethods)
+            {
+                var method = m;
+                rpc.OnNotification(method, p => HandleNotification(method, p));
+            }
+            foreach (var m in RequestMethods)
+            {
+                var method = m;
+                rpc.OnRequest(method, p => HandleRequestAsync(method, p));
+            }
+        }
+
+        /// <summary>
+        /// "Tether: Resume Session". Sends <c>session/resume</c>; when the answer is needsChoice,
+        /// shows the recovery modal and sends the user's choice with <c>session/recoveryChoice</c>,
+        /// again until the outcome is not needsChoice or the user closes the dialog without a
+        /// choice (then the "offer again" info bar stays and the last result is returned). If a
+        /// dismissed question is pending, it is offered again instead of a new resume.
+        /// </summary>
+        /// <exception cref="JsonRpcRemoteException">The server rejected a request.</exception>
+        /// <exception cref="ProtocolException">The server's answer does not match the protocol.</exception>
+        public async Task<ResumeResult> ResumeAsync(string sessionId, CancellationToken cancellationToken)
+        {
+            if (Locked(() => Presenter.PendingRecovery) != null)
+            {
+                return await ReofferRecoveryAsync(cancellationToken).ConfigureAwait(false);
+            }
+            var p = new ResumeParams { Workspace = workspace, SessionId = sessionId };
+            var result = ProtocolJson.Read<ResumeResult>(
+                await connection.RequestAsync(Methods.Resume, ProtocolJson.Write(p), cancellationToken).ConfigureAwait(false));
+            return await SettleAsync(result, cancellationToken).ConfigureAwait(false);
+        }
+
+        /// <summary>
+        /// The info bar's "Choose what to do…": shows the pending recovery modal again and acts on
+        /// the answer like <see cref="ResumeAsync"/>. Returns null when nothing is pending, the last
+        /// result when the dialog is closed again without a choice.
+        /// </summary>
+        public async Task<ResumeResult> ReofferRecoveryAsync(CancellationToken cancellationToken)
+        {
+            if (Locked(() => Presenter.PendingRecovery) == null)
+            {
+                return null;
+            }
+            var choice = await AskRecoveryAsync().ConfigureAwait(false);
+            if (choice == null)
+            {
+                return lastResult;
+            }
+            ResumeResult next;
+            try
+            {
+                next = await SendChoiceAsync(choice, cancellationToken).ConfigureAwait(false);
+            }
+            catch (JsonRpcRemoteException e) when (e.Code == UnknownSessionCode)
+            {
+                // The server has no dialog open for that session any more (it restarted, or the
+                // question was answered elsewhere): forget it and resume afresh.
+                log.Write("the server no longer waits for a choice about " + choice.SessionId + "; resuming afresh");
+                ApplyAll(Locked(() => Presenter.ClearPendingRecovery()));
+                return await ResumeAsync(null, cancellationToken).ConfigureAwait(false);
+            }
+            return await SettleAsync(next, cancellationToken).ConfigureAwait(false);
+        }
+
+        /// <summary>The server's "unknown session" error code (protocol sketch, Errors: -32002 with <c>data: {sessionId}</c>).</summary>
+        public const long UnknownSessionCode = -32002;
+
+        /// <summary>
+        /// The user clicked an info bar action (<see cref="SessionPresenter.ReofferActionId"/>
+        /// reopens the recovery dialog). Unknown ids are ignored.
+        /// </summary>
+        public Task OnInfoBarActionAsync(string actionId, CancellationToken cancellationToken)
+        {
+            if (actionId == SessionPresenter.ReofferActionId)
+            {
+                return ReofferRecoveryAsync(cancellationToken);
+            }
+            return Task.FromResult(true);
+        }
+
+        private async Task<ResumeResult> SettleAsync(ResumeResult result, CancellationToken cancellationToken)
+        {
+            while (true)
+            {
+                lastResult = result;
+                var current = result;
+                ApplyAll(Locked(() => Presenter.OnResumeResult(current)));
+                if (result.Outcome == ResumeOutcome.Resumed || result.Outcome == ResumeOutcome.Started)
+                {
+                    if (!string.IsNullOrEmpty(result.SessionId))
+                    {
+                        Persist.Activate(result.SessionId);
+                    }
+                    return result;
+                }
+                Persist.Deactivate();
+                if (result.Outcome != ResumeOutcome.NeedsChoice || Locked(() => Presenter.PendingRecovery) == null)
+                {
+                    return result;
+                }
+                var choice = await AskRecoveryAsync().ConfigureAwait(false);
+                if (choice == null)
+                {
+                    return result;
+                }
+                result = await SendChoiceAsync(choice, cancellationToken).ConfigureAwait(false);
+            }
+        }
+
+        /// <summary>Shows the pending recovery modal; returns the choice to send, or null when it was closed without one.</summary>
+        private async Task<RecoveryChoiceParams> AskRecoveryAsync()
+        {
+            var modal = Locked(() => Presenter.PendingRecovery);
+            if (modal == null)
+            {
+                return null; // answered meanwhile (e.g. a second dialog from the info bar)
+            }
+            var button = await ui.ShowModalAsync(modal).ConfigureAwait(false);
+            RecoveryDecision decision;
+            lock (presenterGate)
+            {
+                if (Presenter.PendingRecovery != modal)
+                {
+                    return null; // a newer result replaced the question while the dialog was open
+                }
+                decision = Presenter.OnRecoveryAnswer(button);
+            }
+            ApplyAll(decision.Intents);
+            if (decision.Choice == null)
+            {
+                log.Write("recovery dialog closed without a choice; the breaker stays open");
+            }
+            else
+            {
+                log.Write("recovery choice " + decision.Choice.Choice + " for session " + decision.Choice.SessionId);
+            }
+            return decision.Choice;
+        }
+
+        private async Task<ResumeResult> SendChoiceAsync(RecoveryChoiceParams choice, CancellationToken cancellationToken)
+        {
+            return ProtocolJson.Read<ResumeResult>(await connection.RequestAsync(
+                Methods.RecoveryChoice, ProtocolJson.Write(choice), cancellationToken).ConfigureAwait(false));
+        }
+
+        /// <summary>
+        /// A prompt turn (<c>session/prompt</c> with one text block): records the user's turn in the
+        /// transcript the shim persists, waits for the stop reason (the reply streams as
+        /// <c>session/update</c>), and completes the turn. Returns the result object
+        /// (<c>{stopReason, stale?}</c>).
+        /// </summary>
+        /// <exception cref="JsonRpcRemoteException">The server rejected the prompt (e.g. -32002, session not live).</exception>
+        public async Task<JToken> PromptAsync(string sessionId, string text, CancellationToken cancellationToken)
+        {
+            Transcript.AddUserTurn(text);
+            var p = new JObject(
+                new JProperty("sessionId", sessionId),
+                new JProperty("prompt", new JArray(new JObject(new JProperty("type", "text"), new JProperty("text", text)))));
+            try
+            {
+                return await connection.RequestAsync(Methods.Prompt, p, cancellationToken).ConfigureAwait(false);
+            }
+            finally
+            {
+                Transcript.CompleteTurn();
+            }
+        }
+
+        /// <summary>"Tether: Clear Saved Session": removes the workspace's cached sessions and stops timer persists until the next resume. Returns how many were removed.</summary>
+        public async Task<int> ClearSavedSessionAsync(CancellationToken cancellationToken)
+        {
+            var p = new ClearParams { Workspace = workspace };
+            var r = ProtocolJson.Read<ClearResult>(
+                await connection.RequestAsync(Methods.Clear, ProtocolJson.Write(p), cancellationToken).ConfigureAwait(false));
+            Persist.Deactivate();
+            Apply(new ShowInfo
+            {
+                Severity = Severity.Info,
+                Text = r.Removed == 1 ? "Removed 1 saved session." : "Removed " + r.Removed + " saved sessions.",
+            });
+            return r.Removed;
+        }
+
+        /// <summary>The extension unloads: the <c>shutdown</c> persist (see <see cref="PersistScheduler.ShutdownAsync"/>).</summary>
+        public Task<PersistResult> ShutdownAsync()
+        {
+            return Persist.ShutdownAsync();
+        }
+
+        /// <summary>A command failed: an error message for the user, worded by what failed.</summary>
+        public static ShowInfo DescribeFailure(string action, Exception e)
+        {
+            var remote = e as JsonRpcRemoteException;
+            if (remote != null)
+            {
+                return new ShowInfo { Severity = Severity.Error, Text = action + " failed: " + remote.RemoteMessage, Detail = "Server error " + remote.Code + "." };
+            }
+            if (e is JsonRpcConnectionClosedException)
+            {
+                return new ShowInfo { Severity = Severity.Error, Text = action + " failed: the Tether server is not running.", Detail = e.Message };
+            }
+            if (e is ProtocolException)
+            {
+                return new ShowInfo { Severity = Severity.Error, Text = action + " failed: unexpected answer from the Tether server.", Detail = e.Message };
+            }
+            if (e is OperationCanceledException)
+            {
+                return new ShowInfo { Severity = Severity.Info, Text = action + " was cancelled." };
+            }
+            return new ShowInfo { Severity = Severity.Error, Text = action + " failed.", Detail = e.Message };
+        }
+
+        private async Task<PersistResult> PersistAsync(PersistParams p)
+        {
+            var token = await connection.RequestAsync(Methods.Persist, ProtocolJson.Write(p), CancellationToken.None).ConfigureAwait(false);
+            return ProtocolJson.Read<PersistResult>(token);
+        }
+
+        /// <summary>
+        /// While a rate-limit wait runs, the refreshed status text ("Rate limited, resuming in 39 s"),
+        /// applied to the UI and returned; null otherwise. The host calls it about once a second.
+        /// </summary>
+        public SetStatus RefreshCountdown()
+        {
+            var s = Locked(() => Presenter.RefreshCountdown());
+            if (s != null)
+            {
+                Apply(s);
+            }
+            return s;
+        }
+
+        private T Locked<T>(Func<T> f)
+        {
+            lock (presenterGate)
+            {
+                return f();
+            }
+        }
+
+        private void ApplyAll(IEnumerable<UiIntent> intents)
+        {
+            foreach (var i in intents)
+            {
+                if (i is ShowModal)
+                {
+                    continue; // shown through ShowModalAsync by the resume flow
+                }
+                Apply(i);
+            }
+        }
+
+        private void Apply(UiIntent intent)
+        {
+            lock (uiGate)
+            {
+                ui.Apply(intent);
+            }
+        }
+    }
+}
