@@ -47,10 +47,16 @@ async fn one_shot_flow(mode: Mode) {
     std::fs::write(world.path().join("modes"), "ok\nfail\nunknown\nok\n").unwrap();
     let editor = world.connect(Default::default());
     editor
-        .initialize(options(&world, &claude), json!({"tether": {"recoveryDialog": true, "banners": true, "status": true}}))
+        .initialize(
+            options(&world, &claude),
+            json!({"tether": {"recoveryDialog": true, "banners": true, "status": true}}),
+        )
         .await
         .unwrap();
-    let started = editor.request("session/resume", json!({"workspace": world.ws()})).await.unwrap();
+    let started = editor
+        .request("session/resume", json!({"workspace": world.ws()}))
+        .await
+        .unwrap();
     assert_eq!(started["outcome"], "started", "{started}");
     let sid = started["sessionId"].as_str().unwrap().to_owned();
     let say = |text: &str| json!({"sessionId": sid, "prompt": [{"type": "text", "text": text}]});
@@ -63,21 +69,47 @@ async fn one_shot_flow(mode: Mode) {
     let r = editor.request("session/prompt", say("two")).await.unwrap();
     assert_eq!(r["stale"], true, "{r}");
     let shown = editor
-        .wait_for(mark, "session/update", |p| p["update"]["content"]["text"] == "answer: one", STEP)
+        .wait_for(
+            mark,
+            "session/update",
+            |p| p["update"]["content"]["text"] == "answer: one",
+            STEP,
+        )
         .await;
     assert!(shown.is_some(), "the cached answer is shown");
-    assert!(editor.received().iter().skip(mark).any(|m| m.method() == "session/banner" && m.params()["kind"] == "staleSnapshot"));
+    assert!(
+        editor
+            .received()
+            .iter()
+            .skip(mark)
+            .any(|m| m.method() == "session/banner" && m.params()["kind"] == "staleSnapshot")
+    );
     // 3. --resume of an id the CLI no longer knows: only the id is dropped, retried fresh.
-    let r = editor.request("session/prompt", say("three")).await.unwrap();
+    let r = editor
+        .request("session/prompt", say("three"))
+        .await
+        .unwrap();
     assert_eq!(r["stale"], false, "{r}");
 
     let calls = std::fs::read_to_string(world.path().join("calls")).unwrap();
     let calls: Vec<&str> = calls.lines().collect();
     assert_eq!(calls.len(), 4, "{calls:?}");
-    assert!(!calls[0].contains("--resume"), "the first run starts fresh: {}", calls[0]);
-    assert!(calls[1].contains("--resume cli-1"), "the CLI's own session id is passed back: {}", calls[1]);
+    assert!(
+        !calls[0].contains("--resume"),
+        "the first run starts fresh: {}",
+        calls[0]
+    );
+    assert!(
+        calls[1].contains("--resume cli-1"),
+        "the CLI's own session id is passed back: {}",
+        calls[1]
+    );
     assert!(calls[2].contains("--resume cli-1"), "{}", calls[2]);
-    assert!(!calls[3].contains("--resume"), "after the unknown id, a run without --resume: {}", calls[3]);
+    assert!(
+        !calls[3].contains("--resume"),
+        "after the unknown id, a run without --resume: {}",
+        calls[3]
+    );
     editor.shutdown(STEP).await.unwrap();
 }
 
