@@ -1,2 +1,14 @@
-//! Test kit: a fake model API server with programmable faults, and helpers to run the real
-//! agent CLIs against it. Test-only; never shipped.
+//! Test kit for Tether: a fake model API server with programmable faults ([`FakeModel`]), a
+//! minimal line-delimited JSON-RPC driver for ACP agents ([`acp::AcpProcess`]), and the
+//! harness that runs the real agent CLIs against the fake, each in its own temporary HOME
+//! ([`agents::RealAgent`]). Test-only; never shipped.
+
+pub mod acp;
+pub mod agents;
+pub mod fake_model;
+pub mod procs;
+
+pub use fake_model::{
+    ApiKind, FakeModel, FaultAction, FaultRule, FaultStatus, RecordedRequest, Reply, ReplyMode,
+    Times,
+};
