@@ -7,12 +7,12 @@
 # Usage:
 #   tests/run-all.sh                      every suite
 #   TETHER_SUITES="rust nvim" tests/run-all.sh   some suites (local work)
-# Suites: rust, nvim, lsp, visualstudio.
+# Suites: rust (with the real agents), nvim, lsp, visualstudio, vscode.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
-all_suites="rust nvim lsp visualstudio"
+all_suites="rust nvim lsp visualstudio vscode"
 suites="${TETHER_SUITES:-$all_suites}"
 start_all=$(date +%s)
 export CARGO_TERM_COLOR=never
@@ -61,7 +61,21 @@ build_tether() {
 suite_rust() {
   cargo fmt --all -- --check || die "cargo fmt: code is not formatted (run cargo fmt --all)"
   cargo clippy --workspace --all-targets --locked -- -D warnings
+  # The real agents from npm (pinned in tests/agents), driven by the test kit's and the
+  # server's end-to-end tests, each in a temporary HOME against the fake model API. Those
+  # tests fail unless TETHER_REAL_AGENTS=1: they never pass without running.
+  tests/agents/install.sh || die "installing the real agents (tests/agents/install.sh) failed"
+  export TETHER_REAL_AGENTS=1
   cargo test --workspace --locked
+}
+
+suite_vscode() {
+  # The extension's lint and unit tests, then a real VS Code (code-server) in Debian's
+  # Chromium driven by playwright-core, with the packaged extension and the real server.
+  cargo build --locked -p tether --bin tether -p tether-host --bin tether-scripted-agent \
+    || die "building the server and the scripted agent failed"
+  editors/vscode/scripts/install-e2e.sh || die "installing the VS Code e2e tooling failed"
+  (cd editors/vscode && npm run lint && npm run test:unit && npm run test:e2e)
 }
 
 suite_nvim() {
@@ -87,7 +101,8 @@ for s in $suites; do
     nvim) run_suite nvim suite_nvim ;;
     lsp) run_suite lsp suite_lsp ;;
     visualstudio) run_suite visualstudio suite_visualstudio ;;
-    *) die "unknown suite '$s' (known: rust nvim lsp visualstudio)" ;;
+    vscode) run_suite vscode suite_vscode ;;
+    *) die "unknown suite '$s' (known: rust nvim lsp visualstudio vscode)" ;;
   esac
 done
 log "all suites passed in $(( $(date +%s) - start_all ))s"

@@ -1,0 +1,496 @@
+/**
+ * The session controller: turns the server's messages into UI intents and the user's answers
+ * into requests. It holds no `vscode` import; `src/vscodeUi.ts` implements `UiPort` with the
+ * VS Code API and `src/extension.ts` wires `ServerPort` to the language client.
+ *
+ * It decides nothing about recovery: which dialog, which texts, when to retry, what a choice
+ * does are all the server's. It only keeps what rendering needs: the result waiting for the
+ * user's choice (so a dismissed dialog can be offered again), the active session (for
+ * persistence), the banners, the status, and the snapshot model.
+ */
+import { BannerStore, bannerView, DISMISS, SHOW_LOGS, type BannerView } from './banners';
+import {
+  parseBanner,
+  parseBannerCleared,
+  parseExpired,
+  parsePermissionRequest,
+  parseRestored,
+  parseResumeResult,
+  parseStatus,
+  parseUpdate,
+} from './guards';
+import { permissionAnswer, permissionPick, type PermissionPick } from './permission';
+import { PersistScheduler, realTimers, type Timers } from './persist';
+import {
+  Methods,
+  type ClearResult,
+  type PermissionResponse,
+  type PersistParams,
+  type PersistResult,
+  type PersistTrigger,
+  type RecoveryChoice,
+  type ResumeResult,
+} from './protocol';
+import { choiceForClick, outcomeIntent, REOFFER, type DialogIntent } from './recovery';
+import { SnapshotModel } from './snapshot';
+import { LocalStatus, shortId, StatusTracker, type ProgressIntent, type StatusView } from './status';
+
+/** What the controller asks of the editor. Every method must not throw. */
+export interface UiPort {
+  /** Shows the modal; resolves to the clicked button title, `undefined` when dismissed. */
+  showDialog(d: DialogIntent): Promise<string | undefined>;
+  /** Shows a notification; resolves to the clicked action, `undefined` when closed. */
+  showNotification(v: BannerView): Promise<string | undefined>;
+  /** Shows a notification that stays until `until` resolves, then closes it. */
+  showTransient(v: BannerView, until: Promise<void>): void;
+  setStatus(v: StatusView): void;
+  setBannerIndicator(v: { text: string; tooltip: string } | undefined): void;
+  progress(p: ProgressIntent): void;
+  /** Shows a quick pick; resolves to the picked option id, `undefined` when closed or cancelled. */
+  pick(p: PermissionPick, cancelled: Promise<void>): Promise<string | undefined>;
+  showLogs(): void;
+  log(line: string): void;
+}
+
+/** What the controller asks of the server connection. */
+export interface ServerPort {
+  request(method: string, params: unknown): Promise<unknown>;
+}
+
+export interface ControllerOptions {
+  workspaceRoot: string | undefined;
+  persistenceEnabled: boolean;
+  now?: () => number;
+  timers?: Timers;
+  persistIntervalMs?: number;
+}
+
+interface PendingChoice {
+  result: ResumeResult;
+  sessionId: string | undefined;
+}
+
+export class SessionController {
+  readonly banners = new BannerStore();
+  readonly snapshot: SnapshotModel;
+  readonly persist: PersistScheduler;
+  private readonly status: StatusTracker;
+  private pending: PendingChoice | undefined;
+  private dialogOpen = false;
+  private activeSessionId: string | undefined;
+  /** The session the last `session/restored` / `session/status` was about. */
+  private currentSessionId: string | undefined;
+  private resumeInFlight: Promise<void> | undefined;
+  private lastPersist: PersistOutcome | undefined;
+  /** Closers of the transient notifications on screen, by banner id. */
+  private readonly transients = new Map<string, () => void>();
+
+  constructor(
+    private readonly ui: UiPort,
+    private readonly server: ServerPort,
+    private readonly opts: ControllerOptions,
+  ) {
+    const now = opts.now ?? Date.now;
+    this.status = new StatusTracker(now);
+    this.snapshot = new SnapshotModel(opts.workspaceRoot ?? '', () => new Date(now()));
+    this.persist = new PersistScheduler(
+      {
+        save: (trigger) => this.sendPersist(trigger),
+        revision: () => this.snapshot.revision,
+        onError: (trigger, err) => this.ui.log(`session/persist (${trigger}) failed: ${errText(err)}`),
+      },
+      opts.timers ?? realTimers,
+      opts.persistIntervalMs,
+    );
+  }
+
+  /** The live session, if any. */
+  get sessionId(): string | undefined {
+    return this.activeSessionId;
+  }
+
+  /** Whether a recovery choice is outstanding (the dialog was dismissed). */
+  get awaitingChoice(): boolean {
+    return this.pending !== undefined;
+  }
+
+  /**
+   * "Tether: Resume Session": offers the dialog again when a choice is outstanding, else sends
+   * `session/resume` for the workspace. A resume already in flight is joined, not repeated.
+   */
+  resume(): Promise<void> {
+    if (this.pending) return this.offerChoice();
+    if (this.resumeInFlight) return this.resumeInFlight;
+    const root = this.opts.workspaceRoot;
+    if (!root) {
+      this.ui.log('resume: no workspace folder is open');
+      void this.ui.showNotification({
+        id: 'tether.noWorkspace',
+        severity: 'info',
+        text: 'Tether: open a folder to resume its agent session.',
+        actions: [],
+      });
+      return Promise.resolve();
+    }
+    this.resumeInFlight = (async () => {
+      try {
+        this.ui.log(`session/resume ${root}`);
+        const raw = await this.server.request(Methods.resume, { workspace: { root } });
+        await this.handleResult(raw);
+      } catch (err) {
+        this.ui.progress(this.status.close());
+        this.ui.setStatus(LocalStatus.failed(errText(err)));
+        this.ui.log(`session/resume failed: ${errText(err)}`);
+      } finally {
+        this.resumeInFlight = undefined;
+      }
+    })();
+    return this.resumeInFlight;
+  }
+
+  /**
+   * The server process was restarted (after a crash): it knows no live session and no open
+   * dialog, so forget both, then resume the workspace again.
+   */
+  serverRestarted(): Promise<void> {
+    this.ui.log('tether serve restarted: forgetting the live session and any outstanding choice, resuming again');
+    this.pending = undefined;
+    this.activeSessionId = undefined;
+    this.persist.stop();
+    this.ui.progress(this.status.close());
+    this.ui.setStatus(LocalStatus.idle());
+    return this.opts.workspaceRoot ? this.resume() : Promise.resolve();
+  }
+
+  /**
+   * "Tether: Send Prompt": one prompt turn on the live session (`session/prompt`), for trying
+   * the session from the editor. Streams arrive as `session/update`s into the snapshot; a
+   * permission question arrives as `session/requestPermission` meanwhile. Resolves to the stop
+   * reason and the agent's reply text, then persists with trigger `turnFinalized`.
+   *
+   * @throws when no session is live, or the server rejects the prompt.
+   */
+  async prompt(text: string): Promise<{ stopReason: string; reply: string; stale: boolean }> {
+    const sessionId = this.activeSessionId;
+    if (!sessionId) throw new Error('no session is live: run "Tether: Resume Session" first');
+    const mark = this.snapshot.beginPromptTurn(text);
+    this.ui.log(`session/prompt ${sessionId} (${text.length} characters)`);
+    const raw = (await this.server.request(Methods.prompt, { sessionId, prompt: [{ type: 'text', text }] })) as Record<
+      string,
+      unknown
+    > | null;
+    this.snapshot.finishTurn();
+    const stopReason = typeof raw?.stopReason === 'string' ? raw.stopReason : 'unknown';
+    this.ui.log(`session/prompt ended: ${stopReason}`);
+    if (this.opts.persistenceEnabled) void this.persist.milestone('turnFinalized');
+    return { stopReason, reply: this.snapshot.replySince(mark), stale: raw?.stale === true };
+  }
+
+  /** "Tether: Clear Saved Session": `session/clear` for the workspace; returns how many were removed. */
+  async clear(): Promise<number | undefined> {
+    const root = this.opts.workspaceRoot;
+    if (!root) return undefined;
+    const raw = (await this.server.request(Methods.clear, { workspace: { root } })) as Partial<ClearResult> | null;
+    const removed = typeof raw?.removed === 'number' ? raw.removed : 0;
+    this.ui.log(`session/clear removed ${removed}`);
+    return removed;
+  }
+
+  /** Renders a `ResumeResult` (from `session/resume` or `session/recoveryChoice`). */
+  async handleResult(raw: unknown): Promise<void> {
+    const parsed = parseResumeResult(raw);
+    if (!parsed.ok) {
+      this.ui.log(`ignored: ${parsed.error}`);
+      this.ui.progress(this.status.close());
+      this.ui.setStatus(LocalStatus.failed(parsed.error));
+      return;
+    }
+    const result = parsed.value;
+    this.ui.log(
+      `result: ${result.outcome} session=${result.sessionId ?? 'null'} breaker=${result.breaker.status} ` +
+        `${result.breaker.attempts}/${result.breaker.maxAttempts} userRetries=${result.breaker.userRetries}`,
+    );
+    const intent = outcomeIntent(result, this.currentSessionId);
+    this.ui.progress(this.status.close());
+    switch (intent.kind) {
+      case 'dialog':
+        this.pending = { result, sessionId: intent.sessionId };
+        this.ui.setStatus(LocalStatus.needsChoice(intent.dialog.message));
+        await this.offerChoice();
+        return;
+      case 'live':
+        this.pending = undefined;
+        if (this.activeSessionId !== intent.sessionId) {
+          this.activeSessionId = intent.sessionId;
+          this.currentSessionId = intent.sessionId;
+        }
+        this.ui.setStatus(LocalStatus.live(intent.sessionId, intent.stale));
+        if (this.opts.persistenceEnabled) this.persist.start();
+        return;
+      case 'failed':
+        this.pending = undefined;
+        this.ui.setStatus(LocalStatus.failed(intent.message));
+        void this.ui
+          .showNotification({
+            id: 'tether.failed',
+            severity: 'error',
+            text: `Tether: ${intent.message}. ${intent.detail}`,
+            actions: [SHOW_LOGS],
+          })
+          .then((a) => {
+            if (a === SHOW_LOGS) this.ui.showLogs();
+          });
+        return;
+    }
+  }
+
+  /** Shows the recovery modal for the outstanding result and sends the user's choice. */
+  async offerChoice(): Promise<void> {
+    const pending = this.pending;
+    if (!pending || this.dialogOpen) return;
+    const intent = outcomeIntent(pending.result, pending.sessionId);
+    if (intent.kind !== 'dialog') return;
+    this.dialogOpen = true;
+    let clicked: string | undefined;
+    try {
+      clicked = await this.ui.showDialog(intent.dialog);
+    } finally {
+      this.dialogOpen = false;
+    }
+    const choice = choiceForClick(pending.result, clicked);
+    if (choice === undefined) {
+      // Dismissed: no choice. The breaker stays open; offer the dialog again.
+      this.ui.log('recovery dialog dismissed: no choice sent; the breaker stays open');
+      void this.ui
+        .showNotification({
+          id: REOFFER.id,
+          severity: 'warning',
+          text: REOFFER.text(intent.dialog.message),
+          actions: [REOFFER.action],
+        })
+        .then((a) => {
+          if (a === REOFFER.action && this.pending === pending) void this.offerChoice();
+        });
+      return;
+    }
+    await this.choose(pending, choice);
+  }
+
+  private async choose(pending: PendingChoice, choice: RecoveryChoice): Promise<void> {
+    if (!pending.sessionId) {
+      this.ui.log('recovery choice: no session id is known for this result; resuming again instead');
+      this.pending = undefined;
+      return this.resume();
+    }
+    this.pending = undefined;
+    this.ui.log(`session/recoveryChoice ${choice} for ${pending.sessionId}`);
+    this.ui.setStatus(
+      choice === 'retry'
+        ? { ...LocalStatus.starting(), text: 'Resuming…', tooltip: 'Trying again' }
+        : { ...LocalStatus.starting(), text: 'Starting a new session…', tooltip: 'Starting a new session' },
+    );
+    try {
+      const raw = await this.server.request(Methods.recoveryChoice, { sessionId: pending.sessionId, choice });
+      await this.handleResult(raw);
+    } catch (err) {
+      // The server did not take the choice: the same choice is outstanding again.
+      this.pending = pending;
+      this.ui.setStatus(LocalStatus.needsChoice(`session/recoveryChoice failed: ${errText(err)}`));
+      this.ui.log(`session/recoveryChoice failed: ${errText(err)}`);
+    }
+  }
+
+  onStatus(raw: unknown): void {
+    const p = parseStatus(raw);
+    if (!p.ok) return this.ui.log(`ignored: ${p.error}`);
+    if (p.value.sessionId) this.currentSessionId = p.value.sessionId;
+    this.ui.log(
+      `status: ${p.value.state} ${p.value.attempt}/${p.value.maxAttempts}` +
+        `${p.value.retryInMs !== undefined ? ` retryInMs=${p.value.retryInMs}` : ''}` +
+        `${p.value.errorKind ? ` errorKind=${p.value.errorKind}` : ''}`,
+    );
+    const { view, progress } = this.status.apply(p.value);
+    this.ui.progress(progress);
+    // Notifications and responses are not ordered with each other: the `failed` status of a
+    // round that ended in needsChoice can arrive after the result. The outstanding choice is
+    // the more specific state, so its status item stays.
+    if (p.value.state === 'failed' && this.pending) return;
+    this.ui.setStatus(view);
+    if (p.value.state === 'ready' && p.value.sessionId) {
+      this.activeSessionId = p.value.sessionId;
+      if (this.opts.persistenceEnabled) this.persist.start();
+    }
+  }
+
+  /** Once-a-second refresh of a countdown; returns whether a countdown is still running. */
+  tick(): boolean {
+    const t = this.status.tick();
+    if (t) {
+      this.ui.setStatus(t.view);
+      this.ui.progress(t.progress);
+    }
+    return this.status.counting();
+  }
+
+  onBanner(raw: unknown): void {
+    const p = parseBanner(raw);
+    if (!p.ok) return this.ui.log(`ignored: ${p.error}`);
+    this.ui.log(`banner ${p.value.id}: ${p.value.kind} "${p.value.message}"`);
+    const view = this.banners.show(p.value);
+    this.afterBannerChange();
+    if (view) this.announce(view);
+  }
+
+  /** Shows every active banner again (the banner indicator in the status bar was clicked). */
+  reannounceBanners(): void {
+    for (const b of this.banners.active()) this.announce(bannerView(b));
+  }
+
+  private announce(view: BannerView): void {
+    if (view.transient) {
+      if (this.transients.has(view.id)) return;
+      let close!: () => void;
+      const until = new Promise<void>((resolve) => (close = resolve));
+      this.transients.set(view.id, close);
+      this.ui.showTransient(view, until);
+      return;
+    }
+    void this.ui.showNotification(view).then((action) => {
+      if (action === SHOW_LOGS) this.ui.showLogs();
+      if (action === DISMISS && this.banners.dismiss(view.id)) {
+        this.ui.log(`banner ${view.id} dismissed`);
+        const before = this.snapshot.revision;
+        this.afterBannerChange();
+        // The server cannot see a dismissal; a dismissed stream error changes the snapshot's uiState.
+        if (this.snapshot.revision !== before && this.activeSessionId) void this.persist.milestone('bannerChanged');
+      }
+    });
+  }
+
+  onBannerCleared(raw: unknown): void {
+    const p = parseBannerCleared(raw);
+    if (!p.ok) return this.ui.log(`ignored: ${p.error}`);
+    if (this.banners.clear(p.value.id)) this.ui.log(`banner ${p.value.id} cleared`);
+    this.afterBannerChange();
+  }
+
+  onExpired(raw: unknown): void {
+    const p = parseExpired(raw);
+    if (!p.ok) return this.ui.log(`ignored: ${p.error}`);
+    const { previousSessionId, sessionId } = p.value;
+    this.ui.log(`expired: ${previousSessionId} → ${sessionId}`);
+    this.activeSessionId = sessionId;
+    this.currentSessionId = sessionId;
+    this.snapshot.reset();
+    // Banners about the session that ended end with it.
+    for (const b of this.banners.clearSession(previousSessionId)) this.ui.log(`banner ${b.id} ended with its session`);
+    this.afterBannerChange();
+    void this.ui.showNotification({
+      id: 'tether.expired',
+      severity: 'info',
+      text: previousSessionId
+        ? `Tether: session ${shortId(previousSessionId)} has ended; started new session ${shortId(sessionId)}. The old transcript is archived.`
+        : `Tether: started new session ${shortId(sessionId)}.`,
+      actions: [],
+    });
+  }
+
+  onRestored(raw: unknown): void {
+    const p = parseRestored(raw);
+    if (!p.ok) return this.ui.log(`ignored: ${p.error}`);
+    this.ui.log(`restored: cached snapshot of ${p.value.sessionId} (stale)`);
+    this.currentSessionId = p.value.sessionId;
+    this.snapshot.restore(p.value.snapshot);
+    this.afterBannerChange();
+    this.ui.setStatus(LocalStatus.restoredStale(p.value.sessionId));
+  }
+
+  onUpdate(raw: unknown): void {
+    const p = parseUpdate(raw);
+    if (!p.ok) return this.ui.log(`ignored: ${p.error}`);
+    const milestone = this.snapshot.apply(p.value);
+    if (milestone && this.activeSessionId) void this.persist.milestone(milestone);
+  }
+
+  /** `session/requestPermission`: resolves to the ACP answer; never rejects. */
+  async onPermissionRequest(raw: unknown, cancelled: Promise<void>): Promise<PermissionResponse> {
+    const p = parsePermissionRequest(raw);
+    if (!p.ok) {
+      this.ui.log(`permission request answered cancelled: ${p.error}`);
+      return { outcome: { outcome: 'cancelled' } };
+    }
+    // ACP's request carries a ToolCallUpdate whose title may be left out when the agent
+    // already reported the tool call (`tool_call`): name it from there.
+    const request = p.value;
+    const id = request.toolCall?.toolCallId;
+    if (!request.toolCall?.title && id) {
+      const title = this.snapshot.toolTitle(id);
+      if (title) request.toolCall = { ...request.toolCall, title };
+    }
+    const picked = await this.ui.pick(permissionPick(request), cancelled);
+    const answer = permissionAnswer(p.value, picked);
+    this.ui.log(
+      `permission ${p.value.toolCall?.title ?? ''}: ${answer.outcome.outcome === 'selected' ? answer.outcome.optionId : 'cancelled'}`,
+    );
+    return answer;
+  }
+
+  /**
+   * Deactivation: the `shutdown` persist (when a session is active and persistence is on).
+   * Returns what happened, for the extension's shutdown record: the output channel's last
+   * lines are written asynchronously and can be lost when the extension host exits.
+   */
+  async shutdown(): Promise<ShutdownReport> {
+    if (!this.activeSessionId || !this.opts.persistenceEnabled) {
+      this.persist.stop();
+      return { sent: false, reason: !this.activeSessionId ? 'no active session' : 'persistence disabled' };
+    }
+    this.lastPersist = undefined;
+    await this.persist.shutdown();
+    const last = this.lastPersist as PersistOutcome | undefined;
+    return { sent: true, sessionId: this.activeSessionId, ...(last ?? { error: 'no answer recorded' }) };
+  }
+
+  private afterBannerChange(): void {
+    for (const [id, close] of this.transients) {
+      if (!this.banners.isActive(id)) {
+        close();
+        this.transients.delete(id);
+      }
+    }
+    this.snapshot.setStreamError(this.banners.streamError());
+    this.ui.setBannerIndicator(this.banners.indicator());
+  }
+
+  private async sendPersist(trigger: PersistTrigger): Promise<void> {
+    const sessionId = this.activeSessionId;
+    const root = this.opts.workspaceRoot;
+    if (!sessionId || !root) return;
+    const params: PersistParams = { sessionId, workspace: { root }, trigger, snapshot: this.snapshot.toSnapshot() };
+    this.ui.log(`session/persist ${trigger}: sending (revision ${this.snapshot.revision})`);
+    try {
+      const res = (await this.server.request(Methods.persist, params)) as Partial<PersistResult> | null;
+      this.lastPersist = { trigger, result: res ?? {} };
+      this.ui.log(
+        `session/persist ${trigger}: saved=${String(res?.saved)} coalesced=${String(res?.coalesced)} bytes=${String(res?.bytes)}`,
+      );
+    } catch (err) {
+      this.lastPersist = { trigger, error: errText(err) };
+      throw err;
+    }
+  }
+}
+
+/** The last `session/persist` exchange. */
+export type PersistOutcome = { trigger: PersistTrigger; result: Partial<PersistResult> } | { trigger: PersistTrigger; error: string };
+
+/** What deactivation did about persistence. */
+export type ShutdownReport =
+  | { sent: false; reason: string }
+  | ({ sent: true; sessionId: string } & (Partial<PersistOutcome> & { error?: string }));
+
+function errText(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  if (typeof err === 'object' && err !== null && 'message' in err) return String(err.message);
+  return String(err);
+}

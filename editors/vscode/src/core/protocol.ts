@@ -1,0 +1,286 @@
+/**
+ * The Tether editor protocol as this extension sees it: method names and message shapes.
+ *
+ * Source: the founders' sketch (v1) of the editor contract, mirrored in the repository's
+ * `docs/protocol.md` once the server exists. Keys are camelCase, enum values camelCase strings,
+ * durations in milliseconds (`…Ms`), timestamps RFC 3339 UTC strings (`…Utc`), paths absolute.
+ *
+ * Only the fields the extension reads or writes are typed strictly; everything else is carried
+ * through untouched. Every message received from the server is checked by the `parse*`
+ * functions in `guards.ts` before use, so a malformed message is logged and ignored instead
+ * of breaking the UI.
+ */
+
+/** Protocol version the extension speaks (`initialize` result `capabilities.experimental.tether.protocolVersion`). */
+export const PROTOCOL_VERSION = 1;
+
+/** Method names, client → server requests and notifications. */
+export const Methods = {
+  resume: 'session/resume',
+  recoveryChoice: 'session/recoveryChoice',
+  persist: 'session/persist',
+  prompt: 'session/prompt',
+  cancel: 'session/cancel',
+  list: 'session/list',
+  clear: 'session/clear',
+} as const;
+
+/** Method names, server → client notifications and requests. */
+export const ServerMethods = {
+  restored: 'session/restored',
+  status: 'session/status',
+  banner: 'session/banner',
+  bannerCleared: 'session/bannerCleared',
+  expired: 'session/expired',
+  update: 'session/update',
+  telemetry: 'telemetry/event',
+  requestPermission: 'session/requestPermission',
+} as const;
+
+/** What the client declares under `capabilities.experimental.tether`: it renders these itself. */
+export interface TetherClientCapabilities {
+  recoveryDialog: boolean;
+  banners: boolean;
+  status: boolean;
+}
+
+export interface Workspace {
+  /** Absolute path of the workspace folder. */
+  root: string;
+}
+
+export type BreakerStatus = 'closed' | 'retrying' | 'open' | 'halfOpen';
+
+export interface BreakerState {
+  status: BreakerStatus;
+  /** Attempts made in the current round. */
+  attempts: number;
+  /** Attempts allowed per round (3 by default: seed 000). */
+  maxAttempts: number;
+  /** How many times the user chose "Try Again" for this session. */
+  userRetries: number;
+}
+
+export type ErrorKind =
+  | 'sessionExpired'
+  | 'sessionNotReady'
+  | 'network'
+  | 'serverError'
+  | 'rateLimited'
+  | 'quotaExceeded'
+  | 'authentication'
+  | 'sessionCorrupt'
+  | 'agentCrashed'
+  | 'invalidRequest'
+  | 'cancelled'
+  | 'unknown';
+
+export interface ClassifiedError {
+  kind: ErrorKind;
+  message: string;
+  retryable: boolean;
+  retryAfterMs?: number;
+  source: 'acp' | 'process' | 'http';
+  code?: number;
+}
+
+/** One button of the recovery dialog. The sketch fixes `retry` / "Try Again" and `new` / "Start New Session". */
+export interface RecoveryAction {
+  id: string;
+  title: string;
+}
+
+export interface Recovery {
+  message: string;
+  detail: string;
+  actions: RecoveryAction[];
+}
+
+export type ResumeOutcome = 'resumed' | 'started' | 'needsChoice' | 'failed';
+
+/** Result of `session/resume` and `session/recoveryChoice`. */
+export interface ResumeResult {
+  outcome: ResumeOutcome;
+  /** The live agent session, when there is one. */
+  sessionId: string | null;
+  /** Set when a new session replaced an old one. */
+  previousSessionId?: string;
+  breaker: BreakerState;
+  error?: ClassifiedError;
+  recovery?: Recovery;
+  reconciliation?: {
+    confirmedTurns: number;
+    staleExecCount: number;
+    staleDiffCount: number;
+    droppedApprovals: number;
+  };
+  /** True when what the editor shows is cache the agent has not confirmed. */
+  stale: boolean;
+}
+
+export type RecoveryChoice = 'retry' | 'new';
+
+export interface ResumeParams {
+  workspace: Workspace;
+  sessionId?: string;
+  agent?: string;
+  workDoneToken?: string | number;
+}
+
+export interface RecoveryChoiceParams {
+  sessionId: string;
+  choice: RecoveryChoice;
+}
+
+export type SessionState = 'resuming' | 'waitingRetry' | 'rateLimited' | 'ready' | 'failed';
+
+/** `session/status` notification. */
+export interface StatusParams {
+  sessionId: string;
+  state: SessionState;
+  attempt: number;
+  maxAttempts: number;
+  retryInMs?: number;
+  errorKind?: ErrorKind;
+}
+
+export type BannerKind =
+  | 'restoreFailed'
+  | 'staleSnapshot'
+  | 'streamError'
+  | 'persistenceDisabled'
+  | 'recoveredLive';
+
+/** `session/banner` notification. */
+export interface BannerParams {
+  id: string;
+  sessionId?: string;
+  kind: BannerKind;
+  message: string;
+  dismissible: boolean;
+}
+
+/** `session/bannerCleared` notification. */
+export interface BannerClearedParams {
+  id: string;
+}
+
+/** `session/expired` notification: a new session replaced an old one. */
+export interface ExpiredParams {
+  previousSessionId: string;
+  sessionId: string;
+}
+
+/** `session/restored` notification: the cached snapshot, sent before the first agent attempt. */
+export interface RestoredParams {
+  sessionId: string;
+  snapshot: SessionSnapshot;
+  stale: true;
+}
+
+/** `session/update` notification: an ACP `SessionUpdate`, forwarded. */
+export interface UpdateParams {
+  sessionId: string;
+  update: AcpSessionUpdate;
+  /** True while the agent replays history (`session/load`), false for live output. */
+  replay: boolean;
+}
+
+/** The subset of ACP `SessionUpdate` variants the snapshot model reads (ACP v1 schema). */
+export interface AcpSessionUpdate {
+  sessionUpdate: string;
+  content?: { type: string; text?: string };
+  toolCallId?: string;
+  title?: string;
+  status?: string;
+  [key: string]: unknown;
+}
+
+export type PersistTrigger =
+  | 'turnFinalized'
+  | 'execCompleted'
+  | 'diffReceived'
+  | 'approvalChanged'
+  | 'bannerChanged'
+  | 'shutdown'
+  | 'timer'
+  | 'edit';
+
+export interface PersistParams {
+  sessionId: string;
+  workspace: Workspace;
+  trigger: PersistTrigger;
+  snapshot: SessionSnapshot;
+}
+
+export interface PersistResult {
+  saved: boolean;
+  coalesced: boolean;
+  bytes: number;
+  durationMs: number;
+  schemaVersion: number;
+}
+
+export interface ChatTurn {
+  id: string;
+  role: 'user' | 'assistant' | 'status';
+  text: string;
+  timestampUtc: string;
+  complete: boolean;
+  linkedExecId?: string;
+  linkedDiffId?: string;
+  metadata?: Record<string, unknown>;
+}
+
+export interface ExecTurn {
+  execId: string;
+  header: string;
+  command: string;
+  status: string;
+  exitCode?: number;
+  /** ANSI stripped. */
+  buffer: string;
+  ansiBuffer?: string;
+  truncatedBytes: number;
+}
+
+/** The snapshot a client sends with `session/persist` (seed 002 §1–2). */
+export interface SessionSnapshot {
+  chatTurns: ChatTurn[];
+  execTurns: ExecTurn[];
+  diffSessions: unknown[];
+  approvals: { pending: unknown[]; remembered?: unknown[] };
+  uiState: {
+    draftInput?: string;
+    cursor?: number;
+    isStreamErrorVisible: boolean;
+    streamErrorText?: string;
+    tokenSummary?: string;
+  };
+  context: { workingDir: string; model?: string; reasoning?: string; approvalMode?: string };
+  telemetry?: { turnCount: number; execCount: number };
+}
+
+/** `session/requestPermission` request: an agent's ACP `session/request_permission`, forwarded. */
+export interface PermissionRequestParams {
+  sessionId: string;
+  toolCall?: { toolCallId?: string; title?: string; kind?: string; [key: string]: unknown };
+  options: PermissionOption[];
+}
+
+/** ACP `PermissionOption`. */
+export interface PermissionOption {
+  optionId: string;
+  name: string;
+  /** `allow_once`, `allow_always`, `reject_once` or `reject_always` (ACP v1); other values are shown as they are. */
+  kind: string;
+}
+
+/** ACP `RequestPermissionResponse`: the chosen option id, or cancelled. */
+export type PermissionResponse =
+  | { outcome: { outcome: 'selected'; optionId: string } }
+  | { outcome: { outcome: 'cancelled' } };
+
+export interface ClearResult {
+  removed: number;
+}

@@ -1,0 +1,309 @@
+/**
+ * Tether for VS Code: starts `tether serve --stdio` with `vscode-languageclient`, declares
+ * `capabilities.experimental.tether`, and hands every server message to the
+ * `SessionController` (src/core), which says what to render. This file only wires.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import {
+  LanguageClient,
+  State,
+  TransportKind,
+  type ClientCapabilities,
+  type FeatureState,
+  type LanguageClientOptions,
+  type ServerOptions,
+  type StaticFeature,
+} from 'vscode-languageclient/node';
+import { initializationOptions, readSettings, redactedForLog, RESTART_KEYS, type TetherSettings } from './core/config';
+import { SessionController, type ShutdownReport } from './core/controller';
+import { PROTOCOL_VERSION, ServerMethods, type TetherClientCapabilities } from './core/protocol';
+import { resolveServer } from './core/serverPath';
+import { LocalStatus } from './core/status';
+import { VscodeUi } from './vscodeUi';
+
+/** How long deactivation waits for the `shutdown` persist before stopping the server. */
+const SHUTDOWN_PERSIST_TIMEOUT_MS = 5_000;
+
+/** Declares `capabilities.experimental.tether`: this client renders the dialog, banners and status itself. */
+class TetherCapabilitiesFeature implements StaticFeature {
+  fillClientCapabilities(capabilities: ClientCapabilities): void {
+    const tether: TetherClientCapabilities = { recoveryDialog: true, banners: true, status: true };
+    const experimental = (capabilities.experimental ?? {}) as Record<string, unknown>;
+    capabilities.experimental = { ...experimental, tether };
+  }
+  initialize(): void {}
+  getState(): FeatureState {
+    return { kind: 'static' };
+  }
+  clear(): void {}
+}
+
+interface Running {
+  logDir: string;
+  /** The first start completed (later Starting → Running transitions are restarts). */
+  started: boolean;
+  client: LanguageClient;
+  controller: SessionController;
+  countdown: ReturnType<typeof setInterval> | undefined;
+}
+
+let ui: VscodeUi | undefined;
+let running: Running | undefined;
+let starting: Promise<void> | undefined;
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  const output = vscode.window.createOutputChannel('Tether', { log: true });
+  ui = new VscodeUi(output);
+  context.subscriptions.push(output, ui);
+  const pkg = context.extension.packageJSON as { version?: string };
+  output.info(`Tether ${pkg.version ?? '?'} activating (VS Code ${vscode.version})`);
+  ui.setStatus(LocalStatus.starting());
+
+  context.subscriptions.push(
+    vscode.commands.registerCommand('tether.showLogs', () => output.show(true)),
+    vscode.commands.registerCommand('tether.resumeSession', async () => {
+      if (!running) {
+        await start(context);
+        if (!running) return;
+      }
+      await running.controller.resume();
+    }),
+    vscode.commands.registerCommand('tether.clearSession', () => clearSession()),
+    vscode.commands.registerCommand('tether.sendPrompt', () => sendPrompt()),
+    vscode.commands.registerCommand('tether.showBanners', () => showBanners()),
+    vscode.workspace.onDidChangeConfiguration(async (e) => {
+      if (!RESTART_KEYS.some((k) => e.affectsConfiguration(k))) return;
+      const answer = await vscode.window.showInformationMessage(
+        'Tether settings changed. Restart the Tether server to apply them?',
+        'Restart',
+      );
+      if (answer === 'Restart') {
+        await stop();
+        await start(context);
+      }
+    }),
+  );
+
+  await start(context);
+}
+
+export async function deactivate(): Promise<void> {
+  await stop();
+}
+
+function start(context: vscode.ExtensionContext): Promise<void> {
+  starting ??= doStart(context).finally(() => {
+    starting = undefined;
+  });
+  return starting;
+}
+
+async function doStart(context: vscode.ExtensionContext): Promise<void> {
+  if (!ui || running) return;
+  const out = ui.output;
+  const { settings, problems } = readSettings((key) => vscode.workspace.getConfiguration('tether').get(key));
+  for (const p of problems) out.warn(p);
+  if (problems.length > 0) void vscode.window.showWarningMessage(`Tether: ${problems.join('; ')}`);
+
+  const server = resolveServer({
+    configured: settings.serverPath,
+    extensionPath: context.extensionPath,
+    platform: process.platform,
+    envPath: process.env.PATH,
+  });
+  if (!server.ok) {
+    out.error(server.error);
+    ui.setStatus(LocalStatus.serverUnavailable(server.error));
+    void vscode.window.showErrorMessage(`Tether: ${server.error}`, 'Open Settings', 'Show Logs').then((a) => {
+      if (a === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'tether.serverPath');
+      if (a === 'Show Logs') out.show(true);
+    });
+    return;
+  }
+  out.info(`server: ${server.command} (from ${server.source})`);
+
+  fs.mkdirSync(context.logUri.fsPath, { recursive: true });
+  const logFile = path.join(context.logUri.fsPath, 'tether-serve.log');
+  out.info(`server log file: ${logFile}`);
+  const serverOptions: ServerOptions = {
+    command: server.command,
+    // TransportKind.stdio makes the client append `--stdio`.
+    args: ['serve', '--log-file', logFile],
+    transport: TransportKind.stdio,
+  };
+  const initOptions = initializationOptions(settings);
+  out.info(`initializationOptions: ${JSON.stringify(redactedForLog(initOptions))}`);
+  const clientOptions: LanguageClientOptions = {
+    documentSelector: [],
+    outputChannel: out,
+    initializationOptions: initOptions,
+    initializationFailedHandler: (err) => {
+      out.error(`initialize failed: ${String(err)}`);
+      return false;
+    },
+  };
+  const client = new LanguageClient('tether', 'Tether', serverOptions, clientOptions);
+  client.registerFeature(new TetherCapabilitiesFeature());
+
+  const controller = new SessionController(
+    ui,
+    { request: (method, params) => client.sendRequest(method, params) },
+    { workspaceRoot: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath, persistenceEnabled: settings.persistence.enabled },
+  );
+  const run: Running = { logDir: context.logUri.fsPath, started: false, client, controller, countdown: undefined };
+  wire(run);
+
+  try {
+    await client.start();
+  } catch (err) {
+    out.error(`could not start ${server.command}: ${String(err)}`);
+    ui.setStatus(LocalStatus.serverUnavailable(`tether serve did not start: ${String(err)}`));
+    void vscode.window.showErrorMessage(`Tether: the server did not start (${String(err)})`, 'Show Logs').then((a) => {
+      if (a) out.show(true);
+    });
+    void client.dispose().catch(() => undefined);
+    return;
+  }
+  const version = (client.initializeResult?.capabilities.experimental as { tether?: { protocolVersion?: unknown } } | undefined)
+    ?.tether?.protocolVersion;
+  if (version !== PROTOCOL_VERSION) {
+    out.warn(`server speaks tether protocol version ${String(version)}; this extension speaks ${PROTOCOL_VERSION}`);
+  }
+  out.info(`server ${client.initializeResult?.serverInfo?.name ?? '?'} ${client.initializeResult?.serverInfo?.version ?? ''} ready`);
+  running = run;
+  run.started = true;
+  ui.setStatus(LocalStatus.idle());
+  // Without a folder there is nothing to resume; say so only when asked (the command).
+  if (settings.resumeOnStartup && vscode.workspace.workspaceFolders?.length) void controller.resume();
+  logSettings(settings);
+}
+
+function wire(run: Running): void {
+  const { client, controller } = run;
+  // vscode-languageclient restarts a server that crashed (its default error handler); the
+  // new process knows no live session, so resume again, the way start-up does. The first
+  // start is doStart's.
+  client.onDidChangeState((e) => {
+    if (run.started && e.oldState === State.Starting && e.newState === State.Running && running === run) {
+      void controller.serverRestarted();
+    }
+  });
+  client.onNotification(ServerMethods.status, (p: unknown) => {
+    controller.onStatus(p);
+    if (controller.tick() && !run.countdown) {
+      run.countdown = setInterval(() => {
+        if (!controller.tick() && run.countdown) {
+          clearInterval(run.countdown);
+          run.countdown = undefined;
+        }
+      }, 1_000);
+    }
+  });
+  client.onNotification(ServerMethods.restored, (p: unknown) => controller.onRestored(p));
+  client.onNotification(ServerMethods.banner, (p: unknown) => controller.onBanner(p));
+  client.onNotification(ServerMethods.bannerCleared, (p: unknown) => controller.onBannerCleared(p));
+  client.onNotification(ServerMethods.expired, (p: unknown) => controller.onExpired(p));
+  client.onNotification(ServerMethods.update, (p: unknown) => controller.onUpdate(p));
+  client.onNotification(ServerMethods.telemetry, (p: unknown) => ui?.log(`telemetry ${JSON.stringify(p)}`));
+  client.onRequest(ServerMethods.requestPermission, (p: unknown, token: vscode.CancellationToken) =>
+    controller.onPermissionRequest(
+      p,
+      new Promise<void>((resolve) => token.onCancellationRequested(() => resolve())),
+    ),
+  );
+}
+
+async function stop(): Promise<void> {
+  const run = running;
+  running = undefined;
+  if (!run) return;
+  if (run.countdown) clearInterval(run.countdown);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const report = await Promise.race([
+    run.controller.shutdown(),
+    new Promise<ShutdownReport>((resolve) => {
+      timer = setTimeout(
+        () => resolve({ sent: true, sessionId: run.controller.sessionId ?? '', error: `no answer within ${SHUTDOWN_PERSIST_TIMEOUT_MS} ms` }),
+        SHUTDOWN_PERSIST_TIMEOUT_MS,
+      );
+    }),
+  ]);
+  if (timer) clearTimeout(timer);
+  recordShutdown(run.logDir, report);
+  await run.client.stop().catch((err: unknown) => ui?.log(`stopping the server: ${String(err)}`));
+}
+
+async function clearSession(): Promise<void> {
+  if (!running) {
+    void vscode.window.showErrorMessage('Tether: the server is not running (see Tether: Show Logs).');
+    return;
+  }
+  const answer = await vscode.window.showWarningMessage(
+    'Clear the saved Tether session of this workspace?',
+    {
+      modal: true,
+      detail: "Tether's cached transcript of this workspace is removed. The agent's own history is not touched.",
+    },
+    'Clear',
+  );
+  if (answer !== 'Clear') return;
+  try {
+    const removed = await running.controller.clear();
+    if (removed === undefined) {
+      void vscode.window.showInformationMessage('Tether: open a folder first; saved sessions belong to a workspace.');
+    } else {
+      void vscode.window.showInformationMessage(`Tether: removed ${removed} saved session${removed === 1 ? '' : 's'}.`);
+    }
+  } catch (err) {
+    void vscode.window.showErrorMessage(`Tether: clearing the saved session failed: ${String(err)}`);
+  }
+}
+
+async function sendPrompt(): Promise<void> {
+  if (!running) {
+    void vscode.window.showErrorMessage('Tether: the server is not running (see Tether: Show Logs).');
+    return;
+  }
+  const text = await vscode.window.showInputBox({
+    title: 'Tether: Send Prompt',
+    prompt: 'A prompt for the agent of the live session',
+    ignoreFocusOut: true,
+  });
+  if (!text) return;
+  try {
+    const { stopReason, reply, stale } = await running.controller.prompt(text);
+    const shown = reply.length > 500 ? `${reply.slice(0, 500)}…` : reply;
+    void vscode.window.showInformationMessage(
+      `Tether: the agent answered (${stopReason}${stale ? ', from the cache' : ''}): ${shown || '(no text)'}`,
+    );
+  } catch (err) {
+    void vscode.window.showErrorMessage(`Tether: the prompt failed: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+function showBanners(): void {
+  running?.controller.reannounceBanners();
+}
+
+/**
+ * Appends one JSON line about the shutdown persist to `<extension log folder>/tether-shutdown.log`,
+ * synchronously: the output channel writes asynchronously and its last lines are lost when
+ * the extension host exits right after deactivation.
+ */
+function recordShutdown(logDir: string, report: ShutdownReport): void {
+  const line = JSON.stringify({ timeUtc: new Date().toISOString(), ...report });
+  ui?.log(`deactivate: ${line}`);
+  try {
+    fs.appendFileSync(path.join(logDir, 'tether-shutdown.log'), `${line}\n`);
+  } catch {
+    // The record is a diagnostic; failing to write it must not block deactivation.
+  }
+}
+
+function logSettings(s: TetherSettings): void {
+  ui?.output.info(
+    `settings: persistence=${s.persistence.enabled} encrypt=${s.persistence.encrypt} agent=${s.agent.command || '(server default)'}`,
+  );
+}

@@ -1,0 +1,385 @@
+// The e2e harness: a real VS Code (code-server 4.100.3 from npm) on 127.0.0.1 with the packaged
+// extension installed from its .vsix, driven by playwright-core through Debian's Chromium.
+// Recipe: ../../../../../shared FIELD-NOTES "Editor side" (copied into README.md).
+//
+// Nothing here is skipped quietly: every missing piece (code-server, chromium, the .vsix, the
+// tether binary, the scripted agent) throws an Error naming it and how to get it.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const here = path.dirname(fileURLToPath(import.meta.url));
+export const extensionRoot = path.resolve(here, '..', '..');
+export const repoRoot = path.resolve(extensionRoot, '..', '..');
+export const artifacts = path.join(extensionRoot, 'test-artifacts');
+
+const pkg = JSON.parse(readFileSync(path.join(extensionRoot, 'package.json'), 'utf8'));
+export const extensionId = `${pkg.publisher}.${pkg.name}`;
+export const vsixPath = path.join(extensionRoot, `${pkg.name}-${pkg.version}.vsix`);
+export const codeServerBin = path.join(here, 'node_modules', '.bin', 'code-server');
+export const chromiumBin = process.env.CHROMIUM ?? '/usr/bin/chromium';
+export const tetherBin = process.env.TETHER_BIN ?? path.join(repoRoot, 'target', 'debug', 'tether');
+export const scriptedAgentBin =
+  process.env.TETHER_SCRIPTED_AGENT ?? path.join(repoRoot, 'target', 'debug', 'tether-scripted-agent');
+
+const INSTALL_HINT = 'run editors/vscode/scripts/install-e2e.sh';
+
+/** Throws a clear error unless `file` is an executable file. */
+export function requireExecutable(file, what, hint) {
+  let ok;
+  try {
+    ok = statSync(file).isFile() && (statSync(file).mode & 0o111) !== 0;
+  } catch {
+    ok = false;
+  }
+  if (!ok) throw new Error(`${what} is missing: ${file} is not an executable file (${hint})`);
+}
+
+/** The harness's own prerequisites: code-server, chromium, playwright-core, the .vsix. */
+export async function requireHarness() {
+  requireExecutable(codeServerBin, 'code-server 4.100.3', INSTALL_HINT);
+  requireExecutable(chromiumBin, 'Debian chromium', INSTALL_HINT);
+  try {
+    await import('playwright-core');
+  } catch (err) {
+    throw new Error(`playwright-core cannot be loaded from ${here}/node_modules (${INSTALL_HINT}): ${err}`, { cause: err });
+  }
+  if (!existsSync(vsixPath)) throw new Error(`the packaged extension ${vsixPath} is missing (run npm run package)`);
+}
+
+/** A free TCP port on 127.0.0.1. */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Starts code-server with a fresh user-data and extensions folder, the .vsix installed, the
+ * given user settings, and `workspace` open. Returns `{url, root, stop, logs}`.
+ */
+export async function startCodeServer({ name, settings, workspace }) {
+  const root = mkdtempSync(path.join(tmpdir(), `tether-e2e-${name}-`));
+  const dirs = {
+    extensions: path.join(root, 'extensions'),
+    userData: path.join(root, 'user-data'),
+    xdg: path.join(root, 'xdg'),
+  };
+  for (const d of Object.values(dirs)) mkdirSync(d, { recursive: true });
+  const env = {
+    ...process.env,
+    HOME: path.join(dirs.xdg, 'home'),
+    XDG_CONFIG_HOME: path.join(dirs.xdg, 'config'),
+    XDG_DATA_HOME: path.join(dirs.xdg, 'data'),
+    XDG_CACHE_HOME: path.join(dirs.xdg, 'cache'),
+    XDG_RUNTIME_DIR: path.join(dirs.xdg, 'runtime'),
+  };
+  for (const k of ['HOME', 'XDG_CONFIG_HOME', 'XDG_DATA_HOME', 'XDG_CACHE_HOME', 'XDG_RUNTIME_DIR']) {
+    mkdirSync(env[k], { recursive: true, mode: 0o700 });
+  }
+  const common = ['--extensions-dir', dirs.extensions, '--user-data-dir', dirs.userData];
+
+  // The real install path: code-server's own --install-extension of the .vsix.
+  const inst = spawnSync(codeServerBin, [...common, '--install-extension', vsixPath], { env, encoding: 'utf8', timeout: 120_000 });
+  if (inst.status !== 0) {
+    throw new Error(`code-server --install-extension ${vsixPath} failed (${inst.status}): ${inst.stdout}\n${inst.stderr}`);
+  }
+  const installed = readdirSync(dirs.extensions).filter((d) => d.startsWith(`${extensionId}-`));
+  if (installed.length !== 1) throw new Error(`expected ${extensionId}-<version> in ${dirs.extensions}, found ${readdirSync(dirs.extensions)}`);
+
+  mkdirSync(path.join(dirs.userData, 'User'), { recursive: true });
+  writeFileSync(
+    path.join(dirs.userData, 'User', 'settings.json'),
+    JSON.stringify(
+      {
+        'workbench.startupEditor': 'none',
+        'workbench.tips.enabled': false,
+        'workbench.welcomePage.walkthroughs.openOnInstall': false,
+        'security.workspace.trust.enabled': false,
+        'extensions.autoCheckUpdates': false,
+        'extensions.autoUpdate': false,
+        'update.mode': 'none',
+        'telemetry.telemetryLevel': 'off',
+        'chat.disableAIFeatures': true,
+        ...settings,
+      },
+      null,
+      2,
+    ),
+  );
+
+  const port = await freePort();
+  const logs = [];
+  const proc = spawn(
+    codeServerBin,
+    [
+      '--bind-addr', `127.0.0.1:${port}`,
+      '--auth', 'none',
+      '--disable-telemetry',
+      '--disable-update-check',
+      '--disable-workspace-trust',
+      '--disable-getting-started-override',
+      ...common,
+      workspace,
+    ],
+    { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+  );
+  proc.stdout.on('data', (d) => logs.push(String(d)));
+  proc.stderr.on('data', (d) => logs.push(String(d)));
+  let exited = null;
+  proc.on('exit', (code, sig) => (exited = `code ${code} signal ${sig}`));
+
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (exited) throw new Error(`code-server exited during start-up (${exited}):\n${logs.join('')}`);
+    try {
+      const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2_000) });
+      if (res.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`code-server did not answer /healthz within 60 s:\n${logs.join('')}`);
+    await sleep(250);
+  }
+
+  const stop = async () => {
+    if (!exited) {
+      try {
+        process.kill(-proc.pid, 'SIGTERM'); // its own process group: the extension host and tether too
+      } catch {
+        // already gone
+      }
+      for (let i = 0; i < 40 && !exited; i++) await sleep(100);
+      if (!exited) {
+        try {
+          process.kill(-proc.pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+    }
+    if (!process.env.TETHER_E2E_KEEP) rmSync(root, { recursive: true, force: true });
+  };
+  return { url, root, dirs, logs, stop, folderUrl: `${url}/?folder=${encodeURIComponent(workspace)}` };
+}
+
+/**
+ * Every text the watched elements showed, in order, across reloads: a MutationObserver in the
+ * page reports each change of the Tether status item, notification messages and the dialog
+ * message, so states that last only milliseconds (an attempt that fails at once) are seen.
+ */
+export const WATCHED = '[id$=".tether.status"], .notification-list-item-message, .monaco-dialog-box .dialog-message-text';
+const textLog = [];
+
+const observerScript = `(() => {
+  const selector = ${JSON.stringify(WATCHED)};
+  const last = new WeakMap();
+  const scan = () => {
+    for (const el of document.querySelectorAll(selector)) {
+      const text = (el.textContent || '').trim();
+      if (text && last.get(el) !== text) {
+        last.set(el, text);
+        window.__tetherRecord(text);
+      }
+    }
+  };
+  const start = () => new MutationObserver(scan).observe(document.body, { subtree: true, childList: true, characterData: true, attributes: true });
+  if (document.body) start(); else document.addEventListener('DOMContentLoaded', start);
+})();`;
+
+/** Launches Debian's Chromium through playwright-core (flags from FIELD-NOTES) and opens `url`. */
+export async function openBrowser(url) {
+  const { chromium } = await import('playwright-core');
+  const browser = await chromium.launch({
+    executablePath: chromiumBin,
+    headless: true,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--disable-dev-shm-usage',
+    ],
+  });
+  const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  await context.exposeFunction('__tetherRecord', (text) => textLog.push(text));
+  await context.addInitScript(observerScript);
+  const page = await context.newPage();
+  await page.goto(url);
+  await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
+  return { browser, page };
+}
+
+/** Saves a full-page screenshot under editors/vscode/test-artifacts/ and returns its path. */
+export async function screenshot(page, name) {
+  mkdirSync(artifacts, { recursive: true });
+  const file = path.join(artifacts, `${name}.png`);
+  await page.screenshot({ path: file });
+  return file;
+}
+
+/** Runs a command by its palette title ("Tether: Show Logs"). */
+export async function runCommand(page, title) {
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ timeout: 10_000 });
+  await input.fill(`>${title}`);
+  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first();
+  await row.waitFor({ timeout: 10_000 });
+  await page.keyboard.press('Enter');
+}
+
+/** The Tether status bar item (created with id `tether.status`). */
+export function statusItem(page) {
+  return page.locator(`[id="${extensionId}.tether.status"]`);
+}
+
+/** Waits until the Tether status bar item's text matches `re`; returns the text. */
+export async function waitForStatus(page, re, timeout = 30_000) {
+  const item = statusItem(page);
+  const deadline = Date.now() + timeout;
+  let last = '';
+  while (Date.now() < deadline) {
+    last = (await item.textContent({ timeout: 1_000 }).catch(() => '')) ?? '';
+    if (re.test(last)) return last;
+    await sleep(100);
+  }
+  throw new Error(`status bar item never matched ${re}; last text: "${last}"`);
+}
+
+/** Every notification toast text currently shown (the center included when open). */
+export async function notificationTexts(page) {
+  return page.locator('.notification-list-item-message').allTextContents();
+}
+
+/** Waits until some notification matches `re`; returns its text. */
+export async function waitForNotification(page, re, timeout = 30_000) {
+  const deadline = Date.now() + timeout;
+  let seen = [];
+  while (Date.now() < deadline) {
+    seen = await notificationTexts(page);
+    const hit = seen.find((t) => re.test(t));
+    if (hit) return hit;
+    await sleep(100);
+  }
+  throw new Error(`no notification matched ${re}; shown: ${JSON.stringify(seen)}`);
+}
+
+/** Runs `fn` and returns its result with every watched text (see `WATCHED`) shown meanwhile. */
+export async function recordTexts(fn) {
+  const from = textLog.length;
+  const result = await fn();
+  await sleep(200); // let the last mutations arrive
+  return { result, seen: textLog.slice(from) };
+}
+
+/** The modal dialog, once it is shown: `{message, detail, buttons, box}`. */
+export async function waitForDialog(page, timeout = 60_000) {
+  const box = page.locator('.monaco-dialog-box');
+  await box.waitFor({ state: 'visible', timeout });
+  const message = (await box.locator('.dialog-message-text').textContent())?.trim() ?? '';
+  const detail = (await box.locator('.dialog-message-detail').textContent().catch(() => ''))?.trim() ?? '';
+  const buttons = (await box.locator('.dialog-buttons a.monaco-button, .dialog-buttons .monaco-button').allTextContents()).map((t) => t.trim());
+  return { box, message, detail, buttons: [...new Set(buttons)] };
+}
+
+/**
+ * Finds a log file by name under code-server's logs folder: `Tether.log` (the extension's
+ * LogOutputChannel) or `tether-serve.log` (the server's --log-file), both in the extension
+ * host's per-extension log folder.
+ */
+export function findLog(userDataDir, fileName) {
+  return findLogs(userDataDir, fileName)[0];
+}
+
+/** Every log file of that name, newest folder last (one per extension host run). */
+export function findLogs(userDataDir, fileName) {
+  const found = [];
+  const stack = [path.join(userDataDir, 'logs')];
+  while (stack.length) {
+    const d = stack.pop();
+    let entries;
+    try {
+      entries = readdirSync(d, { withFileTypes: true });
+    } catch {
+      continue;
+    }
+    for (const e of entries) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) stack.push(p);
+      // `tether serve --log-file F` rotates daily: the file is `F.YYYY-MM-DD`.
+      else if (e.name === fileName || e.name.startsWith(`${fileName}.`)) found.push(p);
+    }
+  }
+  return found.sort();
+}
+
+/** Sends `initialize` to `tether serve --stdio` and returns its result, or throws saying why not. */
+export async function probeServer(bin) {
+  const child = spawn(bin, ['serve', '--stdio'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const body = JSON.stringify({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: { processId: null, rootUri: null, capabilities: { experimental: { tether: { recoveryDialog: true, banners: true, status: true } } } },
+  });
+  let out = Buffer.alloc(0);
+  let err = '';
+  child.stdout.on('data', (d) => (out = Buffer.concat([out, d])));
+  child.stderr.on('data', (d) => (err += String(d)));
+  child.stdin.on('error', () => undefined);
+  child.stdin.write(`Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  const deadline = Date.now() + 10_000;
+  try {
+    while (Date.now() < deadline) {
+      const text = out.toString('utf8');
+      const at = text.indexOf('\r\n\r\n');
+      if (at >= 0) {
+        const len = Number(/Content-Length: (\d+)/i.exec(text)?.[1]);
+        const payload = out.subarray(Buffer.byteLength(text.slice(0, at + 4)));
+        if (payload.length >= len) {
+          const msg = JSON.parse(payload.subarray(0, len).toString('utf8'));
+          if (msg.error) throw new Error(`initialize answered an error: ${JSON.stringify(msg.error)}`);
+          return msg.result;
+        }
+      }
+      if (child.exitCode !== null) break;
+      await sleep(50);
+    }
+    throw new Error(`${bin} serve --stdio did not answer initialize within 10 s (exit ${child.exitCode}); stderr: ${err.slice(-2000)}`);
+  } finally {
+    child.kill('SIGKILL');
+  }
+}
+
+/**
+ * Pids of the processes whose command line contains `marker` (read from /proc), e.g. the
+ * `tether serve` started with a --log-file under this run's own temp folder.
+ */
+export function pidsWithArg(marker) {
+  const pids = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    let cmdline;
+    try {
+      cmdline = readFileSync(`/proc/${name}/cmdline`, 'utf8');
+    } catch {
+      continue;
+    }
+    if (cmdline.split('\0').some((a) => a.includes(marker))) pids.push(Number(name));
+  }
+  return pids;
+}
