@@ -118,6 +118,12 @@ impl Live {
         lock(&self.conn).clone()
     }
 
+    /// Whether the agent advertised `loadSession` (so the session can be reloaded in a
+    /// fresh process).
+    pub fn can_load(&self) -> bool {
+        lock(&self.conn).as_ref().is_some_and(|c| c.info().load_session)
+    }
+
     /// Takes the connection out (for shutdown).
     pub fn take_conn(&self) -> Option<Arc<AcpConnection>> {
         lock(&self.conn).take()

@@ -963,6 +963,12 @@ impl Sessions {
                     Err(_) => {}
                 }
             }
+            // The old session's banners go with it.
+            for banner in ["stale", "restore", "choice", "recovered"] {
+                self.notifier
+                    .banner_cleared(&format!("{banner}:{prev}"))
+                    .await;
+            }
             self.notifier.expired(prev, &attached.session_id).await;
         }
         self.log(
@@ -1122,6 +1128,16 @@ impl Sessions {
                                     None,
                                 )
                                 .await;
+                            // Resume the same session in a fresh agent process when the
+                            // agent can load it: an agent's in-process state after a failed
+                            // turn is not to be trusted (claude-agent-acp 0.23.1 answers the
+                            // next prompt with an empty end_turn and streams that answer
+                            // during the one after). Agents that cannot load are re-prompted
+                            // in place.
+                            if live.can_load() {
+                                let why = observation.clone();
+                                self.restart(&live, &why).await?;
+                            }
                             continue;
                         }
                         _ => return Err(prompt_error(&error)),

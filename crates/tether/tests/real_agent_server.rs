@@ -1,0 +1,168 @@
+//! `tether serve` (the real binary) with a real agent, Claude Code over ACP
+//! (`@zed-industries/claude-agent-acp` from `tests/agents`), against the test kit's fake
+//! Anthropic API: a new session and a prompt, a persist, a server restart whose resume sends
+//! the saved snapshot first and then the agent's replay of the history, a 429 mid-turn waited
+//! out on the same session, and no agent process left behind.
+//!
+//! Needs `tests/agents/install.sh` and `TETHER_REAL_AGENTS=1` (set by `tests/run-all.sh`);
+//! without it the test FAILS, so a run that did not drive the agent never counts as a pass.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::{Mode, World};
+use tether::editor::{Answers, Editor};
+use tether_testkit::agents::RealAgent;
+use tether_testkit::{FakeModel, FaultAction, FaultRule, Times, procs};
+
+const TURN: Duration = Duration::from_secs(150);
+
+fn require_real_agents() {
+    if std::env::var("TETHER_REAL_AGENTS").as_deref() != Ok("1") {
+        panic!(
+            "the real-agent server test did not run: set TETHER_REAL_AGENTS=1 after installing \
+             the agents with tests/agents/install.sh, or run tests/run-all.sh, which does both"
+        );
+    }
+}
+
+async fn editor(world: &World, options: &Value) -> Editor {
+    let editor = world.connect(Answers::default());
+    editor
+        .initialize(
+            options.clone(),
+            json!({"tether": {"recoveryDialog": true, "banners": true, "status": true}}),
+        )
+        .await
+        .expect("initialize");
+    editor
+}
+
+fn agent_text(editor: &Editor, from: usize, sid: &str) -> String {
+    editor
+        .received()
+        .iter()
+        .skip(from)
+        .filter(|r| {
+            r.method() == "session/update"
+                && r.params()["sessionId"] == sid
+                && r.params()["replay"] == false
+                && r.params()["update"]["sessionUpdate"] == "agent_message_chunk"
+        })
+        .filter_map(|r| r.params()["update"]["content"]["text"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_over_acp_through_the_server() {
+    require_real_agents();
+    let fake = FakeModel::start().await.expect("fake model API");
+    let launch = RealAgent::ClaudeAcp
+        .launch(&fake.base_url())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let world = World::new(Mode::Binary);
+    // Every agent process carries this marker in its environment, so what is left can be
+    // found whatever the program (Claude runs on node).
+    let marker = format!("tether-e2e-{}", std::process::id());
+    let env: serde_json::Map<String, Value> = launch
+        .env
+        .iter()
+        .map(|(k, v)| {
+            let v = if k == procs::MARKER_VAR { marker.clone() } else { v.clone() };
+            (k.clone(), json!(v))
+        })
+        .collect();
+    let mut options = world.options();
+    options["agents"] = json!({"claude": {
+        "command": launch.program, "args": launch.args, "env": env, "protocol": "acp"
+    }});
+    options["defaultAgent"] = json!("claude");
+    options["rateLimit"] = json!({"baseDelayMs": 500, "maxDelayMs": 5000, "maxRetries": 3, "jitter": "none"});
+    let ws = json!({"root": launch.workspace});
+
+    // 1. A new session and a prompt turn, then a milestone persist.
+    let first = editor(&world, &options).await;
+    let started = first.request("session/resume", json!({"workspace": ws})).await.unwrap();
+    assert_eq!(started["outcome"], "started", "{started}");
+    let sid = started["sessionId"].as_str().unwrap().to_owned();
+    let mark = first.mark();
+    let answer = tokio::time::timeout(
+        TURN,
+        first.request("session/prompt", json!({"sessionId": sid, "prompt": [{"type": "text", "text": "hello tether"}]})),
+    )
+    .await
+    .expect("the turn ends")
+    .unwrap();
+    assert_eq!(answer["stopReason"], "end_turn", "{answer}");
+    let text = agent_text(&first, mark, &sid);
+    assert!(text.contains("hello tether"), "the fake's echo streamed through the server: {text:?}");
+    let snapshot = json!({
+        "chatTurns": [
+            {"id": "u1", "role": "user", "text": "hello tether", "timestampUtc": "2026-11-22T01:00:00Z", "complete": true},
+            {"id": "a1", "role": "assistant", "text": text, "timestampUtc": "2026-11-22T01:00:01Z", "complete": true}
+        ],
+        "execTurns": [], "diffSessions": [], "approvals": {"pending": []},
+        "uiState": {"draftInput": "next question", "isStreamErrorVisible": false},
+        "context": {"workingDir": launch.workspace}
+    });
+    let saved = first
+        .request("session/persist", json!({"sessionId": sid, "workspace": ws, "trigger": "turnFinalized", "snapshot": snapshot}))
+        .await
+        .unwrap();
+    assert_eq!(saved["saved"], true, "{saved}");
+    first.shutdown(Duration::from_secs(20)).await.unwrap();
+    let left = procs::wait_marked_gone(&marker, Duration::from_secs(10)).await;
+    assert!(left.is_empty(), "no agent left after the first server: {left:?}");
+
+    // 2. Server restart: the saved snapshot first, then the agent replays the history.
+    let second = editor(&world, &options).await;
+    let resumed = tokio::time::timeout(TURN, second.request("session/resume", json!({"workspace": ws})))
+        .await
+        .expect("resume ends")
+        .unwrap();
+    assert_eq!(resumed["outcome"], "resumed", "{resumed}");
+    assert_eq!(resumed["sessionId"], sid.as_str());
+    let received = second.received();
+    let restored = received.iter().find(|r| r.method() == "session/restored").expect("session/restored");
+    assert_eq!(restored.params()["snapshot"]["uiState"]["draftInput"], "next question");
+    let replayed: String = received
+        .iter()
+        .filter(|r| r.method() == "session/update" && r.params()["replay"] == true)
+        .filter_map(|r| r.params()["update"]["content"]["text"].as_str().map(str::to_owned))
+        .collect();
+    assert!(replayed.contains("hello tether"), "Claude replayed the history: {replayed:?}");
+
+    // 3. A 429 mid-turn: Claude retries once by itself (CLAUDE_CODE_MAX_RETRIES=1), answers
+    // -32603 with the rate_limit_error; the server waits and resumes the same session.
+    fake.add_fault(
+        FaultRule::on_generation(FaultAction::rate_limited(1))
+            .path(RealAgent::ClaudeAcp.generation_path())
+            .times(Times::First(2)),
+    );
+    let mark = second.mark();
+    let answer = tokio::time::timeout(
+        TURN,
+        second.request("session/prompt", json!({"sessionId": sid, "prompt": [{"type": "text", "text": "after the limit"}]})),
+    )
+    .await
+    .expect("the rate-limited turn ends")
+    .unwrap();
+    assert_eq!(answer["stopReason"], "end_turn", "{answer}");
+    let limited: Vec<Value> = second
+        .received()
+        .iter()
+        .skip(mark)
+        .filter(|r| r.method() == "session/status" && r.params()["state"] == "rateLimited")
+        .map(|r| r.params().clone())
+        .collect();
+    assert!(!limited.is_empty(), "the server reported the rate limit");
+    let text = agent_text(&second, mark, &sid);
+    assert!(text.contains("after the limit"), "the same session carried on: {text:?}");
+    let listed = second.request("session/list", json!({"workspace": ws})).await.unwrap();
+    assert_eq!(listed["sessions"][0]["sessionId"], sid.as_str());
+    second.shutdown(Duration::from_secs(20)).await.unwrap();
+    let left = procs::wait_marked_gone(&marker, Duration::from_secs(10)).await;
+    assert!(left.is_empty(), "no agent process left: {left:?}");
+}
