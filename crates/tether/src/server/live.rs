@@ -121,7 +121,9 @@ impl Live {
     /// Whether the agent advertised `loadSession` (so the session can be reloaded in a
     /// fresh process).
     pub fn can_load(&self) -> bool {
-        lock(&self.conn).as_ref().is_some_and(|c| c.info().load_session)
+        lock(&self.conn)
+            .as_ref()
+            .is_some_and(|c| c.info().load_session)
     }
 
     /// Takes the connection out (for shutdown).
