@@ -16,6 +16,10 @@ all_suites="rust nvim lsp visualstudio vscode"
 suites="${TETHER_SUITES:-$all_suites}"
 start_all=$(date +%s)
 export CARGO_TERM_COLOR=never
+# The binaries the editor-facing suites drive (honours CARGO_TARGET_DIR).
+target_dir="${CARGO_TARGET_DIR:-$repo/target}"
+export TETHER_BIN="${TETHER_BIN:-$target_dir/debug/tether}"
+export TETHER_SCRIPTED_AGENT="${TETHER_SCRIPTED_AGENT:-$target_dir/debug/tether-scripted-agent}"
 
 log() { printf '\n==> %s\n' "$*"; }
 die() { printf '\nFAILED: %s\n' "$*" >&2; exit 1; }
