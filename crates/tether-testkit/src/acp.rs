@@ -49,8 +49,8 @@ pub enum AcpError {
     Rpc {
         /// The request's method.
         method: String,
-        /// The error object.
-        error: RpcError,
+        /// The error object (boxed: `serde_json::Value` grows with workspace-unified features).
+        error: Box<RpcError>,
     },
     /// No answer within the timeout (the agent is still running).
     #[error("{method}: no answer within {timeout:?}; agent stderr tail:\n{stderr_tail}")]
@@ -94,7 +94,7 @@ impl AcpError {
     /// The JSON-RPC error, when the agent answered with one.
     pub fn rpc(&self) -> Option<&RpcError> {
         match self {
-            AcpError::Rpc { error, .. } => Some(error),
+            AcpError::Rpc { error, .. } => Some(error.as_ref()),
             _ => None,
         }
     }
@@ -350,7 +350,7 @@ impl AcpProcess {
         {
             Some(Ok(error)) => Err(AcpError::Rpc {
                 method: method.to_owned(),
-                error,
+                error: Box::new(error),
             }),
             _ => Err(AcpError::Malformed {
                 method: method.to_owned(),

@@ -34,6 +34,12 @@ pub struct DemoArgs {
     /// Print every message the server sends, not just the timeline.
     #[arg(long)]
     pub verbose: bool,
+    /// Who plays the agent: the built-in scripted agent, or a real one from `tests/agents`
+    /// pointed at the test kit's fake model API (needs `--features real-agents` and
+    /// `tests/agents/install.sh`).
+    #[arg(long, value_name = "AGENT", default_value = "scripted",
+          value_parser = ["scripted", "claude", "codex", "opencode", "gemini", "copilot"])]
+    pub agent: String,
 }
 
 /// Runs the demo; exit code 0 when every step behaved as the story says.
@@ -62,22 +68,82 @@ struct Stage {
     dir: PathBuf,
     workspace: PathBuf,
     verbose: bool,
+    cast: Cast,
+}
+
+/// Who plays the agent, and how each failure of the story is staged.
+enum Cast {
+    /// The built-in scripted agent: every failure is in its script.
+    Scripted,
+    /// A real agent against the test kit's fake model API.
+    #[cfg(feature = "real-agents")]
+    Real(Box<real::Real>),
+}
+
+impl Cast {
+    fn name(&self) -> &str {
+        match self {
+            Cast::Scripted => "scripted",
+            #[cfg(feature = "real-agents")]
+            Cast::Real(r) => r.name(),
+        }
+    }
+
+    /// Strict: every step must behave exactly as the story says (the scripted agent). A real
+    /// agent's own behaviour may differ; deviations are reported, not failed.
+    fn strict(&self) -> bool {
+        matches!(self, Cast::Scripted)
+    }
 }
 
 impl Stage {
     fn init_options(&self) -> Value {
-        json!({
-            "storage": {"dir": self.dir.join("cache")},
-            "agents": {"scripted": {
+        let agent = match &self.cast {
+            Cast::Scripted => json!({
                 "command": self.exe,
                 "args": ["scripted-agent", "--script", self.dir.join("agent-script.json")],
                 "protocol": "acp"
-            }},
-            "defaultAgent": "scripted",
+            }),
+            #[cfg(feature = "real-agents")]
+            Cast::Real(r) => r.agent_entry(),
+        };
+        json!({
+            "storage": {"dir": self.dir.join("cache")},
+            "agents": {(self.cast.name()): agent},
+            "defaultAgent": self.cast.name(),
             // Four attempts, so the three waits of seed 000 (1 s, 2 s, 4 s) all show.
             "resume": {"maxAttempts": 4, "baseDelayMs": 1000, "maxDelayMs": 4000, "jitter": "none"},
-            "rateLimit": {"baseDelayMs": 30000, "maxDelayMs": 300000, "maxRetries": 5, "jitter": "full"}
+            "rateLimit": {"baseDelayMs": 2000, "maxDelayMs": 300000, "maxRetries": 5, "jitter": "full"}
         })
+    }
+
+    /// Makes the agent fail its next `n` starts (transient failures), where the cast can.
+    fn arm_transient_failures(&self, n: u32) {
+        match &self.cast {
+            Cast::Scripted => {} // in the script: the first three session/load calls fail
+            #[cfg(feature = "real-agents")]
+            Cast::Real(r) => r.fail_next_starts(n),
+        }
+        let _ = n;
+    }
+
+    /// Makes the next prompt hit a rate limit.
+    fn arm_rate_limit(&self) {
+        match &self.cast {
+            Cast::Scripted => {} // in the script: the second prompt answers 429
+            #[cfg(feature = "real-agents")]
+            Cast::Real(r) => r.rate_limit_next_turn(),
+        }
+    }
+
+    /// Kills the agent mid-turn, where the cast does not do it by itself.
+    async fn crash_mid_turn(&self, editor: &Editor, mark: usize) {
+        match &self.cast {
+            Cast::Scripted => {} // in the script: the fourth prompt SIGKILLs the agent
+            #[cfg(feature = "real-agents")]
+            Cast::Real(r) => r.kill_agent_mid_turn(editor, mark).await,
+        }
+        let _ = (editor, mark);
     }
 
     async fn start_editor(&self, label: &str) -> Result<(Editor, Printer), String> {
@@ -242,6 +308,22 @@ fn check(ok: bool, what: &str) -> Result<(), String> {
     }
 }
 
+/// A check that a real agent may not meet (its own behaviour differs from the script's):
+/// reported with ✗ and counted, not failed.
+fn soft_check(
+    stage: &Stage,
+    deviations: &mut Vec<String>,
+    ok: bool,
+    what: &str,
+) -> Result<(), String> {
+    if ok || stage.cast.strict() {
+        return check(ok, what);
+    }
+    println!("   ✗ {what} (this agent behaved otherwise; see the timeline)");
+    deviations.push(what.to_owned());
+    Ok(())
+}
+
 fn rpc(err: RpcError) -> String {
     err.to_string()
 }
@@ -284,15 +366,44 @@ async fn play(args: DemoArgs) -> Result<(), String> {
         serde_json::to_vec_pretty(&script(&dir.join("agent"))).expect("json"),
     )
     .map_err(|e| format!("cannot write the agent script: {e}"))?;
+    let (cast, workspace) = match args.agent.as_str() {
+        "scripted" => (Cast::Scripted, workspace),
+        #[cfg(feature = "real-agents")]
+        other => {
+            let real = real::Real::start(other, &dir).await?;
+            let ws = real.workspace();
+            (Cast::Real(Box::new(real)), ws)
+        }
+        #[cfg(not(feature = "real-agents"))]
+        other => {
+            return Err(format!(
+                "--agent {other} plays the story with a real agent against the test kit's fake model \
+                 API, which this build leaves out. Install the agents and build with the feature:\n  \
+                 tests/agents/install.sh && cargo run --release -p tether --features real-agents -- demo --agent {other}"
+            ));
+        }
+    };
+    let mut deviations: Vec<String> = Vec::new();
     let stage = Stage {
         exe,
         dir: dir.clone(),
         workspace: workspace.clone(),
         verbose: args.verbose,
+        cast,
     };
     let ws = json!({"root": stage.workspace});
     say("Tether demo: the real `tether serve` as a child process, driven as an editor drives it,");
-    say("with the built-in scripted agent. Times are since each server started.");
+    say(&format!(
+        "with {}. Times are since each server started.",
+        match stage.cast {
+            Cast::Scripted => "the built-in scripted agent".to_owned(),
+            #[cfg(feature = "real-agents")]
+            Cast::Real(ref r) => format!(
+                "the real {} agent against a fake model API on loopback",
+                r.name()
+            ),
+        }
+    ));
     say(&format!("Demo folder: {}", dir.display()));
 
     // 1. A new session, a prompt turn, a milestone persist.
@@ -307,6 +418,7 @@ async fn play(args: DemoArgs) -> Result<(), String> {
         started["outcome"] == "started",
         &format!("outcome started, session {first}"),
     )?;
+    let mark = editor.mark();
     let answer = editor
         .request("session/prompt", json!({"sessionId": first, "prompt": [{"type": "text", "text": "Summarise the README"}]}))
         .await
@@ -316,13 +428,14 @@ async fn play(args: DemoArgs) -> Result<(), String> {
         answer["stopReason"] == "end_turn",
         "prompt turn ended with end_turn",
     )?;
+    let answer_text = agent_text(&editor, mark);
     let saved = editor
         .request("session/persist", json!({
             "sessionId": first, "workspace": ws, "trigger": "turnFinalized",
             "snapshot": {
                 "chatTurns": [
                     {"id": "t1", "role": "user", "text": "Summarise the README", "timestampUtc": now_utc(), "complete": true},
-                    {"id": "t2", "role": "assistant", "text": "echo: Summarise the README", "timestampUtc": now_utc(), "complete": true}
+                    {"id": "t2", "role": "assistant", "text": answer_text, "timestampUtc": now_utc(), "complete": true}
                 ],
                 "execTurns": [], "diffSessions": [], "approvals": {"pending": []},
                 "uiState": {"draftInput": "and the tests?", "isStreamErrorVisible": false},
@@ -347,6 +460,7 @@ async fn play(args: DemoArgs) -> Result<(), String> {
         2,
         "Editor restart: resume through three transient failures (1 s, 2 s, 4 s)",
     );
+    stage.arm_transient_failures(3);
     let (editor, printer) = stage.start_editor("editor restarted").await?;
     let t0 = editor.elapsed();
     let resumed = editor
@@ -358,7 +472,9 @@ async fn play(args: DemoArgs) -> Result<(), String> {
         .map_err(rpc)?;
     printer.flush();
     let took = editor.elapsed() - t0;
-    check(
+    soft_check(
+        &stage,
+        &mut deviations,
         resumed["outcome"] == "resumed" && resumed["sessionId"] == first.as_str(),
         &format!(
             "outcome resumed, same session {first}, after {} attempts in {:.1} s",
@@ -372,7 +488,9 @@ async fn play(args: DemoArgs) -> Result<(), String> {
         .filter(|r| r.method() == "session/status" && r.params()["state"] == "waitingRetry")
         .filter_map(|r| r.params()["retryInMs"].as_u64())
         .collect();
-    check(
+    soft_check(
+        &stage,
+        &mut deviations,
         waits == [1000, 2000, 4000],
         &format!("waits between attempts were {waits:?} ms"),
     )?;
@@ -381,7 +499,9 @@ async fn play(args: DemoArgs) -> Result<(), String> {
         .iter()
         .filter(|r| r.method() == "session/update" && r.params()["replay"] == true)
         .count();
-    check(
+    soft_check(
+        &stage,
+        &mut deviations,
         replayed >= 2,
         &format!("the agent replayed the history ({replayed} updates)"),
     )?;
@@ -391,15 +511,18 @@ async fn play(args: DemoArgs) -> Result<(), String> {
         3,
         "A session the agent no longer knows: ask at once, then Start New Session",
     );
+    let unknown = "00000000-0000-0000-0000-000000000404";
     let gone = editor
         .request(
             "session/resume",
-            json!({"workspace": ws, "sessionId": "sess-404"}),
+            json!({"workspace": ws, "sessionId": unknown}),
         )
         .await
         .map_err(rpc)?;
     printer.flush();
-    check(
+    soft_check(
+        &stage,
+        &mut deviations,
         gone["outcome"] == "needsChoice"
             && gone["error"]["kind"] == "sessionExpired"
             && gone["breaker"]["attempts"] == 1,
@@ -418,40 +541,48 @@ async fn play(args: DemoArgs) -> Result<(), String> {
                 .join(", "))
             .unwrap_or_default()
     ));
-    say("   the user clicks \"Start New Session\"");
-    let mark = editor.mark();
-    let fresh = editor
-        .request(
-            "session/recoveryChoice",
-            json!({"sessionId": "sess-404", "choice": "new"}),
-        )
-        .await
-        .map_err(rpc)?;
-    printer.flush();
-    let second = fresh["sessionId"].as_str().unwrap_or_default().to_owned();
-    check(
-        fresh["outcome"] == "started" && fresh["previousSessionId"] == "sess-404",
-        &format!("outcome started: new session {second}"),
-    )?;
-    check(
-        editor
-            .wait_for(
-                mark,
-                "session/expired",
-                |p| p["previousSessionId"] == "sess-404",
-                Duration::from_secs(5),
+    let second = if gone["outcome"] == "needsChoice" {
+        say("   the user clicks \"Start New Session\"");
+        let mark = editor.mark();
+        let fresh = editor
+            .request(
+                "session/recoveryChoice",
+                json!({"sessionId": unknown, "choice": "new"}),
             )
             .await
-            .is_some(),
-        "session/expired sent to the editor",
-    )?;
+            .map_err(rpc)?;
+        printer.flush();
+        let second = fresh["sessionId"].as_str().unwrap_or_default().to_owned();
+        check(
+            fresh["outcome"] == "started" && fresh["previousSessionId"] == unknown,
+            &format!("outcome started: new session {second}"),
+        )?;
+        check(
+            editor
+                .wait_for(
+                    mark,
+                    "session/expired",
+                    |p| p["previousSessionId"] == unknown,
+                    Duration::from_secs(5),
+                )
+                .await
+                .is_some(),
+            "session/expired sent to the editor",
+        )?;
+        second
+    } else {
+        say("   no dialog to answer; the story goes on in the first session");
+        first.clone()
+    };
 
     // 4. Rate limit mid-turn.
     heading(
         4,
         "A rate limit mid-turn: wait it out, resume the same session",
     );
+    stage.arm_rate_limit();
     let t0 = editor.elapsed();
+    let mark = editor.mark();
     let answer = editor
         .request(
             "session/prompt",
@@ -461,36 +592,55 @@ async fn play(args: DemoArgs) -> Result<(), String> {
         .map_err(rpc)?;
     printer.flush();
     let took = editor.elapsed() - t0;
-    check(
-        answer["stopReason"] == "end_turn",
+    soft_check(
+        &stage,
+        &mut deviations,
+        editor
+            .received()
+            .iter()
+            .skip(mark)
+            .any(|r| r.method() == "session/status" && r.params()["state"] == "rateLimited"),
+        "the server reported the rate limit and waited",
+    )?;
+    soft_check(
+        &stage,
+        &mut deviations,
+        answer["stopReason"] == "end_turn" && !agent_text(&editor, mark).is_empty(),
         &format!(
             "the same session {second} carried on after {:.1} s",
             took.as_secs_f64()
         ),
     )?;
-    check(
-        took >= Duration::from_millis(2900),
-        "the server honoured the agent's \"retry in 3.0s\"",
-    )?;
+    if stage.cast.strict() {
+        check(
+            took >= Duration::from_millis(2900),
+            "the server honoured the agent's \"retry in 3.0s\"",
+        )?;
+    }
 
     // 5. Crash mid-turn.
-    heading(5, "The agent is killed mid-turn with a tool call open");
-    let crashed = editor
-        .request(
+    heading(5, "The agent is killed mid-turn");
+    let mark = editor.mark();
+    let (crashed, ()) = tokio::join!(
+        editor.request(
             "session/prompt",
             json!({"sessionId": second, "prompt": [{"type": "text", "text": "Edit main.rs"}]}),
-        )
-        .await;
+        ),
+        stage.crash_mid_turn(&editor, mark),
+    );
     printer.flush();
     let data = match crashed {
         Err(RpcError::Response { data, .. }) => data.unwrap_or(Value::Null),
+        other if !stage.cast.strict() => json!({"answer": format!("{other:?}")}),
         other => {
             return Err(format!(
                 "expected the turn to fail with agentCrashed, got {other:?}"
             ));
         }
     };
-    check(
+    soft_check(
+        &stage,
+        &mut deviations,
         data["kind"] == "agentCrashed",
         "the turn failed as agentCrashed",
     )?;
@@ -499,7 +649,9 @@ async fn play(args: DemoArgs) -> Result<(), String> {
             && r.params()["update"]["sessionUpdate"] == "tool_call_update"
             && r.params()["update"]["status"] == "failed"
     });
-    check(
+    soft_check(
+        &stage,
+        &mut deviations,
         repaired,
         "the dangling tool call was finished as failed, with an explanation",
     )?;
@@ -511,7 +663,9 @@ async fn play(args: DemoArgs) -> Result<(), String> {
         .await
         .map_err(rpc)?;
     printer.flush();
-    check(
+    soft_check(
+        &stage,
+        &mut deviations,
         answer["stopReason"] == "end_turn",
         "the restarted agent answers the next turn in the same session",
     )?;
@@ -539,13 +693,44 @@ async fn play(args: DemoArgs) -> Result<(), String> {
         workspace.display(),
         dir.join("cache").display()
     ));
-    say("\nDemo complete: every step behaved as described.");
+    if deviations.is_empty() {
+        say("\nDemo complete: every step behaved as described.");
+    } else {
+        say(&format!(
+            "\nDemo complete. {} behaved otherwise than the scripted story in {} place(s): {}",
+            stage.cast.name(),
+            deviations.len(),
+            deviations.join("; ")
+        ));
+    }
     Ok(())
+}
+
+/// The agent's live message text since `mark`.
+fn agent_text(editor: &Editor, mark: usize) -> String {
+    editor
+        .received()
+        .iter()
+        .skip(mark)
+        .filter(|r| {
+            r.method() == "session/update"
+                && r.params()["replay"] == false
+                && r.params()["update"]["sessionUpdate"] == "agent_message_chunk"
+        })
+        .filter_map(|r| {
+            r.params()["update"]["content"]["text"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect()
 }
 
 fn now_utc() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
+
+#[cfg(feature = "real-agents")]
+mod real;
 
 fn tempfile_dir() -> Result<PathBuf, String> {
     let base = std::env::temp_dir();
