@@ -51,7 +51,11 @@ fn agent_text(editor: &Editor, from: usize, sid: &str) -> String {
                 && r.params()["replay"] == false
                 && r.params()["update"]["sessionUpdate"] == "agent_message_chunk"
         })
-        .filter_map(|r| r.params()["update"]["content"]["text"].as_str().map(str::to_owned))
+        .filter_map(|r| {
+            r.params()["update"]["content"]["text"]
+                .as_str()
+                .map(str::to_owned)
+        })
         .collect()
 }
 
@@ -70,7 +74,11 @@ async fn claude_over_acp_through_the_server() {
         .env
         .iter()
         .map(|(k, v)| {
-            let v = if k == procs::MARKER_VAR { marker.clone() } else { v.clone() };
+            let v = if k == procs::MARKER_VAR {
+                marker.clone()
+            } else {
+                v.clone()
+            };
             (k.clone(), json!(v))
         })
         .collect();
@@ -79,25 +87,35 @@ async fn claude_over_acp_through_the_server() {
         "command": launch.program, "args": launch.args, "env": env, "protocol": "acp"
     }});
     options["defaultAgent"] = json!("claude");
-    options["rateLimit"] = json!({"baseDelayMs": 500, "maxDelayMs": 5000, "maxRetries": 3, "jitter": "none"});
+    options["rateLimit"] =
+        json!({"baseDelayMs": 500, "maxDelayMs": 5000, "maxRetries": 3, "jitter": "none"});
     let ws = json!({"root": launch.workspace});
 
     // 1. A new session and a prompt turn, then a milestone persist.
     let first = editor(&world, &options).await;
-    let started = first.request("session/resume", json!({"workspace": ws})).await.unwrap();
+    let started = first
+        .request("session/resume", json!({"workspace": ws}))
+        .await
+        .unwrap();
     assert_eq!(started["outcome"], "started", "{started}");
     let sid = started["sessionId"].as_str().unwrap().to_owned();
     let mark = first.mark();
     let answer = tokio::time::timeout(
         TURN,
-        first.request("session/prompt", json!({"sessionId": sid, "prompt": [{"type": "text", "text": "hello tether"}]})),
+        first.request(
+            "session/prompt",
+            json!({"sessionId": sid, "prompt": [{"type": "text", "text": "hello tether"}]}),
+        ),
     )
     .await
     .expect("the turn ends")
     .unwrap();
     assert_eq!(answer["stopReason"], "end_turn", "{answer}");
     let text = agent_text(&first, mark, &sid);
-    assert!(text.contains("hello tether"), "the fake's echo streamed through the server: {text:?}");
+    assert!(
+        text.contains("hello tether"),
+        "the fake's echo streamed through the server: {text:?}"
+    );
     let snapshot = json!({
         "chatTurns": [
             {"id": "u1", "role": "user", "text": "hello tether", "timestampUtc": "2026-11-22T01:00:00Z", "complete": true},
@@ -114,25 +132,44 @@ async fn claude_over_acp_through_the_server() {
     assert_eq!(saved["saved"], true, "{saved}");
     first.shutdown(Duration::from_secs(20)).await.unwrap();
     let left = procs::wait_marked_gone(&marker, Duration::from_secs(10)).await;
-    assert!(left.is_empty(), "no agent left after the first server: {left:?}");
+    assert!(
+        left.is_empty(),
+        "no agent left after the first server: {left:?}"
+    );
 
     // 2. Server restart: the saved snapshot first, then the agent replays the history.
     let second = editor(&world, &options).await;
-    let resumed = tokio::time::timeout(TURN, second.request("session/resume", json!({"workspace": ws})))
-        .await
-        .expect("resume ends")
-        .unwrap();
+    let resumed = tokio::time::timeout(
+        TURN,
+        second.request("session/resume", json!({"workspace": ws})),
+    )
+    .await
+    .expect("resume ends")
+    .unwrap();
     assert_eq!(resumed["outcome"], "resumed", "{resumed}");
     assert_eq!(resumed["sessionId"], sid.as_str());
     let received = second.received();
-    let restored = received.iter().find(|r| r.method() == "session/restored").expect("session/restored");
-    assert_eq!(restored.params()["snapshot"]["uiState"]["draftInput"], "next question");
+    let restored = received
+        .iter()
+        .find(|r| r.method() == "session/restored")
+        .expect("session/restored");
+    assert_eq!(
+        restored.params()["snapshot"]["uiState"]["draftInput"],
+        "next question"
+    );
     let replayed: String = received
         .iter()
         .filter(|r| r.method() == "session/update" && r.params()["replay"] == true)
-        .filter_map(|r| r.params()["update"]["content"]["text"].as_str().map(str::to_owned))
+        .filter_map(|r| {
+            r.params()["update"]["content"]["text"]
+                .as_str()
+                .map(str::to_owned)
+        })
         .collect();
-    assert!(replayed.contains("hello tether"), "Claude replayed the history: {replayed:?}");
+    assert!(
+        replayed.contains("hello tether"),
+        "Claude replayed the history: {replayed:?}"
+    );
 
     // 3. A 429 mid-turn: Claude retries once by itself (CLAUDE_CODE_MAX_RETRIES=1), answers
     // -32603 with the rate_limit_error; the server waits and resumes the same session.
@@ -144,7 +181,10 @@ async fn claude_over_acp_through_the_server() {
     let mark = second.mark();
     let answer = tokio::time::timeout(
         TURN,
-        second.request("session/prompt", json!({"sessionId": sid, "prompt": [{"type": "text", "text": "after the limit"}]})),
+        second.request(
+            "session/prompt",
+            json!({"sessionId": sid, "prompt": [{"type": "text", "text": "after the limit"}]}),
+        ),
     )
     .await
     .expect("the rate-limited turn ends")
@@ -159,8 +199,14 @@ async fn claude_over_acp_through_the_server() {
         .collect();
     assert!(!limited.is_empty(), "the server reported the rate limit");
     let text = agent_text(&second, mark, &sid);
-    assert!(text.contains("after the limit"), "the same session carried on: {text:?}");
-    let listed = second.request("session/list", json!({"workspace": ws})).await.unwrap();
+    assert!(
+        text.contains("after the limit"),
+        "the same session carried on: {text:?}"
+    );
+    let listed = second
+        .request("session/list", json!({"workspace": ws}))
+        .await
+        .unwrap();
     assert_eq!(listed["sessions"][0]["sessionId"], sid.as_str());
     second.shutdown(Duration::from_secs(20)).await.unwrap();
     let left = procs::wait_marked_gone(&marker, Duration::from_secs(10)).await;
