@@ -59,7 +59,9 @@ run_suite() {
 }
 
 build_tether() {
-  cargo build --locked -p tether || die "cargo build -p tether failed"
+  # The same build as the rust suite's tests (same feature unification), so after that suite
+  # this is a no-op; it yields target/debug/tether and tether-scripted-agent.
+  cargo test --workspace --locked --no-run -q || die "building the workspace (tether, tether-scripted-agent) failed"
 }
 
 suite_rust() {
@@ -76,8 +78,7 @@ suite_rust() {
 suite_vscode() {
   # The extension's lint and unit tests, then a real VS Code (code-server) in Debian's
   # Chromium driven by playwright-core, with the packaged extension and the real server.
-  cargo build --locked -p tether --bin tether -p tether-host --bin tether-scripted-agent \
-    || die "building the server and the scripted agent failed"
+  build_tether
   editors/vscode/scripts/install-e2e.sh || die "installing the VS Code e2e tooling failed"
   (cd editors/vscode && npm run lint && npm run test:unit && npm run test:e2e)
 }
@@ -89,8 +90,9 @@ suite_nvim() {
 }
 
 suite_visualstudio() {
-  # Installs Mono and NUnit itself (apt), builds the server and the scripted agent.
-  editors/visualstudio/build-and-test.sh
+  # Installs Mono and NUnit itself (apt); drives the binaries built here.
+  build_tether
+  TETHER_VS_CARGO_BUILD=0 editors/visualstudio/build-and-test.sh
 }
 
 suite_lsp() {
