@@ -1060,8 +1060,10 @@ async fn handle_agent_request(inner: &Arc<Inner>, method: &str, id: Value, param
     match method {
         "session/request_permission" => {
             let found = {
-                let sessions = lock(&inner.sessions);
-                sessions.get(&sid).map(|s| {
+                let mut sessions = lock(&inner.sessions);
+                sessions.get_mut(&sid).map(|s| {
+                    // The tool call may be announced only here (Gemini CLI).
+                    s.tracker.observe_permission(&params["toolCall"]);
                     (
                         s.events.clone(),
                         s.turn.as_ref().map(|t| t.cancel.subscribe()),
@@ -1216,7 +1218,8 @@ async fn handle_eof(inner: &Inner) {
 
 /// When the leader dies on its own, whatever it left in its group is orphaned: give stdout
 /// [`ORPHAN_GRACE`] to drain, then `SIGKILL` the rest of the group (a descendant holding
-/// stdout open would otherwise also hide the EOF).
+/// stdout open would otherwise also hide the EOF), and the descendants that left the group
+/// but carry the agent's marker.
 async fn orphan_task(inner: std::sync::Weak<Inner>) {
     let Some(watch) = inner.upgrade().map(|i| i.process.clone()) else {
         return;
@@ -1226,6 +1229,14 @@ async fn orphan_task(inner: std::sync::Weak<Inner>) {
     let Some(inner) = inner.upgrade() else { return };
     if !inner.closing.load(Ordering::SeqCst) {
         inner.process.signal_unreaped(libc::SIGKILL);
+        // Tool commands started in groups of their own carry the agent's marker.
+        let escaped = inner.process.kill_escaped().await;
+        if escaped > 0 {
+            tracing::info!(
+                escaped,
+                "killed processes a dead agent left outside its group"
+            );
+        }
     }
 }
 

@@ -225,6 +225,7 @@ pub enum SpawnError {
 #[derive(Debug, Clone)]
 pub struct ProcessWatch {
     pid: i32,
+    marker: Arc<str>,
     exit: watch::Receiver<Option<ExitInfo>>,
     stderr: Arc<Mutex<StderrTail>>,
     stderr_done: watch::Receiver<bool>,
@@ -253,6 +254,15 @@ impl ProcessWatch {
     #[must_use]
     pub fn pgid(&self) -> i32 {
         self.pid
+    }
+
+    /// SIGKILLs the agent's descendants that left its process group (they carry its
+    /// marker); returns how many. Blocking (`/proc` scans), so it runs off the runtime.
+    pub async fn kill_escaped(&self) -> usize {
+        let marker = self.marker.clone();
+        tokio::task::spawn_blocking(move || procfs::kill_marked(&marker))
+            .await
+            .unwrap_or(0)
     }
 
     /// The exit, once the leader has exited.
@@ -296,6 +306,19 @@ pub struct AgentProcess {
     child: Option<std::process::Child>,
     registry: Option<Arc<ChildRegistry>>,
     program: String,
+    /// This agent's `TETHER_AGENT_RUN` value (see [`procfs::AGENT_MARKER_VAR`]).
+    marker: String,
+}
+
+/// A value of `TETHER_AGENT_RUN` no other agent shares: this server's pid, the time, and a
+/// counter.
+fn new_marker() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{}-{nanos}-{n}", std::process::id())
 }
 
 impl AgentProcess {
@@ -311,9 +334,11 @@ impl AgentProcess {
         spec: &SpawnSpec,
         registry: Option<Arc<ChildRegistry>>,
     ) -> Result<(Self, ProcessIo), SpawnError> {
+        let marker = new_marker();
         let mut cmd = std::process::Command::new(&spec.program);
         cmd.args(&spec.args)
             .envs(&spec.env)
+            .env(procfs::AGENT_MARKER_VAR, &marker)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -342,6 +367,7 @@ impl AgentProcess {
         let mut process = Self {
             watch: ProcessWatch {
                 pid,
+                marker: Arc::from(marker.as_str()),
                 exit: exit_rx,
                 stderr: stderr.clone(),
                 stderr_done: stderr_done_rx,
@@ -350,6 +376,7 @@ impl AgentProcess {
             child: Some(child),
             registry: None,
             program: spec.program.clone(),
+            marker: marker.clone(),
         };
         if let Some(registry) = registry {
             let start_time = procfs::stat(pid).map_or(0, |s| s.start_time);
@@ -359,6 +386,7 @@ impl AgentProcess {
                     pid,
                     start_time,
                     command: spec.program.clone(),
+                    marker: Some(marker),
                 })
                 .map_err(|source| SpawnError::Registry {
                     program: spec.program.clone(),
@@ -393,6 +421,13 @@ impl AgentProcess {
     #[must_use]
     pub fn pgid(&self) -> i32 {
         self.watch.pid
+    }
+
+    /// This agent's `TETHER_AGENT_RUN` value: every process it starts inherits it (see
+    /// [`procfs::AGENT_MARKER_VAR`]).
+    #[must_use]
+    pub fn marker(&self) -> &str {
+        &self.marker
     }
 
     /// A clonable view for tasks that need the exit and the stderr tail.
@@ -462,6 +497,14 @@ impl AgentProcess {
             tracing::error!(pgid = self.pgid(), program = %self.program, "agent group survived SIGKILL");
             self.signal(libc::SIGKILL);
         }
+        // Descendants that left the group (an agent's tool commands) carry its marker.
+        let marker = self.marker.clone();
+        let escaped = tokio::task::spawn_blocking(move || procfs::kill_marked(&marker))
+            .await
+            .unwrap_or(0);
+        if escaped > 0 {
+            tracing::info!(pgid = self.pgid(), escaped, program = %self.program, "killed processes the agent left outside its group");
+        }
         let info = match self.child.take() {
             Some(mut child) => {
                 self.watch
@@ -497,6 +540,7 @@ impl Drop for AgentProcess {
         signal_group(pgid, libc::SIGKILL);
         let registry = self.registry.take();
         let reaped = self.watch.reaped.clone();
+        let marker = self.marker.clone();
         // Reap only once the group is empty (invariant 3), off the async runtime.
         let _ = std::thread::Builder::new()
             .name(format!("tether-reap-{pgid}"))
@@ -508,6 +552,7 @@ impl Drop for AgentProcess {
                     signal_group(pgid, libc::SIGKILL);
                     std::thread::sleep(Duration::from_millis(10));
                 }
+                procfs::kill_marked(&marker);
                 reaped.store(true, std::sync::atomic::Ordering::SeqCst);
                 let _ = child.wait();
                 if let Some(registry) = registry {

@@ -87,6 +87,50 @@ fn all_processes_in(proc_root: &Path) -> Vec<ProcStat> {
         .collect()
 }
 
+/// The environment variable that marks every process an agent started, whatever process
+/// group or session it moved to: tool commands inherit it even when an agent runs them in a
+/// group of their own (Claude Code, opencode and Copilot do), so they can be found after the
+/// agent's group is gone.
+pub const AGENT_MARKER_VAR: &str = "TETHER_AGENT_RUN";
+
+/// The live processes (other than this one) whose environment has
+/// `TETHER_AGENT_RUN=<marker>`. Processes of other users are not readable and not listed.
+#[must_use]
+pub fn marked_processes(marker: &str) -> Vec<i32> {
+    let needle = format!("{AGENT_MARKER_VAR}={marker}");
+    let me = std::process::id() as i32;
+    all_processes()
+        .into_iter()
+        .filter(|p| p.is_live() && p.pid != me)
+        .filter(|p| {
+            std::fs::read(format!("/proc/{}/environ", p.pid))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
+        })
+        .map(|p| p.pid)
+        .collect()
+}
+
+/// SIGKILLs every process marked with `marker` until none is left (at most ~1 s); returns
+/// how many were killed.
+pub fn kill_marked(marker: &str) -> usize {
+    let mut killed = std::collections::BTreeSet::new();
+    for _ in 0..100 {
+        let found = marked_processes(marker);
+        if found.is_empty() {
+            break;
+        }
+        for pid in found {
+            // SAFETY: kill(2) with a positive pid and a valid signal has no memory effects.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+            killed.insert(pid);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    killed.len()
+}
+
 /// The live (non-zombie) members of process group `pgid`.
 #[must_use]
 pub fn live_group_members(pgid: i32) -> Vec<ProcStat> {

@@ -85,6 +85,10 @@ pub struct ChildRecord {
     pub start_time: u64,
     /// The command that was started (program name only: arguments may hold secrets).
     pub command: String,
+    /// The value of `TETHER_AGENT_RUN` in the agent's environment, which its descendants
+    /// inherit even when they leave its process group (absent in older registries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub marker: Option<String>,
 }
 
 /// The registry file's contents.
@@ -181,6 +185,16 @@ pub fn reap_orphans(path: &Path) -> Result<ReapReport, RegistryError> {
         let leader = procfs::stat(child.pid);
         let reused = leader.is_some_and(|s| s.start_time != child.start_time);
         let members = procfs::live_group_members(child.pgid);
+        // Descendants that left the group (tool commands in groups of their own) carry the
+        // agent's marker: they go too, whatever became of the group.
+        let escaped = child.marker.as_deref().map_or(0, procfs::kill_marked);
+        if escaped > 0 {
+            tracing::info!(
+                pgid = child.pgid,
+                escaped,
+                "reaped processes an orphaned agent left outside its group"
+            );
+        }
         if reused || members.is_empty() {
             report.already_gone.push(child.pgid);
             continue;
@@ -343,6 +357,7 @@ mod tests {
             pid: 11,
             start_time: 5,
             command: "agent".into(),
+            marker: None,
         })
         .expect("add");
         let file: RegistryFile =
@@ -398,6 +413,7 @@ mod tests {
                 pid: i32::MAX - 1,
                 start_time: 1,
                 command: "gone".into(),
+                marker: None,
             }],
         };
         std::fs::write(&path, serde_json::to_vec(&file).expect("json")).expect("write");

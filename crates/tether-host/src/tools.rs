@@ -73,6 +73,33 @@ impl ToolCallTracker {
         Self::default()
     }
 
+    /// Feeds the `toolCall` of a `session/request_permission`: some agents announce a tool
+    /// call that needs permission only there, never in a `tool_call` update (Gemini CLI
+    /// 0.61.0, seen with the real agent), so it must count as open until a final
+    /// `tool_call_update` closes it. A call already tracked is left as it is.
+    pub fn observe_permission(&mut self, tool_call: &Value) {
+        let Some(id) = tool_call.get("toolCallId").and_then(Value::as_str) else {
+            return;
+        };
+        if self.open.iter().any(|c| c.id == id) {
+            return;
+        }
+        let status = tool_call
+            .get("status")
+            .and_then(Value::as_str)
+            .unwrap_or("pending");
+        if !is_final(status) {
+            self.open.push(OpenToolCall {
+                id: id.to_owned(),
+                status: status.to_owned(),
+                title: tool_call
+                    .get("title")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+            });
+        }
+    }
+
     /// Feeds one `SessionUpdate` object (`{"sessionUpdate": "tool_call", …}`). Other kinds
     /// and malformed values are ignored.
     pub fn observe(&mut self, update: &Value) {
@@ -201,5 +228,26 @@ mod tests {
             json!("not an object"),
         ];
         assert!(dangling_repairs(&updates, DanglingReason::SessionReloaded).is_empty());
+    }
+
+    #[test]
+    fn a_tool_call_announced_only_in_a_permission_request_is_tracked() {
+        let mut t = ToolCallTracker::new();
+        t.observe_permission(&json!({"toolCallId": "g1", "title": "Shell", "kind": "execute"}));
+        assert_eq!(t.open_calls().len(), 1);
+        assert_eq!(t.open_calls()[0].status, "pending");
+        // The agent's own later updates still apply; a duplicate announcement changes nothing.
+        t.observe(&json!({"sessionUpdate": "tool_call_update", "toolCallId": "g1", "status": "in_progress"}));
+        t.observe_permission(&json!({"toolCallId": "g1"}));
+        assert_eq!(t.open_calls()[0].status, "in_progress");
+        let repairs = t.finish_dangling(DanglingReason::AgentExited);
+        assert_eq!(repairs.len(), 1);
+        assert_eq!(repairs[0]["toolCallId"], "g1");
+        // Closed by a final update: nothing to repair.
+        t.observe_permission(&json!({"toolCallId": "g2"}));
+        t.observe(&json!({"sessionUpdate": "tool_call_update", "toolCallId": "g2", "status": "completed"}));
+        assert!(t.finish_dangling(DanglingReason::AgentExited).is_empty());
+        t.observe_permission(&json!({"title": "no id"}));
+        assert!(t.open_calls().is_empty());
     }
 }

@@ -192,6 +192,7 @@ async fn groups_recorded_by_a_dead_server_are_reaped_on_start() {
             pid: pgid,
             start_time: tether_host::procfs::stat(pgid).expect("stat").start_time,
             command: "sh".into(),
+            marker: None,
         }],
     };
     std::fs::write(&path, serde_json::to_vec(&file).expect("json")).expect("write");
@@ -243,6 +244,7 @@ async fn a_recorded_pgid_now_led_by_a_stranger_is_never_signalled() {
             pid: pgid,
             start_time: start_time.wrapping_sub(1),
             command: "old".into(),
+            marker: None,
         }],
     };
     std::fs::write(&path, serde_json::to_vec(&file).expect("json")).expect("write");

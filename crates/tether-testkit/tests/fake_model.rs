@@ -860,3 +860,197 @@ async fn the_binary_prints_its_url_and_stops_when_stdin_closes() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("not a port number"));
 }
+
+/// `ReplyMode::ShellToolCall`: a request offering a shell tool gets a call of it in the API's
+/// format (arguments built from the tool's schema); a request whose last turn is the tool's
+/// result, or that offers no shell tool, gets the echo.
+#[tokio::test]
+async fn shell_tool_call_mode_answers_with_a_tool_call_in_each_api_format() {
+    let fake = FakeModel::start().await.unwrap();
+    fake.set_reply(Reply {
+        mode: ReplyMode::ShellToolCall {
+            command: "sleep 30".into(),
+        },
+        chunk_delay_ms: 0,
+    });
+    let string_command = json!({"type": "object", "required": ["command", "description"],
+        "properties": {"command": {"type": "string"}, "description": {"type": "string"},
+                       "timeout": {"type": "number"}}});
+
+    // Anthropic Messages, streamed: a tool_use block whose input arrives as input_json_delta.
+    let tools = json!([{"name": "Read", "input_schema": {"type": "object"}},
+                       {"name": "Bash", "input_schema": string_command}]);
+    let body = json!({"model": "m", "stream": true, "tools": tools,
+                      "messages": [{"role": "user", "content": "run it"}]});
+    let events = sse(&send(&fake, "POST", "/v1/messages", &body.to_string(), &[])
+        .await
+        .text());
+    let data: Vec<Value> = events
+        .iter()
+        .map(|(_, d)| serde_json::from_str(d).unwrap())
+        .collect();
+    let start = data
+        .iter()
+        .find(|d| d["type"] == "content_block_start")
+        .unwrap();
+    assert_eq!(start["content_block"]["type"], "tool_use");
+    assert_eq!(start["content_block"]["name"], "Bash");
+    let input: String = data
+        .iter()
+        .filter_map(|d| d["delta"]["partial_json"].as_str())
+        .collect();
+    assert_eq!(
+        serde_json::from_str::<Value>(&input).unwrap(),
+        json!({"command": "sleep 30", "description": "tether test: a long-running command"})
+    );
+    assert!(data.iter().any(|d| d["delta"]["stop_reason"] == "tool_use"));
+    // Its result comes back: the echo of the user's words ends the turn.
+    let body = json!({"model": "m", "tools": tools, "messages": [
+        {"role": "user", "content": "run it"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "done"}]}]});
+    let v = send(&fake, "POST", "/v1/messages", &body.to_string(), &[])
+        .await
+        .json();
+    assert_eq!(
+        v["content"][0],
+        json!({"type": "text", "text": "ok: run it"})
+    );
+
+    // OpenAI Responses: a function_call output item; Codex's `shell` wants an argv array.
+    let tools = json!([{"type": "function", "name": "shell", "parameters": {"type": "object",
+        "required": ["command"], "properties": {"command": {"type": "array", "items": {"type": "string"}}}}}]);
+    let body = json!({"model": "m", "stream": true, "tools": tools,
+                      "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}]});
+    let events = sse(
+        &send(&fake, "POST", "/v1/responses", &body.to_string(), &[])
+            .await
+            .text(),
+    );
+    let done = events
+        .iter()
+        .map(|(_, d)| serde_json::from_str::<Value>(d).unwrap())
+        .find(|d| d["type"] == "response.output_item.done")
+        .unwrap();
+    assert_eq!(done["item"]["type"], "function_call");
+    assert_eq!(done["item"]["name"], "shell");
+    assert_eq!(
+        serde_json::from_str::<Value>(done["item"]["arguments"].as_str().unwrap()).unwrap(),
+        json!({"command": ["bash", "-lc", "sleep 30"]})
+    );
+    let body = json!({"model": "m", "tools": tools, "input": [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]},
+        {"type": "function_call", "call_id": "c", "name": "shell", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c", "output": "done"}]});
+    let v = send(&fake, "POST", "/v1/responses", &body.to_string(), &[])
+        .await
+        .json();
+    assert_eq!(v["output"][0]["content"][0]["text"], "ok: go");
+
+    // Chat Completions: a tool_calls delta, finish reason tool_calls.
+    let tools =
+        json!([{"type": "function", "function": {"name": "bash", "parameters": string_command}}]);
+    let body = json!({"model": "m", "stream": true, "tools": tools,
+                      "messages": [{"role": "user", "content": "go chat"}]});
+    let events = sse(&send(
+        &fake,
+        "POST",
+        "/v1/chat/completions",
+        &body.to_string(),
+        &[],
+    )
+    .await
+    .text());
+    let chunks: Vec<Value> = events[..events.len() - 1]
+        .iter()
+        .map(|(_, d)| serde_json::from_str(d).unwrap())
+        .collect();
+    assert_eq!(
+        chunks[0]["choices"][0]["delta"]["tool_calls"][0]["function"]["name"],
+        "bash"
+    );
+    let args: String = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"].as_str())
+        .collect();
+    assert_eq!(
+        serde_json::from_str::<Value>(&args).unwrap()["command"],
+        "sleep 30"
+    );
+    assert!(
+        chunks
+            .iter()
+            .any(|c| c["choices"][0]["finish_reason"] == "tool_calls")
+    );
+    let body = json!({"model": "m", "tools": tools, "messages": [
+        {"role": "user", "content": "go chat"},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function",
+            "function": {"name": "bash", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c", "content": "done"}]});
+    let v = send(
+        &fake,
+        "POST",
+        "/v1/chat/completions",
+        &body.to_string(),
+        &[],
+    )
+    .await
+    .json();
+    assert_eq!(v["choices"][0]["message"]["content"], "ok: go chat");
+
+    // Gemini: a functionCall part (Gemini's Schema spells types in upper case).
+    let tools = json!([{"functionDeclarations": [{"name": "run_shell_command", "parameters": {
+        "type": "OBJECT", "required": ["command"], "properties": {"command": {"type": "STRING"}}}}]}]);
+    let body =
+        json!({"tools": tools, "contents": [{"role": "user", "parts": [{"text": "go gemini"}]}]});
+    let path = "/v1beta/models/gemini-2.5-pro:streamGenerateContent";
+    let events = sse(&send(
+        &fake,
+        "POST",
+        &format!("{path}?alt=sse"),
+        &body.to_string(),
+        &[],
+    )
+    .await
+    .text());
+    let v: Value = serde_json::from_str(&events[0].1).unwrap();
+    assert_eq!(
+        v["candidates"][0]["content"]["parts"][0]["functionCall"],
+        json!({"name": "run_shell_command", "args": {"command": "sleep 30"}})
+    );
+    let body = json!({"tools": tools, "contents": [
+        {"role": "user", "parts": [{"text": "go gemini"}]},
+        {"role": "model", "parts": [{"functionCall": {"name": "run_shell_command", "args": {}}}]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "run_shell_command", "response": {}}}]}]});
+    let v = send(
+        &fake,
+        "POST",
+        "/v1beta/models/gemini-2.5-pro:generateContent",
+        &body.to_string(),
+        &[],
+    )
+    .await
+    .json();
+    assert_eq!(
+        v["candidates"][0]["content"]["parts"][0]["text"],
+        "ok: go gemini"
+    );
+
+    // No shell tool offered (a title request): the echo.
+    let body = json!({"model": "m", "messages": [{"role": "user", "content": "title please"}]});
+    let v = send(
+        &fake,
+        "POST",
+        "/v1/chat/completions",
+        &body.to_string(),
+        &[],
+    )
+    .await
+    .json();
+    assert_eq!(v["choices"][0]["message"]["content"], "ok: title please");
+    // The mode round-trips through the control endpoint's JSON.
+    assert_eq!(
+        serde_json::to_value(fake.reply()).unwrap()["mode"],
+        json!({"shellToolCall": {"command": "sleep 30"}})
+    );
+}

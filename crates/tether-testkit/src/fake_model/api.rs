@@ -108,6 +108,10 @@ pub(crate) struct GenerationRequest {
     pub json_schema: Option<Value>,
     /// Rough prompt size in tokens (body bytes / 4), for usage fields.
     pub input_tokens: u64,
+    /// The shell tool the request offers, if any (see [`find_shell_tool`]).
+    pub shell_tool: Option<ShellTool>,
+    /// Whether the request's last turn carries a tool result (see [`ends_with_tool_result`]).
+    pub after_tool_result: bool,
 }
 
 impl GenerationRequest {
@@ -160,6 +164,8 @@ impl GenerationRequest {
             include_usage,
             json_schema,
             input_tokens,
+            shell_tool: find_shell_tool(api, &value),
+            after_tool_result: ends_with_tool_result(api, &value),
         }
     }
 }
@@ -492,6 +498,333 @@ pub(crate) fn render(api: ApiKind, req: &GenerationRequest, text: &str, id: u64)
     }
 }
 
+/// The names under which the agents offer a shell tool, compared case-insensitively: Claude
+/// Code `Bash`, Codex `shell` / `shell_command` / `exec_command` (by version and model),
+/// opencode and Copilot `bash`, Gemini CLI `run_shell_command`.
+pub const SHELL_TOOL_NAMES: [&str; 5] = [
+    "bash",
+    "shell",
+    "shell_command",
+    "exec_command",
+    "run_shell_command",
+];
+
+/// A function tool a generation request offers that runs shell commands.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShellTool {
+    /// The tool's name, as the request spelled it.
+    pub name: String,
+    /// Its parameters' JSON schema (or Gemini `Schema`); `Null` when it declared none.
+    pub parameters: Value,
+}
+
+/// The first tool of the request whose name is one of [`SHELL_TOOL_NAMES`], in each API's
+/// tool list shape: Anthropic `tools[].{name, input_schema}`, Responses
+/// `tools[].{type: "function", name, parameters}`, Chat Completions
+/// `tools[].function.{name, parameters}`, Gemini `tools[].functionDeclarations[].{name,
+/// parameters | parametersJsonSchema}`.
+pub fn find_shell_tool(api: ApiKind, body: &Value) -> Option<ShellTool> {
+    let tools = body.get("tools")?.as_array()?;
+    let declared: Vec<(&str, Option<&Value>)> = match api {
+        ApiKind::AnthropicMessages => tools
+            .iter()
+            .filter_map(|t| Some((t.get("name")?.as_str()?, t.get("input_schema"))))
+            .collect(),
+        ApiKind::OpenAiResponses => tools
+            .iter()
+            .filter(|t| t.get("type").and_then(Value::as_str) == Some("function"))
+            .filter_map(|t| Some((t.get("name")?.as_str()?, t.get("parameters"))))
+            .collect(),
+        ApiKind::OpenAiChat => tools
+            .iter()
+            .filter_map(|t| t.get("function"))
+            .filter_map(|f| Some((f.get("name")?.as_str()?, f.get("parameters"))))
+            .collect(),
+        ApiKind::GeminiStream | ApiKind::GeminiGenerate => tools
+            .iter()
+            .filter_map(|t| t.get("functionDeclarations")?.as_array())
+            .flatten()
+            .filter_map(|f| {
+                let schema = f
+                    .get("parametersJsonSchema")
+                    .or_else(|| f.get("parameters"));
+                Some((f.get("name")?.as_str()?, schema))
+            })
+            .collect(),
+        _ => return None,
+    };
+    // Prefer the names in list order (Codex may offer several shell tools).
+    SHELL_TOOL_NAMES.iter().find_map(|wanted| {
+        declared
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(wanted))
+            .map(|(name, schema)| ShellTool {
+                name: (*name).to_owned(),
+                parameters: schema.cloned().unwrap_or(Value::Null),
+            })
+    })
+}
+
+/// Whether the request's last turn is a tool result: Anthropic a `user` message holding a
+/// `tool_result` block, Responses a `function_call_output` (or `custom_tool_call_output`,
+/// `local_shell_call_output`) item, Chat Completions a `tool` message, Gemini a content with
+/// a `functionResponse` part.
+pub fn ends_with_tool_result(api: ApiKind, body: &Value) -> bool {
+    let last = |key: &str| {
+        body.get(key)
+            .and_then(Value::as_array)
+            .and_then(|a| a.last())
+    };
+    match api {
+        ApiKind::AnthropicMessages => last("messages")
+            .and_then(|m| m.get("content"))
+            .and_then(Value::as_array)
+            .is_some_and(|blocks| {
+                blocks
+                    .iter()
+                    .any(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
+            }),
+        ApiKind::OpenAiResponses => last("input")
+            .and_then(|i| i.get("type"))
+            .and_then(Value::as_str)
+            .is_some_and(|t| t.ends_with("call_output")),
+        ApiKind::OpenAiChat => {
+            last("messages")
+                .and_then(|m| m.get("role"))
+                .and_then(Value::as_str)
+                == Some("tool")
+        }
+        ApiKind::GeminiStream | ApiKind::GeminiGenerate => last("contents")
+            .and_then(|c| c.get("parts"))
+            .and_then(Value::as_array)
+            .is_some_and(|parts| parts.iter().any(|p| p.get("functionResponse").is_some())),
+        _ => false,
+    }
+}
+
+/// The arguments of a call of `tool` that runs `command`, built from the tool's schema:
+/// a `command` or `cmd` property gets the command (as `["bash", "-lc", command]` when the
+/// schema wants an array, as Codex's `shell` does), `description` / `justification` a short
+/// note, and every other required property a minimal value of its type
+/// ([`synthesize_json`]).
+pub fn shell_tool_arguments(tool: &ShellTool, command: &str) -> Value {
+    let schema = &tool.parameters;
+    let props = schema.get("properties").and_then(Value::as_object);
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let is_array = |p: &Value| {
+        p.get("type")
+            .and_then(Value::as_str)
+            .is_some_and(|t| t.eq_ignore_ascii_case("array"))
+    };
+    let mut args = serde_json::Map::new();
+    let command_key = ["command", "cmd"]
+        .into_iter()
+        .find(|k| props.is_some_and(|p| p.contains_key(*k)))
+        .unwrap_or("command");
+    let wants_array = props.and_then(|p| p.get(command_key)).is_some_and(is_array);
+    args.insert(
+        command_key.to_owned(),
+        if wants_array {
+            json!(["bash", "-lc", command])
+        } else {
+            json!(command)
+        },
+    );
+    for name in required {
+        if args.contains_key(name) {
+            continue;
+        }
+        let value = match name {
+            "description" | "justification" => json!("tether test: a long-running command"),
+            _ => props
+                .and_then(|p| p.get(name))
+                .map_or(json!("tether fake"), synthesize_json),
+        };
+        args.insert(name.to_owned(), value);
+    }
+    Value::Object(args)
+}
+
+/// Renders an answer that calls `tool` with `arguments` (the model's turn ends waiting for
+/// the tool's result): Anthropic a `tool_use` content block streamed as `input_json_delta`
+/// with stop reason `tool_use`; Responses a `function_call` output item with
+/// `response.function_call_arguments.delta`/`.done`; Chat Completions a `tool_calls` delta
+/// with finish reason `tool_calls`; Gemini a `functionCall` part.
+pub(crate) fn render_tool_call(
+    api: ApiKind,
+    req: &GenerationRequest,
+    tool: &ShellTool,
+    arguments: &Value,
+    id: u64,
+) -> Answer {
+    let model = req.model.as_str();
+    let args_text = arguments.to_string();
+    let out_tokens = (args_text.len() as u64 / 4).max(1);
+    match api {
+        ApiKind::AnthropicMessages => {
+            let msg_id = format!("msg_fake_{id:06}");
+            let call_id = format!("toolu_fake_{id:06}");
+            let usage = json!({"input_tokens": req.input_tokens, "output_tokens": out_tokens});
+            if !req.stream {
+                return Answer::Json(json!({
+                    "id": msg_id, "type": "message", "role": "assistant", "model": model,
+                    "content": [{"type": "tool_use", "id": call_id, "name": tool.name,
+                                 "input": arguments}],
+                    "stop_reason": "tool_use", "stop_sequence": null, "usage": usage,
+                }));
+            }
+            Answer::Sse(vec![
+                sse_named(
+                    "message_start",
+                    &json!({"type": "message_start", "message": {
+                        "id": msg_id, "type": "message", "role": "assistant", "model": model,
+                        "content": [], "stop_reason": null, "stop_sequence": null,
+                        "usage": {"input_tokens": req.input_tokens, "output_tokens": 1}}}),
+                ),
+                sse_named(
+                    "content_block_start",
+                    &json!({"type": "content_block_start", "index": 0,
+                            "content_block": {"type": "tool_use", "id": call_id,
+                                              "name": tool.name, "input": {}}}),
+                ),
+                sse_named(
+                    "content_block_delta",
+                    &json!({"type": "content_block_delta", "index": 0,
+                            "delta": {"type": "input_json_delta", "partial_json": args_text}}),
+                ),
+                sse_named(
+                    "content_block_stop",
+                    &json!({"type": "content_block_stop", "index": 0}),
+                ),
+                sse_named(
+                    "message_delta",
+                    &json!({"type": "message_delta",
+                            "delta": {"stop_reason": "tool_use", "stop_sequence": null},
+                            "usage": {"output_tokens": out_tokens}}),
+                ),
+                sse_named("message_stop", &json!({"type": "message_stop"})),
+            ])
+        }
+        ApiKind::OpenAiResponses => {
+            let resp_id = format!("resp_fake_{id:06}");
+            let item_id = format!("fc_fake_{id:06}");
+            let call_id = format!("call_fake_{id:06}");
+            let created = now_secs();
+            let item = |status: &str, args: &str| {
+                json!({"id": item_id, "type": "function_call", "status": status,
+                       "call_id": call_id, "name": tool.name, "arguments": args})
+            };
+            let usage = json!({
+                "input_tokens": req.input_tokens, "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens": out_tokens, "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": req.input_tokens + out_tokens,
+            });
+            let response = |status: &str, output: Value, usage: Value| {
+                json!({"id": resp_id, "object": "response", "created_at": created,
+                       "status": status, "model": model, "output": output, "usage": usage})
+            };
+            let done = item("completed", &args_text);
+            if !req.stream {
+                return Answer::Json(response("completed", json!([done]), usage));
+            }
+            let mut seq = 0u64;
+            let mut ev = |mut v: Value| {
+                let kind = v["type"].as_str().unwrap_or_default().to_owned();
+                v["sequence_number"] = json!(seq);
+                seq += 1;
+                sse_named(&kind, &v)
+            };
+            Answer::Sse(vec![
+                ev(json!({"type": "response.created",
+                          "response": response("in_progress", json!([]), Value::Null)})),
+                ev(json!({"type": "response.in_progress",
+                          "response": response("in_progress", json!([]), Value::Null)})),
+                ev(
+                    json!({"type": "response.output_item.added", "output_index": 0,
+                          "item": item("in_progress", "")}),
+                ),
+                ev(json!({"type": "response.function_call_arguments.delta",
+                          "item_id": item_id, "output_index": 0, "delta": args_text})),
+                ev(json!({"type": "response.function_call_arguments.done",
+                          "item_id": item_id, "output_index": 0, "arguments": args_text})),
+                ev(
+                    json!({"type": "response.output_item.done", "output_index": 0,
+                          "item": done}),
+                ),
+                ev(json!({"type": "response.completed",
+                          "response": response("completed", json!([done]), usage)})),
+            ])
+        }
+        ApiKind::OpenAiChat => {
+            let chat_id = format!("chatcmpl-fake{id:06}");
+            let call_id = format!("call_fake_{id:06}");
+            let created = now_secs();
+            let usage = json!({"prompt_tokens": req.input_tokens, "completion_tokens": out_tokens,
+                               "total_tokens": req.input_tokens + out_tokens});
+            if !req.stream {
+                return Answer::Json(json!({
+                    "id": chat_id, "object": "chat.completion", "created": created, "model": model,
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": null,
+                        "tool_calls": [{"id": call_id, "type": "function",
+                                        "function": {"name": tool.name, "arguments": args_text}}]},
+                        "finish_reason": "tool_calls"}],
+                    "usage": usage,
+                }));
+            }
+            let chunk = |delta: Value, finish: Value| {
+                json!({"id": chat_id, "object": "chat.completion.chunk", "created": created,
+                       "model": model,
+                       "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+                .to_string()
+            };
+            let mut frames = vec![
+                sse_data(&chunk(
+                    json!({"role": "assistant", "content": null, "tool_calls": [
+                        {"index": 0, "id": call_id, "type": "function",
+                         "function": {"name": tool.name, "arguments": ""}}]}),
+                    Value::Null,
+                )),
+                sse_data(&chunk(
+                    json!({"tool_calls": [{"index": 0, "function": {"arguments": args_text}}]}),
+                    Value::Null,
+                )),
+                sse_data(&chunk(json!({}), json!("tool_calls"))),
+            ];
+            if req.include_usage {
+                frames.push(sse_data(
+                    &json!({"id": chat_id, "object": "chat.completion.chunk", "created": created,
+                            "model": model, "choices": [], "usage": usage})
+                    .to_string(),
+                ));
+            }
+            frames.push(sse_data("[DONE]"));
+            Answer::Sse(frames)
+        }
+        ApiKind::GeminiStream | ApiKind::GeminiGenerate => {
+            let body = json!({
+                "candidates": [{"content": {"parts": [{"functionCall": {"name": tool.name,
+                                                                         "args": arguments}}],
+                                            "role": "model"},
+                                "finishReason": "STOP", "index": 0}],
+                "usageMetadata": {"promptTokenCount": req.input_tokens,
+                                  "candidatesTokenCount": out_tokens,
+                                  "totalTokenCount": req.input_tokens + out_tokens},
+                "modelVersion": model, "responseId": format!("fake{id:06}"),
+            });
+            if req.stream {
+                Answer::Sse(vec![sse_data(&body.to_string())])
+            } else {
+                Answer::Json(body)
+            }
+        }
+        _ => Answer::Empty,
+    }
+}
+
 /// A minimal JSON value conforming to a JSON schema or a Gemini `Schema` (types in either
 /// case): objects get every property, strings their first enum value (preferring `"user"`,
 /// which Gemini CLI's next-speaker check expects to end the turn), numbers 0, booleans false,
@@ -621,6 +954,68 @@ mod tests {
             assert_eq!(split_deltas(text).concat(), text);
         }
         assert!(split_deltas("a b c d e").len() >= 2);
+    }
+
+    #[test]
+    fn shell_tool_is_found_by_name_and_given_schema_shaped_arguments() {
+        // Codex may offer several shell tools: the list order of SHELL_TOOL_NAMES decides.
+        let body = json!({"tools": [
+            {"type": "function", "name": "exec_command", "parameters": {"type": "object",
+                "required": ["cmd"], "properties": {"cmd": {"type": "string"}}}},
+            {"type": "function", "name": "shell", "parameters": {"type": "object"}},
+            {"type": "web_search"}]});
+        let tool = find_shell_tool(ApiKind::OpenAiResponses, &body).expect("a shell tool");
+        assert_eq!(tool.name, "shell");
+        // No schema: the command as a string under `command`.
+        assert_eq!(
+            shell_tool_arguments(&tool, "sleep 1"),
+            json!({"command": "sleep 1"})
+        );
+        let tool = ShellTool {
+            name: "exec_command".into(),
+            parameters: body["tools"][0]["parameters"].clone(),
+        };
+        assert_eq!(shell_tool_arguments(&tool, "ls"), json!({"cmd": "ls"}));
+        // Other required properties get minimal values of their type.
+        let tool = ShellTool {
+            name: "bash".into(),
+            parameters: json!({"type": "object", "required": ["command", "mode", "wait"],
+                "properties": {"command": {"type": "string"},
+                               "mode": {"type": "string", "enum": ["sync", "async"]},
+                               "wait": {"type": "integer"}}}),
+        };
+        assert_eq!(
+            shell_tool_arguments(&tool, "ls"),
+            json!({"command": "ls", "mode": "sync", "wait": 0})
+        );
+        // Names compare case-insensitively; no tools, or none for shells, is None.
+        let body = json!({"tools": [{"name": "BASH", "input_schema": {}}]});
+        assert_eq!(
+            find_shell_tool(ApiKind::AnthropicMessages, &body).map(|t| t.name),
+            Some("BASH".to_owned())
+        );
+        let body = json!({"tools": [{"name": "Read"}]});
+        assert_eq!(find_shell_tool(ApiKind::AnthropicMessages, &body), None);
+        assert_eq!(find_shell_tool(ApiKind::OpenAiChat, &json!({})), None);
+        assert_eq!(find_shell_tool(ApiKind::Root, &body), None);
+    }
+
+    #[test]
+    fn tool_results_end_a_request_only_as_its_last_turn() {
+        let chat = json!({"messages": [{"role": "tool", "content": "x"},
+                                       {"role": "user", "content": "again"}]});
+        assert!(!ends_with_tool_result(ApiKind::OpenAiChat, &chat));
+        let chat = json!({"messages": [{"role": "user", "content": "go"},
+                                       {"role": "tool", "content": "x"}]});
+        assert!(ends_with_tool_result(ApiKind::OpenAiChat, &chat));
+        let responses = json!({"input": [{"type": "custom_tool_call_output", "output": "x"}]});
+        assert!(ends_with_tool_result(ApiKind::OpenAiResponses, &responses));
+        assert!(!ends_with_tool_result(
+            ApiKind::OpenAiResponses,
+            &json!({"input": "text"})
+        ));
+        let gemini = json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]});
+        assert!(!ends_with_tool_result(ApiKind::GeminiStream, &gemini));
     }
 
     #[test]

@@ -29,7 +29,10 @@
 mod api;
 mod faults;
 
-pub use api::{ApiKind, last_user_text, split_deltas, synthesize_json};
+pub use api::{
+    ApiKind, SHELL_TOOL_NAMES, ShellTool, ends_with_tool_result, find_shell_tool, last_user_text,
+    shell_tool_arguments, split_deltas, synthesize_json,
+};
 pub use faults::{FaultAction, FaultRule, Provider, Times, provider_error_body};
 
 use std::collections::BTreeMap;
@@ -78,7 +81,8 @@ impl Default for Reply {
     }
 }
 
-/// The words of an answer. JSON: `{"fixed": "text"}` or `{"echo": "prefix"}`.
+/// The words of an answer. JSON: `{"fixed": "text"}`, `{"echo": "prefix"}` or
+/// `{"shellToolCall": {"command": "sleep 30"}}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum ReplyMode {
@@ -86,6 +90,15 @@ pub enum ReplyMode {
     Fixed(String),
     /// The prefix followed by the last user turn's text (see [`last_user_text`]).
     Echo(String),
+    /// A call of the request's shell tool running `command` (see [`find_shell_tool`] and
+    /// [`shell_tool_arguments`]), in the API's tool call format, so that the agent opens a
+    /// tool call and runs the command. Requests that offer no shell tool (titles, Gemini's
+    /// next-speaker check) and requests whose last turn is a tool result are answered as
+    /// `Echo("ok: ")`, so the agent's turn can end.
+    ShellToolCall {
+        /// The shell command the model asks to run (e.g. `sleep 30`).
+        command: String,
+    },
 }
 
 impl Reply {
@@ -94,6 +107,7 @@ impl Reply {
         match &self.mode {
             ReplyMode::Fixed(text) => text.clone(),
             ReplyMode::Echo(prefix) => format!("{prefix}{user_text}"),
+            ReplyMode::ShellToolCall { .. } => format!("ok: {user_text}"),
         }
     }
 }
@@ -525,7 +539,14 @@ async fn handle(state: Arc<State>, fd: RawFd, req: Request<Incoming>) -> Respons
             let reply = lock(&state.reply).clone();
             let text = reply.text_for(&greq.last_user_text);
             let id = state.next_answer_id.fetch_add(1, Ordering::Relaxed);
-            match api::render(gen_api, &greq, &text, id) {
+            let answer = match (&reply.mode, &greq.shell_tool) {
+                (ReplyMode::ShellToolCall { command }, Some(tool)) if !greq.after_tool_result => {
+                    let arguments = api::shell_tool_arguments(tool, command);
+                    api::render_tool_call(gen_api, &greq, tool, &arguments, id)
+                }
+                _ => api::render(gen_api, &greq, &text, id),
+            };
+            match answer {
                 Answer::Json(v) => (
                     StatusCode::OK,
                     "application/json",

@@ -1,0 +1,128 @@
+//! Agents run their tool commands in process groups (or sessions) of their own — Claude
+//! Code, opencode and Copilot do, observed with the real agents in tests/real_agents.rs — so
+//! signalling the agent's group is not enough. Every process an agent starts inherits its
+//! `TETHER_AGENT_RUN` marker; the host kills what carries it once the group is gone, on
+//! every path: `kill`, graceful `shutdown`, `Drop`, and a later server's `reap_orphans`.
+
+use std::os::unix::process::CommandExt;
+use std::time::{Duration, Instant};
+
+use tether_host::process::{AgentProcess, SpawnSpec};
+use tether_host::procfs::{AGENT_MARKER_VAR, marked_processes};
+use tether_host::reap_orphans;
+use tether_host::registry::{ChildRecord, ProcessIdentity, REGISTRY_VERSION, RegistryFile};
+
+/// An "agent" whose child leaves its process group and session (`setsid`), like a tool
+/// command, and outlives its parent.
+fn escaping_agent() -> SpawnSpec {
+    SpawnSpec {
+        program: "sh".into(),
+        args: vec!["-c".into(), "setsid sleep 300 & exec sleep 300".into()],
+        env: Default::default(),
+        cwd: None,
+        stderr_tail_bytes: 0,
+    }
+}
+
+async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn started(process: &AgentProcess) -> String {
+    let marker = process.marker().to_owned();
+    wait_until("the agent and its escaped child run", || {
+        marked_processes(&marker).len() >= 2
+    })
+    .await;
+    let escaped: Vec<i32> = marked_processes(&marker)
+        .into_iter()
+        .filter(|pid| *pid != process.pgid())
+        .collect();
+    let stat = tether_host::procfs::stat(escaped[0]).expect("stat");
+    assert_ne!(
+        stat.pgrp,
+        process.pgid(),
+        "the child left the agent's group"
+    );
+    marker
+}
+
+#[tokio::test]
+async fn kill_reaches_descendants_outside_the_group() {
+    let (process, _io) = AgentProcess::spawn(&escaping_agent(), None).expect("spawn");
+    let marker = started(&process).await;
+    process.kill().await;
+    assert_eq!(marked_processes(&marker), Vec::<i32>::new());
+}
+
+#[tokio::test]
+async fn shutdown_reaches_descendants_outside_the_group() {
+    let (process, io) = AgentProcess::spawn(&escaping_agent(), None).expect("spawn");
+    let marker = started(&process).await;
+    drop(io);
+    process.shutdown().await;
+    assert_eq!(marked_processes(&marker), Vec::<i32>::new());
+}
+
+#[tokio::test]
+async fn drop_reaches_descendants_outside_the_group() {
+    let (process, _io) = AgentProcess::spawn(&escaping_agent(), None).expect("spawn");
+    let marker = started(&process).await;
+    drop(process);
+    wait_until("nothing marked remains", || {
+        marked_processes(&marker).is_empty()
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_dead_servers_escaped_descendants_are_reaped_on_start() {
+    let mut server = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .expect("sleep");
+    let identity = ProcessIdentity::of(i32::try_from(server.id()).unwrap()).expect("identity");
+    server.kill().unwrap();
+    server.wait().unwrap();
+    // The agent it left: already gone itself, but its tool command lives on elsewhere.
+    let marker = format!("escaped-{}", std::process::id());
+    let mut leader = std::process::Command::new("sh")
+        .args(["-c", "setsid sleep 300 & exit 0"])
+        .env(AGENT_MARKER_VAR, &marker)
+        .process_group(0)
+        .spawn()
+        .expect("sh");
+    let pgid = i32::try_from(leader.id()).unwrap();
+    let start_time = tether_host::procfs::stat(pgid).map_or(0, |s| s.start_time);
+    leader.wait().unwrap();
+    wait_until("the escaped child runs", || {
+        !marked_processes(&marker).is_empty()
+    })
+    .await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("children.json");
+    let file = RegistryFile {
+        version: REGISTRY_VERSION,
+        server: identity,
+        children: vec![ChildRecord {
+            pgid,
+            pid: pgid,
+            start_time,
+            command: "sh".into(),
+            marker: Some(marker.clone()),
+        }],
+    };
+    std::fs::write(&path, serde_json::to_vec(&file).unwrap()).unwrap();
+    let report = reap_orphans(&path).expect("reap");
+    assert_eq!(report.already_gone, vec![pgid], "the group itself was gone");
+    assert_eq!(
+        marked_processes(&marker),
+        Vec::<i32>::new(),
+        "its escaped child was reaped"
+    );
+}
