@@ -459,7 +459,14 @@ impl AcpConnection {
     /// [`AcpError::Spawn`] when it cannot start; [`AcpError::Rpc`] / [`AcpError::Transport`]
     /// when `initialize` fails (the process is then killed).
     pub async fn start(config: &AgentConfig, options: AcpOptions) -> Result<Self, AcpError> {
-        let (process, io) = AgentProcess::spawn(&config.spawn_spec(), options.registry.clone())?;
+        // Off the async threads: the fork and, above all, the child registry's durable
+        // write (temp file, fsync, rename, directory fsync: milliseconds) would stall every
+        // other task of a single-threaded runtime, such as `tether serve`'s.
+        let (spec, registry) = (config.spawn_spec(), options.registry.clone());
+        let (process, io) =
+            tokio::task::spawn_blocking(move || AgentProcess::spawn(&spec, registry))
+                .await
+                .unwrap_or_else(|join| std::panic::resume_unwind(join.into_panic()))?;
         let (out_tx, out_rx) = mpsc::channel::<String>(256);
         let (close_tx, close_rx) = oneshot::channel();
         let inner = Arc::new(Inner {
@@ -922,20 +929,30 @@ async fn reader_task(inner: Arc<Inner>, stdout: tokio::process::ChildStdout) {
         if text.is_empty() {
             continue;
         }
-        let msg: Value = match serde_json::from_str(text) {
+        let mut msg: Value = match serde_json::from_str(text) {
             Ok(v) => v,
             Err(e) => {
                 tracing::warn!(error = %e, "agent wrote a non-JSON line on stdout; ignored");
                 continue;
             }
         };
-        let method = msg.get("method").and_then(Value::as_str).map(str::to_owned);
-        match (method, msg.get("id").cloned()) {
-            (Some(m), Some(id)) => handle_agent_request(&inner, &m, id, &msg["params"]).await,
-            (Some(m), None) if m == "session/update" => route_update(&inner, &msg["params"]).await,
-            (Some(m), None) => tracing::debug!(method = %m, "agent notification ignored"),
-            (None, Some(id)) => handle_response(&inner, &id, msg),
-            (None, None) => tracing::warn!("agent wrote a JSON line that is not JSON-RPC"),
+        let has_id = msg.get("id").is_some();
+        match (msg.get("method").and_then(Value::as_str), has_id) {
+            (Some("session/update"), false) => {
+                // The hot path of a streaming turn: the params are moved, not copied.
+                let params = msg.get_mut("params").map(Value::take).unwrap_or_default();
+                route_update(&inner, params).await;
+            }
+            (Some(m), true) => {
+                let (m, id) = (m.to_owned(), msg["id"].clone());
+                handle_agent_request(&inner, &m, id, &msg["params"]).await;
+            }
+            (Some(m), false) => tracing::debug!(method = %m, "agent notification ignored"),
+            (None, true) => {
+                let id = msg["id"].clone();
+                handle_response(&inner, &id, msg);
+            }
+            (None, false) => tracing::warn!("agent wrote a JSON line that is not JSON-RPC"),
         }
     }
     handle_eof(&inner).await;
@@ -1007,15 +1024,18 @@ async fn deliver(inner: &Inner, tx: &mpsc::Sender<SessionEvent>, event: SessionE
     }
 }
 
-async fn route_update(inner: &Inner, params: &Value) {
-    let Some(sid) = session_id_of(params) else {
+async fn route_update(inner: &Inner, mut params: Value) {
+    let update = params
+        .get_mut("update")
+        .map(Value::take)
+        .unwrap_or_default();
+    let Some(sid) = params.get("sessionId").and_then(Value::as_str) else {
         tracing::warn!("session/update without sessionId");
         return;
     };
-    let update = params.get("update").cloned().unwrap_or(Value::Null);
     let tx = {
         let mut sessions = lock(&inner.sessions);
-        let Some(state) = sessions.get_mut(&sid) else {
+        let Some(state) = sessions.get_mut(sid) else {
             tracing::debug!(session = %sid, "update for a session not open here; ignored");
             return;
         };
