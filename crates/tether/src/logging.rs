@@ -10,6 +10,8 @@ use tracing_subscriber::fmt::writer::MakeWriterExt;
 
 /// How many rotated log files are kept.
 pub const KEEP_LOG_FILES: usize = 7;
+/// Log lines queued for the file writer thread before further lines are dropped.
+pub const LOG_QUEUE_LINES: usize = 4096;
 
 /// Installs the global subscriber. `file` is the log file's path (its folder is created,
 /// private to the user; the file name gets a date suffix as it rotates). Returns the guard
@@ -43,7 +45,16 @@ pub fn init(file: Option<&Path>) -> Result<Option<WorkerGuard>, String> {
                 .max_log_files(KEEP_LOG_FILES)
                 .build(dir)
                 .map_err(|e| format!("cannot open log file in {}: {e}", dir.display()))?;
-            let (file_writer, guard) = tracing_appender::non_blocking(appender);
+            // tracing-appender's default queue (128,000 lines) is a bounded channel whose
+            // slots are all initialised up front: 4 MB resident from the first instant, a
+            // third of an idle server's memory (benches/server.rs). The writer thread empties
+            // the queue as fast as the file takes lines; a burst longer than this is dropped
+            // (lossy) rather than blocking the server.
+            let (file_writer, guard) =
+                tracing_appender::non_blocking::NonBlockingBuilder::default()
+                    .buffered_lines_limit(LOG_QUEUE_LINES)
+                    .lossy(true)
+                    .finish(appender);
             tracing_subscriber::fmt()
                 .with_env_filter(filter)
                 .with_writer(stderr.and(file_writer))

@@ -16,6 +16,8 @@ use tokio::sync::{Mutex, mpsc, oneshot};
 
 /// Largest frame body accepted from the server: 64 MiB.
 pub const MAX_FRAME_BYTES: usize = 64 << 20;
+/// Read buffer: the server writes notifications in batches of up to 64 KiB.
+const READ_BUFFER_BYTES: usize = 64 << 10;
 
 /// A JSON-RPC error answer, or a transport failure.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -107,7 +109,11 @@ impl LspClient {
             next_id: AtomicI64::new(1),
             inbound: tx.downgrade(),
         });
-        tokio::spawn(read_loop(BufReader::new(reader), pending, tx));
+        tokio::spawn(read_loop(
+            BufReader::with_capacity(READ_BUFFER_BYTES, reader),
+            pending,
+            tx,
+        ));
         (client, IncomingStream { rx })
     }
 
@@ -213,8 +219,12 @@ async fn read_loop<R: AsyncRead + Unpin>(
 }
 
 fn dispatch(msg: Value, pending: &Pending, incoming: &mpsc::UnboundedSender<Inbound>) {
-    let method = msg.get("method").and_then(Value::as_str).map(str::to_owned);
-    let params = msg.get("params").cloned().unwrap_or(Value::Null);
+    let Value::Object(mut msg) = msg else { return };
+    let method = match msg.remove("method") {
+        Some(Value::String(m)) => Some(m),
+        _ => None,
+    };
+    let params = msg.remove("params").unwrap_or(Value::Null);
     match (method, msg.get("id")) {
         (Some(method), Some(id)) => {
             let _ = incoming.send(Inbound::Message(Incoming::Request {
@@ -241,7 +251,7 @@ fn dispatch(msg: Value, pending: &Pending, incoming: &mpsc::UnboundedSender<Inbo
                         .to_owned(),
                     data: err.get("data").cloned(),
                 }),
-                None => Ok(msg.get("result").cloned().unwrap_or(Value::Null)),
+                None => Ok(msg.remove("result").unwrap_or(Value::Null)),
             };
             let _ = tx.send(answer);
         }
@@ -254,13 +264,14 @@ async fn read_frame<R: AsyncRead + Unpin>(
     reader: &mut BufReader<R>,
 ) -> std::io::Result<Option<Vec<u8>>> {
     let mut length = None;
-    let mut line = String::new();
+    let mut line = Vec::new();
     loop {
         line.clear();
-        if reader.read_line(&mut line).await? == 0 {
+        if reader.read_until(b'\n', &mut line).await? == 0 {
             return Ok(None);
         }
-        let header = line.trim_end();
+        let header = String::from_utf8_lossy(&line);
+        let header = header.trim_end();
         if header.is_empty() {
             if length.is_some() {
                 break;

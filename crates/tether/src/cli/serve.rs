@@ -20,7 +20,11 @@ pub fn run(log_file: Option<PathBuf>) -> ExitCode {
     if let Some(path) = &log_file {
         tracing::info!(log_file = %path.display(), version = env!("CARGO_PKG_VERSION"), "tether serve starting");
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    // One thread serves everything: the editor's traffic, the agents' pipes and the timers
+    // are I/O-bound, and a single thread hands messages between tasks without cross-thread
+    // wake-ups (measured in benches/server.rs). Blocking work (the cache's file I/O) still
+    // runs on tokio's blocking pool; a task that panics ends only that task.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {

@@ -189,6 +189,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// Events the pump takes from the agent's channel at once.
+const PUMP_BATCH: usize = 256;
+
 async fn pump(
     id: String,
     mut events: mpsc::Receiver<SessionEvent>,
@@ -196,12 +199,19 @@ async fn pump(
     notifier: Notifier,
     turn: Arc<Mutex<TurnText>>,
 ) {
+    // Events are taken in batches (one wake-up per batch while an agent streams); the
+    // biased select still forwards every queued event before it answers a barrier.
+    let mut batch = Vec::with_capacity(PUMP_BATCH);
     loop {
         tokio::select! {
             biased;
-            event = events.recv() => {
-                let Some(event) = event else { break };
-                handle(&id, event, &notifier, &turn).await;
+            taken = events.recv_many(&mut batch, PUMP_BATCH) => {
+                if taken == 0 {
+                    break;
+                }
+                for event in batch.drain(..) {
+                    handle(&id, event, &notifier, &turn).await;
+                }
             }
             Some(ack) = barriers.recv() => {
                 let _ = ack.send(());
@@ -266,10 +276,18 @@ async fn handle(id: &str, event: SessionEvent, notifier: &Notifier, turn: &Mutex
                 .await;
         }
         SessionEvent::Exited(observation) => {
-            tracing::warn!(session = id, observation = %serde_json::to_string(&observation).unwrap_or_default(), "agent transport ended");
+            tracing::warn!(session = id, observation = %redacted(&observation), "agent transport ended");
             lock(turn).exited = Some(observation);
         }
     }
+}
+
+/// An observation as JSON for the logs, with secrets redacted (an agent's stderr tail can
+/// hold tokens; secrets never reach the logs unredacted).
+pub fn redacted(observation: &Observation) -> String {
+    let mut text = serde_json::to_string(observation).unwrap_or_default();
+    tether_store::redact::redact_str(&mut text);
+    text
 }
 
 /// Reads the editor's answer to `session/requestPermission`: `{outcome: {outcome:
@@ -313,5 +331,27 @@ mod tests {
             decision_of(&json!(null), &offered),
             PermissionDecision::Cancelled
         );
+    }
+}
+
+#[cfg(test)]
+mod redaction_tests {
+    use super::*;
+
+    #[test]
+    fn logged_observations_are_redacted() {
+        let o = Observation::Transport {
+            method: Some("session/prompt".into()),
+            event: tether_recovery::observation::TransportEvent::Eof,
+            exit_code: Some(1),
+            exit_signal: None,
+            stderr_tail: Some(
+                "auth failed for token ghp_0123456789abcdefghijABCDEFGHIJ012345".into(),
+            ),
+            silent_ms: None,
+        };
+        let text = redacted(&o);
+        assert!(!text.contains("ghp_0123456789abcdefghij"), "{text}");
+        assert!(text.contains("REDACTED"), "{text}");
     }
 }

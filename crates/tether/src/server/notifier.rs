@@ -100,8 +100,9 @@ impl Notifier {
     }
 
     async fn send<N: Notification>(&self, params: N::Params) {
-        let params = serde_json::to_value(params).unwrap_or(Value::Null);
-        if !self.outbox.notify(N::METHOD, params).await {
+        // Serialized straight into the frame: a `session/update` is on the hot path of a
+        // streaming turn (benches/server.rs).
+        if !self.outbox.notify_with(N::METHOD, &params).await {
             tracing::debug!(method = N::METHOD, "editor gone; notification dropped");
         }
     }

@@ -48,7 +48,7 @@ use crate::protocol::{
 /// Why the server could not start its session state.
 #[derive(Debug, Clone)]
 pub struct StartError {
-    /// `storage`, `registry`.
+    /// `storage` (the child registry is opened later, see [`Sessions::initialized`]).
     pub kind: &'static str,
     /// What went wrong.
     pub message: String,
@@ -82,13 +82,21 @@ pub struct Sessions {
     config: ServerConfig,
     notifier: Notifier,
     store: Option<Arc<Store>>,
-    registry: Option<Arc<ChildRegistry>>,
+    /// Where agent process groups are recorded; `None` = not recorded.
+    registry_path: Option<PathBuf>,
+    /// The child registry, opened once (orphans reaped first) off the `initialize` path.
+    registry: tokio::sync::OnceCell<std::result::Result<Arc<ChildRegistry>, String>>,
     budget: Mutex<RetryBudget>,
     rng: Mutex<ChaCha8Rng>,
     live: Mutex<HashMap<String, Arc<Live>>>,
     print: Mutex<HashMap<String, Arc<PrintSession>>>,
     open: Mutex<HashMap<String, Open>>,
     persist_failures: Mutex<u32>,
+    /// When `persist` last had the store write each session (workspace id, session id), to
+    /// tell the persists the store will coalesce in memory (see [`Self::persist`]).
+    persist_saved_at: Mutex<HashMap<(String, String), Instant>>,
+    /// The store's coalescing interval (`StoreConfig::coalesce_interval`).
+    coalesce_interval: Duration,
     shutdown: CancellationToken,
 }
 
@@ -130,23 +138,27 @@ fn short(id: &str) -> &str {
 }
 
 impl Sessions {
-    /// Opens the cache and the child registry (reaping agents orphaned by a dead server).
+    /// Opens the cache. The child registry (reaping agents orphaned by a dead server, then
+    /// recording this server's) is opened later, off the `initialize` path: its durable
+    /// write (temp file, fsync, rename, directory fsync) cost more than the rest of the
+    /// server's start (benches/server.rs). [`Self::initialized`] starts it, and every agent
+    /// spawn awaits it, so no agent is ever started unrecorded.
     ///
     /// # Errors
-    /// The cache folder is unusable (not ours, a symlink, readable by others) or the
-    /// registry cannot be written.
+    /// The cache folder is unusable (not ours, a symlink, readable by others).
     pub fn start(
         config: ServerConfig,
         notifier: Notifier,
         options: &ServeOptions,
     ) -> std::result::Result<Arc<Self>, StartError> {
+        let store_config = StoreConfig {
+            dir: config.storage.dir.clone(),
+            encrypt: config.storage.encrypt,
+            ..StoreConfig::default()
+        };
+        let coalesce_interval = store_config.coalesce_interval;
         let store = if config.storage.persist {
-            let store = Store::open(StoreConfig {
-                dir: config.storage.dir.clone(),
-                encrypt: config.storage.encrypt,
-                ..StoreConfig::default()
-            })
-            .map_err(|e| StartError {
+            let store = Store::open(store_config).map_err(|e| StartError {
                 kind: "storage",
                 message: e.to_string(),
                 path: config.storage.dir.clone(),
@@ -159,43 +171,41 @@ impl Sessions {
             .registry_file
             .clone()
             .or_else(|| store.as_ref().map(|s| s.root().join("children.json")));
-        let registry = match registry_path {
-            Some(path) => {
-                match tether_host::registry::reap_orphans(&path) {
-                    Ok(report) => {
-                        tracing::info!(?report, "reaped agents orphaned by earlier servers")
-                    }
-                    Err(err) => tracing::warn!(error = %err, "could not reap orphaned agents"),
-                }
-                Some(Arc::new(ChildRegistry::create(&path).map_err(|e| {
-                    StartError {
-                        kind: "registry",
-                        message: e.to_string(),
-                        path: Some(path.clone()),
-                    }
-                })?))
-            }
-            None => None,
-        };
         let seed = now_ms() ^ u64::from(std::process::id());
         Ok(Arc::new_cyclic(|me| Self {
             me: me.clone(),
             config,
             notifier,
             store,
-            registry,
+            registry_path,
+            registry: tokio::sync::OnceCell::new(),
             budget: Mutex::new(RetryBudget::default()),
             rng: Mutex::new(ChaCha8Rng::seed_from_u64(seed)),
             live: Mutex::new(HashMap::new()),
             print: Mutex::new(HashMap::new()),
             open: Mutex::new(HashMap::new()),
             persist_failures: Mutex::new(0),
+            persist_saved_at: Mutex::new(HashMap::new()),
+            coalesce_interval,
             shutdown: CancellationToken::new(),
         }))
     }
 
-    /// After `initialized`: start the coalesced-persist flusher and the idle reaper.
+    /// After `initialized`: open the child registry (in the background), start the
+    /// coalesced-persist flusher and the idle reaper.
     pub async fn initialized(&self) {
+        if let Some(me) = self.me.upgrade() {
+            tokio::spawn(async move {
+                if let Err(message) = me.registry().await {
+                    tracing::warn!(error = %message, "child registry unusable; agents cannot be started");
+                    me.notifier
+                        .show_warning(format!(
+                            "Tether cannot record its agent processes, so it will not start agents: {message}"
+                        ))
+                        .await;
+                }
+            });
+        }
         if let Some(store) = self.store.clone() {
             tokio::spawn(flusher(store, self.shutdown.clone()));
         }
@@ -251,12 +261,37 @@ impl Sessions {
             })
     }
 
-    fn acp_options(&self) -> AcpOptions {
-        AcpOptions {
-            registry: self.registry.clone(),
+    /// The child registry, opened on first use: orphans recorded by dead servers are
+    /// reaped, then this server's registry file is written (on the blocking pool). `None`
+    /// when no registry is configured.
+    ///
+    /// # Errors
+    /// The registry cannot be written (or a live server owns it): agents must not start.
+    async fn registry(&self) -> std::result::Result<Option<Arc<ChildRegistry>>, String> {
+        let Some(path) = self.registry_path.clone() else {
+            return Ok(None);
+        };
+        self.registry
+            .get_or_init(|| async move {
+                tokio::task::spawn_blocking(move || open_registry(&path))
+                    .await
+                    .unwrap_or_else(|e| Err(format!("child registry task failed: {e}")))
+            })
+            .await
+            .clone()
+            .map(Some)
+    }
+
+    /// Options for an agent connection; waits for the child registry.
+    ///
+    /// # Errors
+    /// The child registry is unusable (see [`Self::registry`]).
+    async fn acp_options(&self) -> std::result::Result<AcpOptions, String> {
+        Ok(AcpOptions {
+            registry: self.registry().await?,
             hang_after: Duration::from_secs(self.config.watchdog_secs),
             ..AcpOptions::default()
-        }
+        })
     }
 
     fn classify(&self, observation: &Observation) -> ClassifiedError {
@@ -610,12 +645,14 @@ impl Sessions {
         let (_, config) = self
             .agent_config(Some(&ctx.agent))
             .map_err(|e| spawn_observation(&e.message))?;
-        let conn = AcpConnection::start(&config, self.acp_options())
+        let options = self
+            .acp_options()
             .await
-            .map_err(|e| {
-                e.observation()
-                    .unwrap_or_else(|| spawn_observation(&e.to_string()))
-            })?;
+            .map_err(|e| spawn_observation(&e))?;
+        let conn = AcpConnection::start(&config, options).await.map_err(|e| {
+            e.observation()
+                .unwrap_or_else(|| spawn_observation(&e.to_string()))
+        })?;
         let info = conn.info().clone();
         if fresh || !(info.load_session || info.resume) {
             let session = match conn.new_session(&ctx.workspace).await {
@@ -1162,20 +1199,22 @@ impl Sessions {
             &live.id,
             format!(
                 "agent exited ({}); restarting and reloading",
-                serde_json::to_string(why).unwrap_or_default()
+                super::live::redacted(why)
             ),
         )
         .await;
         let (_, config) = self.agent_config(Some(&live.agent))?;
-        let conn = AcpConnection::start(&config, self.acp_options())
+        let options = self
+            .acp_options()
             .await
-            .map_err(|e| {
-                let error = self.classify(
-                    &e.observation()
-                        .unwrap_or_else(|| spawn_observation(&e.to_string())),
-                );
-                prompt_error(&error)
-            })?;
+            .map_err(|e| prompt_error(&self.classify(&spawn_observation(&e))))?;
+        let conn = AcpConnection::start(&config, options).await.map_err(|e| {
+            let error = self.classify(
+                &e.observation()
+                    .unwrap_or_else(|| spawn_observation(&e.to_string())),
+            );
+            prompt_error(&error)
+        })?;
         let loaded = conn
             .load_session(&live.id, &live.workspace)
             .await
@@ -1411,6 +1450,10 @@ impl Sessions {
         params: &PromptParams,
     ) -> Result<PromptResult> {
         let (_, config) = self.agent_config(Some(&session.agent))?;
+        let registry = self
+            .registry()
+            .await
+            .map_err(|e| prompt_error(&self.classify(&spawn_observation(&e))))?;
         let text = prompt_text(&params.prompt);
         let cancel = {
             let token = CancellationToken::new();
@@ -1426,7 +1469,7 @@ impl Sessions {
             cached_output: cached_output.as_deref(),
             rate_limit: tether_recovery::backoff::RateLimitConfig::one_shot(),
             print: PrintOptions {
-                registry: self.registry.clone(),
+                registry,
                 ..PrintOptions::default()
             },
         };
@@ -1534,19 +1577,37 @@ impl Sessions {
         let (sid, snapshot) = (params.session_id.clone(), params.snapshot);
         let turn_count = snapshot.chat_turns.len();
         let exec_count = snapshot.exec_turns.len();
-        let result = tokio::task::spawn_blocking(move || {
-            store.persist(&ws, &sid, trigger, &snapshot, Instant::now())
-        })
-        .await
-        .map_err(|e| {
-            request_failed(
-                format!("persist task failed: {e}"),
-                json!({"kind": "internal"}),
-            )
-        })?;
+        let key = (workspace_id.clone(), sid.clone());
+        let now = Instant::now();
+        // A timer or edit trigger within the coalescing interval of the store's last write
+        // of this session only replaces the snapshot held in memory (Store::persist: no
+        // I/O), so it is done here rather than handed to the blocking pool: that handoff
+        // (a wake-up of a pool thread and one of this thread) was most of the round trip
+        // (benches/server.rs). The store wrote the session at or after `saved_at`, so a
+        // margin before the interval ends keeps the guess on the safe side; a wrong guess
+        // (the session was cleared meanwhile) costs one write on this thread, not an error.
+        let coalesces = !trigger.is_milestone()
+            && lock(&self.persist_saved_at)
+                .get(&key)
+                .is_some_and(|at| now + COALESCE_MARGIN < *at + self.coalesce_interval);
+        let result = if coalesces {
+            store.persist(&ws, &sid, trigger, &snapshot, now)
+        } else {
+            tokio::task::spawn_blocking(move || store.persist(&ws, &sid, trigger, &snapshot, now))
+                .await
+                .map_err(|e| {
+                    request_failed(
+                        format!("persist task failed: {e}"),
+                        json!({"kind": "internal"}),
+                    )
+                })?
+        };
         match result {
             Ok(report) => {
                 *lock(&self.persist_failures) = 0;
+                if report.saved {
+                    lock(&self.persist_saved_at).insert(key, now);
+                }
                 if report.saved {
                     self.notifier.telemetry("session.persist.save", props(json!({
                         "workspaceId": workspace_id, "turnCount": turn_count, "execCount": exec_count,
@@ -1852,6 +1913,22 @@ async fn futures_join_all<F: std::future::Future<Output = ()>>(futures: impl Ite
     for f in set {
         f.await;
     }
+}
+
+/// How long before the store's coalescing interval ends `persist` stops predicting that a
+/// timer or edit trigger will be coalesced (and hands it to the blocking pool instead).
+const COALESCE_MARGIN: Duration = Duration::from_millis(250);
+
+/// Reaps the agent groups recorded by dead servers at `path`, then records this server
+/// there (blocking: file I/O with fsyncs).
+fn open_registry(path: &Path) -> std::result::Result<Arc<ChildRegistry>, String> {
+    match tether_host::registry::reap_orphans(path) {
+        Ok(report) => tracing::info!(?report, "reaped agents orphaned by earlier servers"),
+        Err(err) => tracing::warn!(error = %err, "could not reap orphaned agents"),
+    }
+    ChildRegistry::create(path)
+        .map(Arc::new)
+        .map_err(|e| e.to_string())
 }
 
 /// Writes coalesced persists when they fall due (at most one write per 5 s per session).

@@ -18,9 +18,11 @@
 //! Frames are written whole, so nothing interleaves. The outbox is bounded: a flooding agent
 //! is slowed down to the editor's reading speed instead of growing memory.
 
+use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
+use tower_lsp_server::jsonrpc::Request;
 
 use super::ServeOptions;
 
@@ -50,8 +52,30 @@ impl Outbox {
     /// Queues a notification; waits while the outbox is full. Returns false when the output
     /// is gone (the editor closed the connection).
     pub async fn notify(&self, method: &str, params: Value) -> bool {
-        let body = json!({"jsonrpc": "2.0", "method": method, "params": params});
-        self.tx.send(frame(&body)).await.is_ok()
+        self.notify_with(method, &params).await
+    }
+
+    /// [`Self::notify`] with params serialized straight into the frame (no intermediate
+    /// `Value`). Params that fail to serialize (a map with non-string keys) are sent as
+    /// `null` and logged.
+    pub async fn notify_with<P: Serialize + ?Sized>(&self, method: &str, params: &P) -> bool {
+        #[derive(Serialize)]
+        struct Notification<'a, P: ?Sized> {
+            jsonrpc: &'static str,
+            method: &'a str,
+            params: &'a P,
+        }
+        let body = serde_json::to_vec(&Notification {
+            jsonrpc: "2.0",
+            method,
+            params,
+        })
+        .unwrap_or_else(|err| {
+            tracing::error!(method, error = %err, "notification params do not serialize; sent as null");
+            serde_json::to_vec(&json!({"jsonrpc": "2.0", "method": method, "params": null}))
+                .unwrap_or_default()
+        });
+        self.tx.send(frame_bytes(&body)).await.is_ok()
     }
 
     async fn send_frame(&self, bytes: Vec<u8>) -> bool {
@@ -62,11 +86,22 @@ impl Outbox {
 /// Frames a JSON-RPC body with the LSP base protocol header.
 #[must_use]
 pub fn frame(body: &Value) -> Vec<u8> {
-    let body = serde_json::to_vec(body).expect("a JSON value serializes");
-    let mut out = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
-    out.extend_from_slice(&body);
+    frame_bytes(&serde_json::to_vec(body).expect("a JSON value serializes"))
+}
+
+/// Frames serialized body bytes with the LSP base protocol header.
+fn frame_bytes(body: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut out = Vec::with_capacity(body.len() + 32);
+    let _ = write!(out, "Content-Length: {}\r\n\r\n", body.len());
+    out.extend_from_slice(body);
     out
 }
+
+/// Bytes the output pump gathers before it writes them (one `write` per batch instead of
+/// one per frame while notifications stream); it writes sooner whenever nothing else is
+/// queued.
+pub const OUTPUT_BATCH_BYTES: usize = 64 << 10;
 
 /// Serves the protocol on `input`/`output` until `exit` or end of input, then shuts the
 /// agents down and flushes what is queued for the editor.
@@ -142,10 +177,7 @@ where
         }
         match check_message(&body) {
             Ok(()) => {
-                let header = format!("Content-Length: {length}\r\n\r\n");
-                if to_server.write_all(header.as_bytes()).await.is_err()
-                    || to_server.write_all(&body).await.is_err()
-                {
+                if to_server.write_all(&frame_bytes(&body)).await.is_err() {
                     break;
                 }
                 let _ = to_server.flush().await;
@@ -203,7 +235,19 @@ async fn read_headers<R: AsyncRead + Unpin>(
 
 /// Accepts a JSON-RPC 2.0 request, notification or response that tower-lsp-server can
 /// decode; else the error to answer: `(id, code, message)`.
+///
+/// Requests are checked by parsing the bytes into tower-lsp-server's own `Request`, as its
+/// codec does (from the text, so a duplicate key fails here as it would fail there); only a
+/// body that is not a plain request goes through the slower diagnosis that names the error.
 fn check_message(body: &[u8]) -> Result<(), (Value, i64, String)> {
+    if let Ok(request) = serde_json::from_slice::<Request>(body)
+        && !request.method().is_empty()
+        && request
+            .params()
+            .is_none_or(|p| p.is_object() || p.is_array() || p.is_null())
+    {
+        return Ok(());
+    }
     let value: Value = serde_json::from_slice(body)
         .map_err(|e| (Value::Null, -32700, format!("Parse error: {e}")))?;
     let id = value
@@ -235,12 +279,11 @@ fn check_message(body: &[u8]) -> Result<(), (Value, i64, String)> {
         {
             return Err(invalid("\"id\" must be a number or a string"));
         }
-        serde_json::from_value::<tower_lsp_server::jsonrpc::Request>(value.clone())
-            .map_err(|e| invalid(&e.to_string()))?;
+        serde_json::from_slice::<Request>(body).map_err(|e| invalid(&e.to_string()))?;
         return Ok(());
     }
     if object.contains_key("id") && (object.contains_key("result") ^ object.contains_key("error")) {
-        serde_json::from_value::<tower_lsp_server::jsonrpc::Response>(value.clone())
+        serde_json::from_slice::<tower_lsp_server::jsonrpc::Response>(body)
             .map_err(|e| invalid(&e.to_string()))?;
         return Ok(());
     }
@@ -254,8 +297,10 @@ fn error_frame(id: Value, code: i64, message: &str) -> Vec<u8> {
 }
 
 /// Writes tower-lsp-server's frames and the outbox's to `output`, each whole; before each
-/// tower-lsp frame, every notification already queued.
-async fn output_pump<R, W>(from_server: R, mut notes: mpsc::Receiver<Vec<u8>>, mut output: W)
+/// tower-lsp frame, every notification already queued. Frames are gathered in a buffer of
+/// [`OUTPUT_BATCH_BYTES`] and written when it fills or when nothing more is queued, so a
+/// stream of notifications costs one `write` per batch and a lone answer goes out at once.
+async fn output_pump<R, W>(from_server: R, mut notes: mpsc::Receiver<Vec<u8>>, output: W)
 where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Unpin,
@@ -275,6 +320,7 @@ where
             }
         }
     });
+    let mut output = tokio::io::BufWriter::with_capacity(OUTPUT_BATCH_BYTES, output);
     let mut notes_open = true;
     loop {
         let bytes = tokio::select! {
@@ -348,10 +394,62 @@ mod tests {
                 -32600,
             ),
             ("\"just a string\"", Value::Null, -32600),
+            // tower-lsp-server's codec parses the text into its own types and fails on a
+            // duplicate key (which a `Value` silently collapses): caught here instead.
+            (
+                r#"{"jsonrpc":"2.0","id":8,"method":"x","method":"y"}"#,
+                json!(8),
+                -32600,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":9,"method":"x","params":{},"params":[]}"#,
+                json!(9),
+                -32600,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":10,"result":1,"result":2}"#,
+                json!(10),
+                -32600,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"x"}"#,
+                json!(u64::MAX),
+                -32600,
+            ),
         ];
         for (body, id, code) in cases {
             let (got_id, got_code, _) = check_message(body.as_bytes()).unwrap_err();
             assert_eq!((&got_id, got_code), (id, *code), "{body}");
         }
+    }
+
+    /// A frame tower-lsp-server's codec would fail on (a duplicate key) is answered by the
+    /// guard, and the server goes on serving the next request.
+    #[tokio::test]
+    async fn a_duplicate_key_does_not_end_the_server() {
+        let (client_io, server_io) = tokio::io::duplex(1 << 16);
+        let (server_read, server_write) = tokio::io::split(server_io);
+        let server = tokio::spawn(serve(server_read, server_write, ServeOptions::default()));
+        let (client_read, client_write) = tokio::io::split(client_io);
+        let (client, _incoming) = crate::lsp_client::LspClient::new(client_read, client_write);
+        let duplicate = br#"{"jsonrpc":"2.0","id":100,"method":"shutdown","method":"exit"}"#;
+        client.send_raw(&frame_bytes(duplicate)).await.unwrap();
+        // Not initialized yet: tower-lsp-server answers -32002, which proves it still reads.
+        let err = client
+            .request("session/list", json!({"workspace": {"root": "/"}}))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                crate::lsp_client::RpcError::Response { code: -32002, .. }
+            ),
+            "{err:?}"
+        );
+        client.close().await.unwrap();
+        tokio::time::timeout(std::time::Duration::from_secs(10), server)
+            .await
+            .expect("the server ends at end of input")
+            .unwrap();
     }
 }
