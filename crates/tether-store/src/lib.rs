@@ -40,4 +40,4 @@ pub use crypto::{Key, KeyProvider, KeyUnavailable, KeychainKeyProvider, MemoryKe
 pub use error::{StoreError, StoreWarning};
 pub use ids::{Workspace, validate_session_id};
 pub use model::*;
-pub use store::Store;
+pub use store::{Store, default_root};

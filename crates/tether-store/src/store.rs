@@ -190,6 +190,14 @@ fn enc_err(what: &'static str) -> impl FnOnce(serde_json::Error) -> StoreError {
     }
 }
 
+/// The per-user local data folder the store uses when `StoreConfig::dir` is `None`
+/// (`~/.local/share/tether` on Linux, via the `directories` crate); `None` when the
+/// platform gives no home directory.
+#[must_use]
+pub fn default_root() -> Option<PathBuf> {
+    directories::ProjectDirs::from("", "", "tether").map(|p| p.data_local_dir().to_path_buf())
+}
+
 impl Store {
     /// Opens (creating if needed) the store root and checks it is private.
     ///
@@ -216,16 +224,14 @@ impl Store {
                     .map_err(io("find current directory", d))?
                     .join(d)
             }),
-            None => directories::ProjectDirs::from("", "", "tether")
-                .map(|p| p.data_local_dir().to_path_buf())
-                .ok_or_else(|| StoreError::Io {
-                    op: "find the per-user data folder",
-                    path: PathBuf::from("~"),
-                    source: std::io::Error::new(
-                        std::io::ErrorKind::NotFound,
-                        "no home directory; set storage.dir",
-                    ),
-                })?,
+            None => default_root().ok_or_else(|| StoreError::Io {
+                op: "find the per-user data folder",
+                path: PathBuf::from("~"),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "no home directory; set storage.dir",
+                ),
+            })?,
         };
         let mut store = Store {
             fs,

@@ -81,9 +81,9 @@ fn create_private_dir(dir: &Path) -> Result<(), String> {
         .map_err(|e| format!("cannot create log folder {}: {e}", dir.display()))
 }
 
-/// The per-user local data folder (`~/.local/share/tether` on Linux), the same the session
-/// cache uses by default; `None` when the platform gives no home directory.
+/// The per-user local data folder, the one the session cache uses by default
+/// ([`tether_store::default_root`]); `None` when the platform gives no home directory.
 #[must_use]
 pub fn default_data_dir() -> Option<PathBuf> {
-    directories::ProjectDirs::from("", "", "tether").map(|p| p.data_local_dir().to_path_buf())
+    tether_store::default_root()
 }

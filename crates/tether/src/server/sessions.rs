@@ -242,12 +242,17 @@ impl Sessions {
         }
         self.shutdown.cancel();
         let lives: Vec<_> = lock(&self.live).drain().map(|(_, l)| l).collect();
-        let stops = lives.iter().map(|l| l.shutdown());
-        futures_join_all(stops).await;
+        let count = lives.len();
+        // All agents at once: each shutdown may wait 1 s + 2 s (stdin close, SIGTERM).
+        let mut stops = tokio::task::JoinSet::new();
+        for live in lives {
+            stops.spawn(async move { live.shutdown().await });
+        }
+        while stops.join_next().await.is_some() {}
         if let Some(store) = self.store.clone() {
             let _ = tokio::task::spawn_blocking(move || store.flush_all(Instant::now())).await;
         }
-        tracing::info!(agents = lives.len(), "agents shut down, cache flushed");
+        tracing::info!(agents = count, "agents shut down, cache flushed");
     }
 
     fn agent_config(&self, name: Option<&str>) -> Result<(String, tether_host::AgentConfig)> {
@@ -1903,16 +1908,6 @@ fn absolute_root(root: &Path) -> Result<PathBuf> {
 
 fn local_utc_offset_minutes() -> i32 {
     chrono::Local::now().offset().local_minus_utc() / 60
-}
-
-async fn futures_join_all<F: std::future::Future<Output = ()>>(futures: impl Iterator<Item = F>) {
-    let mut set = Vec::new();
-    for f in futures {
-        set.push(f);
-    }
-    for f in set {
-        f.await;
-    }
 }
 
 /// How long before the store's coalescing interval ends `persist` stops predicting that a
