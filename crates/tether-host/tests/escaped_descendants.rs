@@ -32,22 +32,23 @@ async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
+/// The marked processes that have left process group `pgid` (each has called `setsid`).
+fn escaped_from(marker: &str, pgid: i32) -> Vec<i32> {
+    marked_processes(marker)
+        .into_iter()
+        .filter(|&pid| tether_host::procfs::stat(pid).is_some_and(|s| s.pgrp != pgid))
+        .collect()
+}
+
+/// Waits until the agent's child has left the agent's group: `setsid` runs after the
+/// fork, so a child that merely exists may still be in the group.
 async fn started(process: &AgentProcess) -> String {
     let marker = process.marker().to_owned();
-    wait_until("the agent and its escaped child run", || {
-        marked_processes(&marker).len() >= 2
+    let pgid = process.pgid();
+    wait_until("the agent's child has left its process group", || {
+        !escaped_from(&marker, pgid).is_empty()
     })
     .await;
-    let escaped: Vec<i32> = marked_processes(&marker)
-        .into_iter()
-        .filter(|pid| *pid != process.pgid())
-        .collect();
-    let stat = tether_host::procfs::stat(escaped[0]).expect("stat");
-    assert_ne!(
-        stat.pgrp,
-        process.pgid(),
-        "the child left the agent's group"
-    );
     marker
 }
 
@@ -99,9 +100,16 @@ async fn a_dead_servers_escaped_descendants_are_reaped_on_start() {
     let pgid = i32::try_from(leader.id()).unwrap();
     let start_time = tether_host::procfs::stat(pgid).map_or(0, |s| s.start_time);
     leader.wait().unwrap();
-    wait_until("the escaped child runs", || {
-        !marked_processes(&marker).is_empty()
-    })
+    // The forked child is in the group until it calls setsid: wait until the group is gone
+    // (no member left) and the child runs outside it.
+    wait_until(
+        "the group is empty and the escaped child runs outside it",
+        || {
+            // SAFETY: kill with signal 0 only checks whether the group has a member.
+            let group_alive = unsafe { libc::kill(-pgid, 0) } == 0;
+            !group_alive && !escaped_from(&marker, pgid).is_empty()
+        },
+    )
     .await;
 
     let dir = tempfile::tempdir().unwrap();

@@ -1767,6 +1767,15 @@ static SESSION_RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
             ErrorKind::SessionExpired,
             r"no previous sessions? found",
         ),
+        // Gemini CLI 0.61.0 on `session/load` of an id it has no chat file for: its
+        // SessionError INVALID_SESSION_IDENTIFIER, 'Invalid session identifier "<id>".
+        // Searched for sessions in <dir>. Use --list-sessions …' (bundle/gemini.js), sent as
+        // -32603 with the text in `data.details`.
+        rule(
+            "invalidSessionIdentifier",
+            ErrorKind::SessionExpired,
+            r"invalid session identifier|INVALID_SESSION_IDENTIFIER",
+        ),
         // Anthropic 400: "`tool_use` ids were found without `tool_result` blocks immediately
         // after"; "unexpected `tool_use_id` found in `tool_result` blocks".
         rule(

@@ -167,6 +167,12 @@ fn data_fields() {
             "session/load",
             SessionExpired,
         ),
+        // Gemini CLI 0.61.0, seen in `tether demo --agent gemini`.
+        (
+            json!({"details": "Invalid session identifier \"00000000-0000-0000-0000-000000000404\".\n  Searched for sessions in /home/u/.gemini/tmp/w/chats.\n  Use --list-sessions to see available sessions, then use --resume {number}, --resume {uuid}, or --resume latest."}),
+            "session/load",
+            SessionExpired,
+        ),
         (
             json!({"message": "x", "codex_error_info": "usage_limit_exceeded"}),
             "session/prompt",

@@ -941,20 +941,22 @@ impl Store {
         Ok(())
     }
 
-    fn plan(
-        &self,
-        state: &State,
-        snap: &SessionSnapshot,
-    ) -> Result<(Vec<Change>, u64), StoreError> {
+    fn plan(&self, h: &Handle, snap: &SessionSnapshot) -> Result<(Vec<Change>, u64), StoreError> {
+        let state = &h.state;
         let mut changes = Vec::new();
         let mut redactions = 0u64;
-        let chat_base = infer_base(
+        let chat_base = match infer_base(
             snap.chat_turns_base,
             snap.chat_turns.iter().map(|t| t.id.as_str()),
             state.chat_base,
             &state.chat,
             "id",
-        );
+        ) {
+            Located::At(base) => base,
+            Located::NotInMemory => self
+                .locate_in_journal(h, TurnList::Chat, snap.chat_turns.iter().map(|t| &*t.id))?
+                .unwrap_or(0),
+        };
         if let Some(from) = first_change(
             state.chat_base,
             state.chat_seen.len(),
@@ -975,13 +977,22 @@ impl Store {
                 fps: Fps::Chat(snap.chat_turns[k..].to_vec()),
             });
         }
-        let exec_base = infer_base(
+        let exec_base = match infer_base(
             snap.exec_turns_base,
             snap.exec_turns.iter().map(|t| t.exec_id.as_str()),
             state.exec_base,
             &state.exec,
             "execId",
-        );
+        ) {
+            Located::At(base) => base,
+            Located::NotInMemory => self
+                .locate_in_journal(
+                    h,
+                    TurnList::Exec,
+                    snap.exec_turns.iter().map(|t| &*t.exec_id),
+                )?
+                .unwrap_or(0),
+        };
         let exec_fps: Vec<Fp> = snap.exec_turns.iter().map(fp_of).collect();
         if let Some(from) = first_change(
             state.exec_base,
@@ -1113,7 +1124,7 @@ impl Store {
             let h = self
                 .handle(inner, ws, sid, true, &mut warnings)?
                 .expect("create=true always yields a session");
-            let (changes, redactions) = self.plan(&h.state, snapshot)?;
+            let (changes, redactions) = self.plan(h, snapshot)?;
             let bytes = self.write_changes(h, changes)?;
             Ok((
                 bytes,
@@ -1687,6 +1698,84 @@ impl Store {
             .collect())
     }
 
+    /// The absolute index of the first of `ids` (a base-less snapshot's turns, in order)
+    /// in the session's current transcript, found by streaming its journal: the rare path
+    /// of [`infer_base`] when none of them is held in memory. Memory is bounded by the
+    /// snapshot (one entry per matching turn), not by the history. `None` when no id is
+    /// part of the transcript (the snapshot's turns are all new).
+    ///
+    /// # Errors
+    /// I/O errors reading the journal.
+    fn locate_in_journal<'a>(
+        &self,
+        h: &Handle,
+        list: TurnList,
+        ids: impl Iterator<Item = &'a str>,
+    ) -> Result<Option<u64>, StoreError> {
+        let wanted: HashMap<&str, usize> = ids.enumerate().map(|(k, id)| (id, k)).collect();
+        if wanted.is_empty() {
+            return Ok(None);
+        }
+        let (key, end) = match list {
+            TurnList::Chat => ("id", h.state.chat_base),
+            TurnList::Exec => ("execId", h.state.exec_base),
+        };
+        let codec = self.codec(&h.dir, &h.ws, &h.sid, h.key.as_ref());
+        let jpath = h.dir.join(JOURNAL);
+        // Absolute index -> position in the snapshot, for the transcript as it now stands.
+        let mut found: std::collections::BTreeMap<u64, usize> = Default::default();
+        let mut warnings = Vec::new();
+        journal::scan(codec.fs, &jpath, 0, SCAN_CHUNK, |_, ev| {
+            let (from, turns) = match (codec.decode(ev, false, &mut warnings), list) {
+                (
+                    Ok(Event {
+                        body: Body::Chat { from, turns },
+                        ..
+                    }),
+                    TurnList::Chat,
+                )
+                | (
+                    Ok(Event {
+                        body: Body::Exec { from, turns },
+                        ..
+                    }),
+                    TurnList::Exec,
+                ) => (from, turns),
+                (
+                    Ok(Event {
+                        body: Body::Checkpoint(c),
+                        ..
+                    }),
+                    _,
+                ) => match list {
+                    TurnList::Chat => (c.chat_base, c.chat),
+                    TurnList::Exec => (c.exec_base, c.exec),
+                },
+                (Ok(_), _) => return true,
+                (Err(_), _) => return false,
+            };
+            // Each record replaces the list from `from` on; older entries stay.
+            found.retain(|&i, _| i < from);
+            for (i, v) in turns.iter().enumerate() {
+                if let Some(&k) = v
+                    .get(key)
+                    .and_then(Value::as_str)
+                    .and_then(|id| wanted.get(id))
+                {
+                    found.insert(from + i as u64, k);
+                }
+            }
+            true
+        })
+        .map_err(io("read journal", &jpath))?;
+        // Only turns older than the memory window matter here: the caller found none of
+        // the snapshot's turns in memory.
+        Ok(found
+            .range(..end)
+            .find(|&(&i, &k)| i >= k as u64)
+            .map(|(&i, &k)| i - k as u64))
+    }
+
     /// Turns kept in memory per session: twice the resume window, so that replacing or
     /// truncating recent turns leaves a full window to compare against.
     fn mem_window(&self) -> usize {
@@ -2021,7 +2110,7 @@ impl Store {
         };
         let kept_as = self.archive_folder(ws, dir, sid, "v1")?;
         let mut h = self.create_session(ws, sid)?;
-        let (changes, _) = self.plan(&h.state, &snapshot)?;
+        let (changes, _) = self.plan(&h, &snapshot)?;
         self.write_changes(&mut h, changes)?;
         self.write_changes(
             &mut h,
@@ -2112,25 +2201,39 @@ fn first_change(
     Ok(None)
 }
 
+/// Where [`infer_base`] found a snapshot's turns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Located {
+    /// The snapshot's first turn has this absolute index.
+    At(u64),
+    /// The snapshot has no base and none of its turns is among those held in memory: they
+    /// may be older ones (a window sent after a truncation that cut below the memory
+    /// window) or new ones; only the journal can tell.
+    NotInMemory,
+}
+
 /// The absolute index of a snapshot's first turn. A snapshot that lost its `…TurnsBase`
 /// (an editor that drops fields it does not know) would otherwise read as "the transcript
 /// is now these few turns" and truncate the history; so when the given base is 0, the
 /// snapshot's turns are located by id (`key`: `id` or `execId`, unique within a session):
-/// the first of its turns that the store holds in memory fixes the base.
+/// the first of its turns that the store holds in memory fixes the base. When none is held
+/// in memory the answer is [`Located::NotInMemory`] and the caller asks the journal
+/// ([`Store::locate_in_journal`]); docs/protocol.md ("The restored window") states the
+/// contract.
 fn infer_base<'a>(
     given: u64,
     ids: impl Iterator<Item = &'a str>,
     known_base: u64,
     known: &[Value],
     key: &str,
-) -> u64 {
+) -> Located {
     if given != 0 || known.is_empty() {
-        return given;
+        return Located::At(given);
     }
     let mut ids = ids.peekable();
     // Fast path: a session held from its start, and a snapshot that starts there too.
     if known_base == 0 && ids.peek().copied() == known[0].get(key).and_then(Value::as_str) {
-        return 0;
+        return Located::At(0);
     }
     let position: HashMap<&str, usize> = known
         .iter()
@@ -2139,10 +2242,21 @@ fn infer_base<'a>(
         .collect();
     for (k, id) in ids.enumerate() {
         if let Some(&j) = position.get(id) {
-            return (known_base + j as u64).saturating_sub(k as u64);
+            return Located::At((known_base + j as u64).saturating_sub(k as u64));
         }
     }
-    given
+    if known_base == 0 {
+        // Memory holds the whole list and none of the snapshot's turns: they are new.
+        return Located::At(given);
+    }
+    Located::NotInMemory
+}
+
+/// Which of a session's two turn lists a journal lookup reads.
+#[derive(Debug, Clone, Copy)]
+enum TurnList {
+    Chat,
+    Exec,
 }
 
 /// Chat turns `[start, end)` of the whole transcript, by absolute index, read by streaming
