@@ -8,6 +8,7 @@
 //! - [`acp`]: the ACP client ([`AcpConnection`]): initialize, new/load/resume, prompt with
 //!   streamed [`SessionEvent`]s, cancel, permission forwarding, workspace-confined `fs/*`,
 //!   the silence watchdog, and [`AcpError`]s carrying [`tether_recovery::Observation`]s.
+//! - [`quirks`]: what differs between the real agents, as a table ([`Quirks`]).
 //! - [`tools`]: dangling tool call repair (seed 004).
 //! - [`claude_print`]: the one-shot `claude -p --output-format json` driver (seed 001).
 //! - [`scripted`]: a deterministic scripted ACP agent for tests and `tether demo`.
@@ -20,6 +21,7 @@ pub mod config;
 pub mod fs;
 pub mod process;
 pub mod procfs;
+pub mod quirks;
 pub mod registry;
 pub mod scripted;
 pub mod tools;
@@ -30,5 +32,6 @@ pub use acp::{
 };
 pub use config::{AgentConfig, AgentProtocol};
 pub use process::{AgentProcess, ExitInfo};
+pub use quirks::Quirks;
 pub use registry::{ChildRegistry, ReapReport, reap_orphans};
 pub use tools::{DanglingReason, ToolCallTracker};

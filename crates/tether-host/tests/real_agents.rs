@@ -41,7 +41,6 @@
 //! What each agent returned is written to `$CARGO_TARGET_TMPDIR/real-agents-host/<agent>.json`.
 
 use std::collections::BTreeMap;
-use std::ops::RangeInclusive;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -52,7 +51,7 @@ use serde_json::{Value, json};
 use tether_host::claude_print::{OneShotJob, PrintOptions, run_one_shot_with_recovery};
 use tether_host::{
     AcpConnection, AcpError, AcpOptions, AgentConfig, AgentProtocol, ChildRegistry, DanglingReason,
-    LoadedSession, PermissionDecision, SessionEvent,
+    LoadedSession, PermissionDecision, Quirks, SessionEvent,
 };
 use tether_recovery::budget::RetryBudget;
 use tether_recovery::one_shot::OneShotDecision;
@@ -267,31 +266,25 @@ fn is_open(status: &str) -> bool {
     !matches!(status, "completed" | "failed")
 }
 
-/// What differs between the agents, as observed (see the per-agent tests).
+/// What differs between the agents: the agent's row of the product's quirks table
+/// (`tether_host::quirks`), every field of which this test asserts, plus what only the test
+/// needs.
 #[derive(Debug, Clone)]
 struct Expect {
-    /// `session/load` loses the conversation (Gemini CLI).
-    load_loses_history: bool,
+    /// The agent's quirks row.
+    quirks: &'static Quirks,
     /// Kinds the unknown-session load may classify as.
     unknown_load: &'static [ErrorKind],
-    /// Model failures are reported in the turn's text, not as JSON-RPC errors (Copilot).
-    in_band_failures: bool,
-    /// After a turn failed with an API error the next prompt in the same process is stale
-    /// (claude-agent-acp): reload in a fresh process first, as the server does.
-    reload_after_api_error: bool,
-    /// Model requests of a turn against a 429 on every request (the agent's own retries,
-    /// with the test kit's retry knobs).
-    rate_limited_requests: RangeInclusive<usize>,
-    /// Model requests of a turn against a 401 (more than one: the agent retries a 401).
-    unauthorized_requests: RangeInclusive<usize>,
-    /// The replay of a session whose agent was killed mid-tool reports the tool call
-    /// `completed` (codex-acp), so nothing is left for the host to repair.
-    replay_closes_killed_call: bool,
-    /// The agent announces a tool call that needs permission only in the permission request
-    /// (Gemini CLI), never in a `tool_call` update.
-    tool_call_only_in_permission: bool,
     /// Extra agent arguments.
     extra_args: &'static [&'static str],
+}
+
+/// The quirks row of the agent published as `package`.
+fn row(package: &str) -> &'static Quirks {
+    tether_host::quirks::TABLE
+        .iter()
+        .find(|q| q.agent == package)
+        .unwrap_or_else(|| panic!("no quirks row for {package}"))
 }
 
 /// One live connection with its session and event pump.
@@ -496,7 +489,7 @@ async fn faulted_prompt(
     match result {
         Ok(outcome) => {
             assert!(
-                expect.in_band_failures,
+                expect.quirks.in_band_failures,
                 "{}: the faulted turn ended {:?} with {streamed:?}",
                 run.name(),
                 outcome.stop_reason
@@ -507,7 +500,7 @@ async fn faulted_prompt(
         }
         Err(e) => {
             assert!(
-                !expect.in_band_failures && !e.is_crash(),
+                !expect.quirks.in_band_failures && !e.is_crash(),
                 "{}: faulted prompt: {e}",
                 run.name()
             );
@@ -530,6 +523,26 @@ async fn run_acp(agent: RealAgent, expect: Expect) {
     let first = run.new_live(run.start().await).await;
     let info = first.conn.info().clone();
     assert!(info.load_session, "{name} must advertise loadSession");
+    run.note("agentInfo", json!(info.agent_info));
+
+    // 1a. Before the first turn, can a fresh process load the session? (the quirks row's
+    // `persists_before_first_turn`, which decides whether a rate-limit resume may reload)
+    let probe = run.start().await;
+    let early = run.load(&probe, &first.session).await;
+    let early_error = early.as_ref().err().map(ToString::to_string);
+    drop(early);
+    probe.shutdown().await;
+    run.note(
+        "loadBeforeFirstTurn",
+        json!({"ok": early_error.is_none(), "error": early_error}),
+    );
+    assert_eq!(
+        early_error.is_none(),
+        expect.quirks.persists_before_first_turn,
+        "{name}: session/load before the first turn: {early_error:?} (quirks row says \
+         persists_before_first_turn = {})",
+        expect.quirks.persists_before_first_turn
+    );
     prompt_ok(&run, &first, "hello tether").await;
     let kinds: Vec<Value> = first
         .pump
@@ -545,7 +558,7 @@ async fn run_acp(agent: RealAgent, expect: Expect) {
     // 2. A NEW connection loads the session: the replay holds the turn.
     let second_conn = run.start().await;
     let loaded = run.load(&second_conn, &original).await;
-    let mut live = if expect.load_loses_history {
+    let mut live = if !expect.quirks.load_replays {
         // Gemini CLI bug (0.60/0.61, see the test kit's `reload`): session/load re-creates the
         // session's recording before reading it back, so the conversation is gone: either
         // -32603 "No previous sessions found for this project." or a replay without the turn.
@@ -617,14 +630,29 @@ async fn run_acp(agent: RealAgent, expect: Expect) {
     );
     assert_eq!(classified.kind, ErrorKind::RateLimited, "{name}: {summary}");
     assert!(
-        expect.rate_limited_requests.contains(&requests),
+        expect.quirks.requests_on_429.contains(&requests),
         "{name}: {requests} model requests in the 429 turn, expected {:?}",
-        expect.rate_limited_requests
+        expect.quirks.requests_on_429
     );
 
-    if expect.reload_after_api_error {
+    if !expect.quirks.survives_api_error {
         // claude-agent-acp: the prompt after an API-error turn ends at once with an empty
         // end_turn in the same process; a fresh process that loads the session does not.
+        // The quirk itself first, so that a fixed agent fails here and the workaround can go.
+        let (result, streamed) = prompt(&run, &live, "after the limit").await;
+        let stop = result
+            .as_ref()
+            .map(|o| o.stop_reason.clone())
+            .map_err(ToString::to_string);
+        run.note(
+            "promptAfterApiError",
+            json!({"stopReason": format!("{stop:?}"), "streamed": streamed}),
+        );
+        assert!(
+            !streamed.contains("ok: after the limit"),
+            "{name} answers the prompt after an API-error turn in the same process now \
+             ({stop:?}): set survives_api_error in its quirks row"
+        );
         let id = live.session.clone();
         live.conn.shutdown().await;
         live = run.reload(&id, "hello tether", "after 429").await;
@@ -651,11 +679,11 @@ async fn run_acp(agent: RealAgent, expect: Expect) {
         "{name}: {summary}"
     );
     assert!(
-        expect.unauthorized_requests.contains(&requests),
+        expect.quirks.requests_on_401.contains(&requests),
         "{name}: {requests} model requests in the 401 turn, expected {:?}",
-        expect.unauthorized_requests
+        expect.quirks.requests_on_401
     );
-    if expect.reload_after_api_error {
+    if !expect.quirks.survives_api_error {
         let id = live.session.clone();
         live.conn.shutdown().await;
         live = run.reload(&id, "hello tether", "after 401").await;
@@ -823,7 +851,7 @@ async fn kill_mid_tool(run: &mut Run, live: Live, expect: &Expect) {
         .filter(|(_, s)| is_open(s))
         .map(|(id, _)| id)
         .collect();
-    if expect.tool_call_only_in_permission {
+    if expect.quirks.tool_call_only_in_permission {
         // Gemini CLI announces a tool call that needs permission only inside
         // `session/request_permission` (then straight `tool_call_update: completed`), never as
         // a `tool_call` update. The host tracks the permission's toolCall too, so the call the
@@ -895,7 +923,7 @@ async fn kill_mid_tool(run: &mut Run, live: Live, expect: &Expect) {
     let conn = run.start().await;
     let loaded = run.load(&conn, &session).await;
     let next = match loaded {
-        Ok(loaded) if expect.load_loses_history => {
+        Ok(loaded) if !expect.quirks.load_replays => {
             // Gemini's load bug again: the replay lacks the conversation (or the load fails,
             // below); the run carries on in a new session.
             let replayed = text_of(&loaded.replay, "user_message_chunk");
@@ -945,7 +973,7 @@ async fn kill_mid_tool(run: &mut Run, live: Live, expect: &Expect) {
                 "{name}: repairs must finish exactly the tool calls the replay leaves open"
             );
             let in_replay = replay_calls.iter().find(|(id, _)| id == killed_call);
-            if expect.replay_closes_killed_call {
+            if expect.quirks.replay_closes_killed_call {
                 // codex-acp replays the call its process died in as `completed` (its rollout
                 // holds the call without output): nothing is left open, nothing to repair.
                 assert_eq!(
@@ -963,7 +991,7 @@ async fn kill_mid_tool(run: &mut Run, live: Live, expect: &Expect) {
             }
             live
         }
-        Err(e) if expect.load_loses_history => {
+        Err(e) if !expect.quirks.load_replays => {
             run.note("reloadAfterKill", json!({"error": e.to_string()}));
             run.new_live(conn).await
         }
@@ -983,14 +1011,8 @@ async fn claude_acp() {
     run_acp(
         RealAgent::ClaudeAcp,
         Expect {
-            load_loses_history: false,
+            quirks: row("@zed-industries/claude-agent-acp"),
             unknown_load: &[ErrorKind::SessionExpired],
-            in_band_failures: false,
-            reload_after_api_error: true,
-            rate_limited_requests: 2..=2,
-            unauthorized_requests: 2..=2,
-            replay_closes_killed_call: false,
-            tool_call_only_in_permission: false,
             extra_args: &[],
         },
     )
@@ -1004,14 +1026,8 @@ async fn codex_acp() {
     run_acp(
         RealAgent::CodexAcp,
         Expect {
-            load_loses_history: false,
+            quirks: row("@zed-industries/codex-acp"),
             unknown_load: &[ErrorKind::SessionExpired],
-            in_band_failures: false,
-            reload_after_api_error: false,
-            rate_limited_requests: 1..=1,
-            unauthorized_requests: 2..=2,
-            replay_closes_killed_call: true,
-            tool_call_only_in_permission: false,
             // Codex's Linux sandbox needs bubblewrap, absent here (the command then fails at
             // once, "bubblewrap is unavailable"): run the tool unsandboxed in the temp HOME.
             extra_args: &["-c", "sandbox_mode=danger-full-access"],
@@ -1028,14 +1044,8 @@ async fn opencode() {
     run_acp(
         RealAgent::Opencode,
         Expect {
-            load_loses_history: false,
+            quirks: row("opencode-ai"),
             unknown_load: &[ErrorKind::SessionExpired, ErrorKind::Unknown],
-            in_band_failures: false,
-            reload_after_api_error: false,
-            rate_limited_requests: 3..=10,
-            unauthorized_requests: 1..=1,
-            replay_closes_killed_call: false,
-            tool_call_only_in_permission: false,
             extra_args: &[],
         },
     )
@@ -1049,14 +1059,8 @@ async fn gemini() {
     run_acp(
         RealAgent::Gemini,
         Expect {
-            load_loses_history: true,
+            quirks: row("@google/gemini-cli"),
             unknown_load: &[ErrorKind::SessionExpired],
-            in_band_failures: false,
-            reload_after_api_error: false,
-            rate_limited_requests: 2..=2,
-            unauthorized_requests: 1..=1,
-            replay_closes_killed_call: false,
-            tool_call_only_in_permission: true,
             extra_args: &[],
         },
     )
@@ -1070,14 +1074,8 @@ async fn copilot() {
     run_acp(
         RealAgent::Copilot,
         Expect {
-            load_loses_history: false,
+            quirks: row("@github/copilot"),
             unknown_load: &[ErrorKind::SessionExpired],
-            in_band_failures: true,
-            reload_after_api_error: false,
-            rate_limited_requests: 6..=6,
-            unauthorized_requests: 3..=3,
-            replay_closes_killed_call: false,
-            tool_call_only_in_permission: false,
             extra_args: &[],
         },
     )

@@ -23,7 +23,9 @@ pub struct Answers {
     /// The action title chosen in `window/showMessageRequest` ("Try Again", "Start New
     /// Session"); `None` = dismiss (answer `null`).
     pub show_message_request: Option<String>,
-    /// The option id chosen for `session/requestPermission`; `None` = `cancelled`.
+    /// The option chosen for `session/requestPermission`: its `optionId`, or, when no
+    /// option has that id, the first option of that `kind` (`allow_once`, …; agents name
+    /// their options differently); `None` = `cancelled`.
     pub permission: Option<String>,
 }
 
@@ -309,6 +311,29 @@ impl Editor {
         self.wait_end(timeout).await
     }
 
+    /// Sends `signal` (e.g. `libc::SIGTERM`) to the server process, leaving its stdin open,
+    /// then waits for it to end (at most `timeout`).
+    ///
+    /// # Errors
+    /// The server is in-process (it has no process to signal), or it did not end in time.
+    pub async fn signal(
+        mut self,
+        signal: i32,
+        timeout: Duration,
+    ) -> Result<Option<std::process::ExitStatus>, String> {
+        let pid = self
+            .child
+            .as_ref()
+            .and_then(Child::id)
+            .ok_or("the server is not a child process")?;
+        let pid = i32::try_from(pid).map_err(|e| e.to_string())?;
+        // SAFETY: kill has no memory-safety preconditions; pid is our live child's.
+        if unsafe { libc::kill(pid, signal) } != 0 {
+            return Err(format!("kill: {}", std::io::Error::last_os_error()));
+        }
+        self.wait_end(timeout).await
+    }
+
     async fn wait_end(
         &mut self,
         timeout: Duration,
@@ -355,7 +380,21 @@ async fn pump(
                         .unwrap_or(Value::Null)
                 }
                 "session/requestPermission" => match answers.permission {
-                    Some(option) => json!({"outcome": {"outcome": "selected", "optionId": option}}),
+                    Some(wanted) => {
+                        let options = params["options"].as_array().cloned().unwrap_or_default();
+                        let by_id = options.iter().any(|o| o["optionId"] == wanted.as_str());
+                        let option = if by_id {
+                            Some(wanted)
+                        } else {
+                            options
+                                .iter()
+                                .find(|o| o["kind"] == wanted.as_str())
+                                .and_then(|o| o["optionId"].as_str())
+                                .map(str::to_owned)
+                                .or(Some(wanted))
+                        };
+                        json!({"outcome": {"outcome": "selected", "optionId": option}})
+                    }
                     None => json!({"outcome": {"outcome": "cancelled"}}),
                 },
                 _ => Value::Null,

@@ -347,6 +347,10 @@ pub enum StatusState {
     WaitingRetry,
     /// Waiting out a rate limit before resuming the same session.
     RateLimited,
+    /// Mid-turn, the agent has sent nothing for `silentStatusSecs` (it may be retrying on
+    /// its own, as opencode does with rate limits); `ready` follows when output resumes or
+    /// the turn ends.
+    AgentSilent,
     /// The session is live.
     Ready,
     /// The session could not be resumed.

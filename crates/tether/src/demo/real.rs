@@ -7,8 +7,9 @@
 //!   reach the model API, so the fake cannot fail it);
 //! - the rate limit: the fake answers the agent's model requests 429 (with `retry-after`) as
 //!   many times as the agent retries by itself (the test kit's measured counts);
-//! - the crash: the fake streams slowly, and once the answer has begun the demo SIGKILLs the
-//!   agent's process group (found by the marker in its environment).
+//! - the crash: the fake answers with a call of the agent's shell tool running a slow
+//!   command; once the agent has announced the tool call and the command runs, the demo
+//!   SIGKILLs the agent's process groups (found by the marker in their environment).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -18,6 +19,9 @@ use tether_testkit::agents::{AgentLaunch, RealAgent};
 use tether_testkit::{FakeModel, FaultAction, FaultRule, Reply, ReplyMode, Times, procs};
 
 use crate::editor::Editor;
+
+/// The command the model asks the agent's shell tool to run in the crash step.
+const SLOW_COMMAND: &str = "sleep 37";
 
 /// Makes the next N starts fail: `$1` is the counter file, the rest the agent's command.
 const WRAPPER: &str = r#"n=$(cat "$1" 2>/dev/null || echo 0)
@@ -56,7 +60,16 @@ impl Real {
             mode: ReplyMode::Echo("ok: ".to_owned()),
             chunk_delay_ms: 0,
         });
-        let launch = agent.launch(&fake.base_url()).map_err(|e| e.to_string())?;
+        let mut launch = agent.launch(&fake.base_url()).map_err(|e| e.to_string())?;
+        if agent == RealAgent::CodexAcp {
+            // Codex's Linux sandbox needs bubblewrap, which a plain Debian machine lacks (its
+            // shell tool then fails at once): run the tool unsandboxed inside the temporary
+            // HOME, as the test kit's Codex tests do.
+            launch.args.extend([
+                "-c".to_owned(),
+                "sandbox_mode=danger-full-access".to_owned(),
+            ]);
+        }
         Ok(Self {
             agent,
             name: name.to_owned(),
@@ -124,23 +137,56 @@ impl Real {
         );
     }
 
-    /// Slows the answer down, waits until it has begun, then SIGKILLs the agent's process
-    /// group.
-    pub async fn kill_agent_mid_turn(&self, editor: &Editor, mark: usize) {
+    /// The agent's row of the quirks table (by its command line, as the server finds it).
+    pub fn quirks(&self) -> &'static tether_host::Quirks {
+        let config = tether_host::AgentConfig {
+            command: self.launch.program.display().to_string(),
+            args: self.launch.args.clone(),
+            env: Default::default(),
+            protocol: Default::default(),
+            cwd: None,
+        };
+        tether_host::quirks::identify(None, &config)
+    }
+
+    /// Makes the model answer with a call of the agent's shell tool running a slow command,
+    /// waits until the agent has announced the tool call (a `tool_call` update, or the
+    /// permission question that carries it) and the command runs, then SIGKILLs the agent's
+    /// process groups, so the turn ends with a tool call left open.
+    pub async fn kill_agent_mid_tool(&self, editor: &Editor, mark: usize) {
         self.fake.set_reply(Reply {
-            mode: ReplyMode::Echo("ok: ".to_owned()),
-            chunk_delay_ms: 700,
+            mode: ReplyMode::ShellToolCall {
+                command: SLOW_COMMAND.to_owned(),
+            },
+            chunk_delay_ms: 0,
         });
-        let began = editor
-            .wait_for(
-                mark,
-                "session/update",
-                |p| p["update"]["sessionUpdate"] == "agent_message_chunk",
-                Duration::from_secs(90),
-            )
-            .await;
-        if began.is_none() {
-            println!("   (the answer never began; killing the agent anyway)");
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        let (mut announced, mut running) = (false, false);
+        while !(announced && running) && std::time::Instant::now() < deadline {
+            announced = announced
+                || editor.received().iter().skip(mark).any(|r| {
+                    (r.method() == "session/update"
+                        && r.params()["update"]["sessionUpdate"] == "tool_call")
+                        || (r.method() == "session/requestPermission"
+                            && r.params()["toolCall"]["toolCallId"].is_string())
+                });
+            running = running
+                || procs::marked_processes(&self.marker).iter().any(|p| {
+                    p.cmdline == SLOW_COMMAND || p.cmdline.ends_with(&format!("/{SLOW_COMMAND}"))
+                });
+            if !(announced && running) {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        if announced && running {
+            println!("   the agent runs `{SLOW_COMMAND}` in its shell tool");
+            // Mid-tool for a moment, as a real crash finds it: Claude Code writes the tool
+            // use to its transcript only after the command has started.
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        } else {
+            println!(
+                "   (tool call announced: {announced}, command running: {running}; killing the agent anyway)"
+            );
         }
         // The agent's process groups: those of the processes carrying this demo's marker
         // (the server recorded the same groups in its child registry).

@@ -58,6 +58,11 @@ pub struct ServerConfig {
     /// seconds. Agents retry internally for minutes without a word (FIELD-NOTES), so the
     /// default is generous.
     pub watchdog_secs: u64,
+    /// How long an agent may send nothing mid-turn before the editor is told it is silent
+    /// (`session/status` `agentSilent`), in seconds. Short: it is information, not a
+    /// failure (agents that retry by themselves are silent for seconds; see
+    /// `server::silence`).
+    pub silent_status_secs: u64,
 }
 
 impl Default for ServerConfig {
@@ -78,6 +83,7 @@ impl Default for ServerConfig {
             rate_limit: RateLimitConfig::default(),
             connection_ttl_secs: 600,
             watchdog_secs: 180,
+            silent_status_secs: 5,
         }
     }
 }
@@ -159,6 +165,9 @@ impl ServerConfig {
         }
         if self.watchdog_secs == 0 {
             return Err(err("watchdogSecs".into(), "must be at least 1".into()));
+        }
+        if self.silent_status_secs == 0 {
+            return Err(err("silentStatusSecs".into(), "must be at least 1".into()));
         }
         Ok(())
     }

@@ -47,6 +47,9 @@ pub struct TurnText {
     pub repairs: Vec<String>,
     /// Set when the agent's transport ended.
     pub exited: Option<Observation>,
+    /// Events forwarded since the session went live (updates, repairs, permission
+    /// questions): the silence watch's measure of output.
+    pub events: u64,
 }
 
 impl std::fmt::Debug for Live {
@@ -112,6 +115,11 @@ impl Live {
         lock(&self.conn).replace(Arc::new(conn))
     }
 
+    /// Events forwarded so far (see [`TurnText::events`]).
+    pub fn events_seen(&self) -> u64 {
+        lock(&self.turn).events
+    }
+
     /// The connection, unless it was taken for shutdown.
     pub fn conn(&self) -> Option<Arc<AcpConnection>> {
         *lock(&self.last_used) = Instant::now();
@@ -156,6 +164,7 @@ impl Live {
             agent: std::mem::take(&mut turn.agent),
             repairs: std::mem::take(&mut turn.repairs),
             exited: turn.exited.clone(),
+            events: turn.events,
         }
     }
 
@@ -225,6 +234,7 @@ async fn pump(
 }
 
 async fn handle(id: &str, event: SessionEvent, notifier: &Notifier, turn: &Mutex<TurnText>) {
+    lock(turn).events += 1;
     match event {
         SessionEvent::Update { update } => {
             if update["sessionUpdate"] == "agent_message_chunk"

@@ -10,6 +10,7 @@ pub mod config;
 pub mod live;
 pub mod notifier;
 pub mod sessions;
+pub mod silence;
 pub mod transport;
 
 use std::path::PathBuf;
@@ -22,6 +23,11 @@ pub struct ServeOptions {
     /// Where agent process groups are recorded so a later server can reap orphans; `None` =
     /// `<data dir>/children.json`.
     pub registry_file: Option<PathBuf>,
+    /// End as on `exit` when the process gets SIGTERM, SIGHUP or SIGINT: every agent shut
+    /// down (stdin close, SIGTERM, SIGKILL to its group, the marker sweep), the cache
+    /// flushed, then return. Set by [`serve_stdio`] (the process's own server), never for an
+    /// in-process server, whose host process owns its signals.
+    pub handle_signals: bool,
 }
 
 /// Serves the protocol on this process's stdin and stdout until `exit` or end of input,
@@ -33,6 +39,10 @@ pub struct ServeOptions {
 /// `stdout()` instead hand every read and write to a blocking-pool thread, which costs two
 /// thread handoffs per message each way. A terminal or a file falls back to those.
 pub async fn serve_stdio(options: ServeOptions) {
+    let options = ServeOptions {
+        handle_signals: true,
+        ..options
+    };
     transport::serve(stdio::input(), stdio::output(), options).await;
 }
 

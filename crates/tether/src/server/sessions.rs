@@ -37,6 +37,7 @@ use super::ServeOptions;
 use super::config::ServerConfig;
 use super::live::{Live, shutdown_conn};
 use super::notifier::Notifier;
+use super::silence::{SilenceDecision, SilenceWatch};
 use crate::params::invalid_params;
 use crate::protocol::{
     BannerKind, BannerParams, BreakerView, Choice, ClearParams, ClearResult, ListResult,
@@ -98,6 +99,8 @@ pub struct Sessions {
     /// The store's coalescing interval (`StoreConfig::coalesce_interval`).
     coalesce_interval: Duration,
     shutdown: CancellationToken,
+    /// Set once [`Self::shutdown`] has run; held while it runs, so a second caller waits.
+    shutdown_done: tokio::sync::Mutex<bool>,
 }
 
 impl std::fmt::Debug for Sessions {
@@ -188,6 +191,7 @@ impl Sessions {
             persist_saved_at: Mutex::new(HashMap::new()),
             coalesce_interval,
             shutdown: CancellationToken::new(),
+            shutdown_done: tokio::sync::Mutex::new(false),
         }))
     }
 
@@ -237,9 +241,12 @@ impl Sessions {
 
     /// Shuts every agent down and flushes coalesced persists.
     pub async fn shutdown(&self) {
-        if self.shutdown.is_cancelled() {
+        // A second caller (end of input and a signal at once) waits for the first to finish.
+        let mut done = self.shutdown_done.lock().await;
+        if *done {
             return;
         }
+        *done = true;
         self.shutdown.cancel();
         let lives: Vec<_> = lock(&self.live).drain().map(|(_, l)| l).collect();
         let count = lives.len();
@@ -1077,10 +1084,29 @@ impl Sessions {
             let Some(conn) = live.conn() else {
                 return Err(unknown_session(&params.session_id));
             };
-            let outcome = tokio::select! {
-                r = conn.prompt_blocks(&live.id, blocks.clone()) => r,
-                () = self.shutdown.cancelled() => return Err(request_failed("the server is shutting down".into(), json!({"kind": "cancelled"}))),
+            let turn_started = Instant::now();
+            let mut silence = SilenceWatch::new(
+                Duration::from_secs(self.config.silent_status_secs),
+                Duration::ZERO,
+                live.events_seen(),
+            );
+            let outcome = {
+                let prompt = conn.prompt_blocks(&live.id, blocks.clone());
+                tokio::pin!(prompt);
+                loop {
+                    tokio::select! {
+                        r = &mut prompt => break r,
+                        () = tokio::time::sleep(silence.poll_interval()) => {
+                            let decision = silence.poll(turn_started.elapsed(), live.events_seen());
+                            self.report_silence(&live, decision).await;
+                        }
+                        () = self.shutdown.cancelled() => return Err(request_failed("the server is shutting down".into(), json!({"kind": "cancelled"}))),
+                    }
+                }
             };
+            if silence.reported() {
+                self.report_silence(&live, SilenceDecision::Resumed).await;
+            }
             drop(conn);
             live.barrier().await;
             let turn = live.take_turn();
@@ -1170,30 +1196,133 @@ impl Sessions {
                                     None,
                                 )
                                 .await;
-                            // Resume the same session in a fresh agent process when the
-                            // agent can load it: an agent's in-process state after a failed
-                            // turn is not to be trusted (claude-agent-acp 0.23.1 answers the
-                            // next prompt with an empty end_turn and streams that answer
-                            // during the one after). Agents that cannot load are re-prompted
-                            // in place.
-                            if live.can_load() {
-                                let why = observation.clone();
-                                self.restart(&live, &why).await?;
-                            }
+                            self.after_api_error(&live, &observation).await?;
                             continue;
                         }
                         _ => return Err(prompt_error(&error)),
                     }
                 }
                 ErrorKind::AgentCrashed => {
-                    self.restart(&live, &observation).await?;
+                    // The turn failed as agentCrashed whatever the restart gives; the message
+                    // says whether the session is back.
+                    let restarted = self.restart(&live, &observation).await;
                     let repaired = live.take_turn().repairs.len() + turn.repairs.len();
                     let mut err = prompt_error(&error);
-                    err.message = format!("{}; the agent was restarted and the session reloaded ({repaired} interrupted tool call(s) finished as failed)", err.message).into();
+                    err.message = match restarted {
+                        Ok(()) => format!("{}; the agent was restarted and the session reloaded ({repaired} interrupted tool call(s) finished as failed)", err.message),
+                        Err(e) => format!("{}; {repaired} interrupted tool call(s) finished as failed; the agent could not be restarted with this session: {}", err.message, e.message),
+                    }
+                    .into();
                     return Err(err);
                 }
                 _ => return Err(prompt_error(&error)),
             }
+        }
+    }
+
+    /// Readies a session to be re-prompted after a turn that failed with a model API error
+    /// (a rate limit waited out), as its agent's row of the quirks table says: the live
+    /// process is re-prompted where the agent survives such a turn; an agent that does not
+    /// (claude-agent-acp) gets the session reloaded in a fresh process, and when that reload
+    /// fails because the agent never saved the session (Gemini CLI before its first
+    /// completed turn), the live process goes on.
+    ///
+    /// # Errors
+    /// The reload's error, when the live process cannot go on either.
+    async fn after_api_error(&self, live: &Arc<Live>, why: &Observation) -> Result<()> {
+        let quirks = self.quirks_of(live);
+        if quirks.survives_api_error || !live.can_load() {
+            let why = if quirks.identified_by.is_empty() {
+                "no quirk recorded for this agent".to_owned()
+            } else {
+                format!("{} {} survives a failed turn", quirks.agent, quirks.seen_in)
+            };
+            self.log(
+                &live.id,
+                format!("re-prompting the live agent process ({why})"),
+            )
+            .await;
+            return Ok(());
+        }
+        self.log(
+            &live.id,
+            format!(
+                "reloading the session in a fresh process: {} {} answers the prompt after a failed turn with an empty end_turn",
+                quirks.agent, quirks.seen_in
+            ),
+        )
+        .await;
+        match self.restart(live, why).await {
+            Ok(()) => Ok(()),
+            Err(err)
+                if live.exited().is_none()
+                    && err.data.as_ref().and_then(|d| d.get("kind"))
+                        == Some(&json!(ErrorKind::SessionExpired)) =>
+            {
+                self.log(
+                    &live.id,
+                    format!(
+                        "the reload failed ({}): the agent has not saved this session yet; going on in the live process",
+                        err.message
+                    ),
+                )
+                .await;
+                Ok(())
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Tells the editor what the silence watch decided: the agent is silent mid-turn
+    /// (`agentSilent`, worded from its quirks row), or answering again (`ready`).
+    async fn report_silence(&self, live: &Arc<Live>, decision: SilenceDecision) {
+        let (state, message) = match decision {
+            SilenceDecision::Nothing => return,
+            SilenceDecision::Silent { silent_for } => {
+                let quirks = self.quirks_of(live);
+                let secs = silent_for.as_secs();
+                let message = if quirks.retries_rate_limits() {
+                    format!(
+                        "{} has sent nothing for {secs} s: it retries rate limits and server errors by itself; waiting for it",
+                        live.agent
+                    )
+                } else {
+                    format!(
+                        "{} has sent nothing for {secs} s; waiting for it",
+                        live.agent
+                    )
+                };
+                (StatusState::AgentSilent, message)
+            }
+            SilenceDecision::Resumed => (
+                StatusState::Ready,
+                format!("{} is answering again", live.agent),
+            ),
+        };
+        self.log(&live.id, format!("silence watch: {message}"))
+            .await;
+        self.notifier
+            .status(
+                StatusParams {
+                    session_id: live.id.clone(),
+                    state,
+                    attempt: 0,
+                    max_attempts: 0,
+                    retry_in_ms: None,
+                    error_kind: None,
+                    message,
+                },
+                None,
+            )
+            .await;
+    }
+
+    /// The quirks-table row of a live session's agent ([`tether_host::quirks`]).
+    fn quirks_of(&self, live: &Live) -> &'static tether_host::Quirks {
+        let info = live.conn().and_then(|c| c.info().agent_info.clone());
+        match self.agent_config(Some(&live.agent)) {
+            Ok((_, config)) => tether_host::quirks::identify(info.as_ref(), &config),
+            Err(_) => &tether_host::Quirks::DEFAULT,
         }
     }
 

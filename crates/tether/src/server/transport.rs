@@ -20,7 +20,10 @@
 
 use serde::Serialize;
 use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+
 use tokio::sync::mpsc;
 use tower_lsp_server::jsonrpc::Request;
 
@@ -113,6 +116,7 @@ where
     let (to_server, server_in) = tokio::io::duplex(1 << 20);
     let (server_out, from_server) = tokio::io::duplex(1 << 20);
     let (outbox, notes) = Outbox::new(OUTBOX_FRAMES);
+    let handle_signals = options.handle_signals;
     let (service, socket, shared) = super::build_service(options, outbox.clone());
     let outbox_for_guard = outbox.clone();
     let on_eof = shared.clone();
@@ -123,6 +127,24 @@ where
         on_eof.shutdown().await;
     });
     drop(outbox);
+    // A signal ends the server as `exit` does: the input is cut (tower-lsp-server then
+    // stops) and every agent is shut down before this function returns.
+    let signalled = Arc::new(AtomicBool::new(false));
+    let signals = handle_signals.then(|| {
+        let cut_input = guard.abort_handle();
+        let on_signal = shared.clone();
+        let signalled = signalled.clone();
+        tokio::spawn(async move {
+            let name = termination_signal().await;
+            signalled.store(true, Ordering::SeqCst);
+            tracing::warn!(
+                signal = name,
+                "received {name}: shutting every agent down and flushing the cache, then exiting"
+            );
+            cut_input.abort();
+            on_signal.shutdown().await;
+        })
+    });
     let pump = tokio::spawn(output_pump(from_server, notes, output));
     let (server_read, _) = tokio::io::split(server_in);
     let (_, server_write) = tokio::io::split(server_out);
@@ -130,13 +152,48 @@ where
         .concurrency_level(super::backend::MAX_CONCURRENT_REQUESTS)
         .serve(service)
         .await;
-    tracing::info!("client gone or exit received; shutting agents down");
+    tracing::info!("client gone, exit received or signalled; shutting agents down");
     guard.abort();
+    if let Some(signals) = signals
+        && signalled.load(Ordering::SeqCst)
+    {
+        // A signal started the shutdown: let it finish before returning. (Otherwise the
+        // watcher stays; a late signal's shutdown and the one below wait for each other.)
+        let _ = signals.await;
+    }
     shared.shutdown().await;
     // The last handles on the outbox go with the sessions; the pump ends when tower-lsp's
     // output closes and every queued frame is written.
     drop(shared);
     let _ = tokio::time::timeout(std::time::Duration::from_secs(5), pump).await;
+}
+
+/// Waits for SIGTERM, SIGHUP or SIGINT (an editor that quits often ends its server with one
+/// of them) and returns its name. A signal whose handler cannot be installed is not waited
+/// for (logged).
+async fn termination_signal() -> &'static str {
+    use tokio::signal::unix::{Signal, SignalKind, signal};
+    fn install(kind: SignalKind, name: &str) -> Option<Signal> {
+        signal(kind)
+            .inspect_err(|e| tracing::warn!(signal = name, "cannot handle {name}: {e}"))
+            .ok()
+    }
+    async fn recv(stream: &mut Option<Signal>) {
+        match stream {
+            Some(s) => {
+                s.recv().await;
+            }
+            None => std::future::pending().await,
+        }
+    }
+    let mut term = install(SignalKind::terminate(), "SIGTERM");
+    let mut hup = install(SignalKind::hangup(), "SIGHUP");
+    let mut int = install(SignalKind::interrupt(), "SIGINT");
+    tokio::select! {
+        () = recv(&mut term) => "SIGTERM",
+        () = recv(&mut hup) => "SIGHUP",
+        () = recv(&mut int) => "SIGINT",
+    }
 }
 
 /// Reads LSP frames from the editor and passes on only well-formed JSON-RPC messages;
