@@ -22,6 +22,8 @@ export const Methods = {
   prompt: 'session/prompt',
   cancel: 'session/cancel',
   list: 'session/list',
+  /** Older chat turns (not in every server: -32601 when absent). */
+  history: 'session/history',
   clear: 'session/clear',
 } as const;
 
