@@ -484,13 +484,15 @@ export class TranscriptModel {
     };
     if (existing) {
       const item = this.byId.get(existing);
-      if (item) {
+      // A call reported again while it runs is the same call; an id reused after the call
+      // finished (some agents number per turn) is a new one.
+      if (item?.tool && item.tool.status !== 'completed' && item.tool.status !== 'failed') {
         item.tool = tool;
         this.changed(item);
         return;
       }
     }
-    const id = `x:${callId}`;
+    const id = this.byId.has(`x:${callId}`) ? `x:${callId}#${++this.seq}` : `x:${callId}`;
     this.tools.set(callId, id);
     this.add({ id, kind: 'tool', text: '', tool });
   }

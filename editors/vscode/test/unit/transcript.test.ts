@@ -166,6 +166,25 @@ describe('TranscriptModel: live updates as diff ops', () => {
     assert.match(t?.output ?? '', /Tool call interrupted/);
   });
 
+  it('a tool call id reported again: the same call while it runs, a new one after it finished', () => {
+    const { m } = model();
+    m.startedSession('s1');
+    m.update(upd({ sessionUpdate: 'tool_call', toolCallId: 'c', title: 'Edit', status: 'pending' }));
+    m.update(upd({ sessionUpdate: 'tool_call', toolCallId: 'c', title: 'Edit file', status: 'in_progress' }));
+    assert.deepEqual(
+      m.list().map((i) => i.tool?.title),
+      ['Edit file'],
+    );
+    m.update(upd({ sessionUpdate: 'tool_call_update', toolCallId: 'c', status: 'completed' }));
+    m.update(upd({ sessionUpdate: 'tool_call', toolCallId: 'c', title: 'Edit file', status: 'pending' }));
+    m.update(upd({ sessionUpdate: 'tool_call_update', toolCallId: 'c', status: 'failed' }));
+    assert.deepEqual(
+      m.list().map((i) => i.tool?.status),
+      ['completed', 'failed'],
+    );
+    assert.equal(new Set(m.list().map((i) => i.id)).size, 2, 'two items, two ids');
+  });
+
   it('an update for a tool call it never saw is shown as a tool call', () => {
     const { m } = model();
     m.startedSession('s1');
