@@ -437,7 +437,7 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     );
     // The agent: its first session/load is rate limited (6 s), so the saved transcript is
     // shown stale meanwhile; its first prompt streams its two chunks 1.5 s apart; its second
-    // asks permission. Replies are Markdown.
+    // asks permission; its third starts a tool call and dies. Replies are Markdown.
     const agentDir = tempDir('agent-view');
     const script = path.join(agentDir, 'script.json');
     writeFileSync(
@@ -460,6 +460,7 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
           },
           { method: 'session/prompt', calls: [1], action: { kind: 'delay', ms: 1500 } },
           { method: 'session/prompt', calls: [2], action: { kind: 'permission' } },
+          { method: 'session/prompt', calls: [3], action: { kind: 'crashMidPrompt' } },
         ],
       }),
     );
@@ -524,6 +525,8 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
         'tether.agent.name': 'scripted',
         'tether.agent.command': scriptedAgentBin,
         'tether.agent.args': [script],
+        // The dark theme here (the other tests run the light one): the view takes the theme's colours.
+        'workbench.colorTheme': 'Default Dark Modern',
       },
       workspace,
     );
@@ -590,7 +593,19 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     await view.locator('.turn.tool:not(.restored)', { hasText: 'Edit file' }).locator('.status-completed').waitFor({ timeout: 10_000 });
     await screenshot(page, '17-view-permission-answered');
 
-    // 7. "Tether: Show Sessions": the workspace's saved sessions as a quick pick.
+    // 7. The agent dies mid-turn with a tool call running: Tether restarts it, finishes the
+    //    call as failed with its explanation, and the prompt fails; the view shows both.
+    await view.locator('#prompt').fill('build it');
+    await view.locator('#prompt').press('Enter');
+    const crashed = view.locator('.turn.tool:not(.restored)', { hasText: 'Run build' });
+    await crashed.locator('.status-failed').waitFor({ timeout: 60_000 });
+    await crashed.locator('.tether-note', { hasText: 'Tether finished this tool call as failed' }).waitFor();
+    assert.match(await crashed.locator('pre.output').textContent(), /Tool call interrupted/);
+    await view.locator('.turn.status', { hasText: 'The prompt failed:' }).waitFor({ timeout: 30_000 });
+    await view.locator('#send:not([disabled])').waitFor({ timeout: 30_000 });
+    await screenshot(page, '18-view-tool-failed-by-tether');
+
+    // 8. "Tether: Show Sessions": the workspace's saved sessions as a quick pick.
     await runCommand(page, 'Tether: Show Sessions');
     const sessions = page.locator('.quick-input-widget', { hasText: 'Tether: Show Sessions' });
     await sessions.waitFor({ timeout: 10_000 });
@@ -599,11 +614,11 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     const rowText = await row.textContent();
     assert.match(rowText, /scripted/);
     assert.match(rowText, /updated .* · \d+ turns · /);
-    await screenshot(page, '18-show-sessions');
+    await screenshot(page, '19-show-sessions');
     await page.keyboard.press('Enter');
     await sessions.waitFor({ state: 'hidden', timeout: 10_000 });
 
-    // 8. A 5,000-turn transcript posted to the view (as the extension posts one), then one
+    // 9. A 5,000-turn transcript posted to the view (as the extension posts one), then one
     //    streamed update: how long until the newest turn is drawn, every turn is in the DOM,
     //    and the update is drawn.
     const perf = await view.evaluate(async () => {
@@ -638,7 +653,7 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     assert.equal(perf.count, 5000);
     assert.match(perf.updated, /one more streamed sentence/);
     await waitInView(view, '[data-id="bench-4999"]');
-    const shot = await screenshot(page, '19-view-5000-turns');
+    const shot = await screenshot(page, '20-view-5000-turns');
     writeFileSync(path.join(path.dirname(shot), 'render-5000.json'), `${JSON.stringify(perf, null, 2)}\n`);
   });
 });
