@@ -142,6 +142,7 @@ function frame(): void {
   }
   if (backlog.length === 0 && perf.allDone === 0 && perf.resetStart > 0) {
     perf.allDone = performance.now();
+    list.setAttribute('aria-busy', 'false');
     maybeLoadOlder();
   }
 }
@@ -154,6 +155,8 @@ function reset(items: ViewItem[], stale: boolean): void {
   list.textContent = '';
   els.clear();
   pendingReplace.clear();
+  // A screen reader is not read the whole transcript as it is drawn: the log is busy meanwhile.
+  list.setAttribute('aria-busy', 'true');
   const tail = items.slice(Math.max(0, items.length - TAIL));
   backlog = items.slice(0, items.length - tail.length);
   list.appendChild(fragmentOf(tail));
