@@ -22,7 +22,7 @@ import { PROTOCOL_VERSION, ServerMethods, type TetherClientCapabilities } from '
 import { resolveServer } from './core/serverPath';
 import { LocalStatus } from './core/status';
 import { TranscriptModel, type WebviewMessage } from './core/transcript';
-import { SessionPanel } from './sessionPanel';
+import { SessionPanel, VIEW_TYPE } from './sessionPanel';
 import { VscodeUi } from './vscodeUi';
 
 /** How long deactivation waits for the `shutdown` persist before stopping the server. */
@@ -62,6 +62,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   panel = new SessionPanel(context.extensionUri, (line) => ui?.log(line));
   attachStopped();
   context.subscriptions.push(output, ui, panel);
+  const sessionPanel = panel;
+  context.subscriptions.push(
+    vscode.window.registerWebviewPanelSerializer(VIEW_TYPE, {
+      deserializeWebviewPanel: (restored: vscode.WebviewPanel) => {
+        sessionPanel.revive(restored);
+        return Promise.resolve();
+      },
+    }),
+  );
   const pkg = context.extension.packageJSON as { version?: string };
   output.info(`Tether ${pkg.version ?? '?'} activating (VS Code ${vscode.version})`);
   ui.setStatus(LocalStatus.starting());

@@ -62,13 +62,34 @@ export class SessionPanel implements ViewPort, vscode.Disposable {
       VIEW_TYPE,
       'Tether Session',
       { viewColumn: vscode.ViewColumn.Beside, preserveFocus },
-      {
-        enableScripts: true,
-        enableCommandUris: false,
-        retainContextWhenHidden: true,
-        localResourceRoots: [vscode.Uri.joinPath(this.extensionUri, 'dist'), vscode.Uri.joinPath(this.extensionUri, 'media')],
-      },
+      { ...this.webviewOptions(), retainContextWhenHidden: true },
     );
+    this.setup(panel);
+  }
+
+  /**
+   * The panel VS Code kept across a window reload (`registerWebviewPanelSerializer`): it is
+   * the view again, drawn from the model's current state. Without this the reloaded window
+   * shows an empty tab that nothing draws into.
+   */
+  revive(panel: vscode.WebviewPanel): void {
+    if (this.disposed || this.panel) {
+      panel.dispose();
+      return;
+    }
+    panel.webview.options = this.webviewOptions();
+    this.setup(panel);
+  }
+
+  private webviewOptions(): vscode.WebviewOptions & vscode.WebviewPanelOptions {
+    return {
+      enableScripts: true,
+      enableCommandUris: false,
+      localResourceRoots: [vscode.Uri.joinPath(this.extensionUri, 'dist'), vscode.Uri.joinPath(this.extensionUri, 'media')],
+    };
+  }
+
+  private setup(panel: vscode.WebviewPanel): void {
     this.panel = panel;
     this.ready = false;
     panel.webview.html = this.html(panel.webview);

@@ -209,6 +209,11 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     // While the choice is outstanding the status item says so (even when the round's
     // `failed` status arrives after the result).
     await waitForStatus(page, /Tether: choose how to recover/, 10_000);
+    // The session view came back with the reloaded window: the saved (empty) transcript,
+    // marked stale, and the outstanding choice as its status.
+    const view = await sessionViewFrame(page, 30_000);
+    await view.locator('#stale').waitFor({ state: 'visible', timeout: 10_000 });
+    await view.locator('#status', { hasText: 'choose Try Again or Start New Session' }).waitFor({ timeout: 10_000 });
     const shot = await screenshot(page, '03-recovery-dialog');
     console.log(`dialog: ${JSON.stringify({ message: dialog.message, detail: dialog.detail, buttons: dialog.buttons })}; ${shot}`);
     const texts = [...seen].join('\n');
@@ -271,6 +276,10 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     await page
       .locator('.notification-list-item-message', { hasText: 'Stale transcript' })
       .waitFor({ state: 'detached', timeout: 10_000 });
+    // The view shows the new, empty session, live.
+    const fresh2 = await sessionViewFrame(page, 10_000);
+    await fresh2.locator('#status', { hasText: 'Session is live' }).waitFor({ timeout: 10_000 });
+    await fresh2.locator('#stale').waitFor({ state: 'hidden', timeout: 10_000 });
     await screenshot(page, '06-new-session');
     console.log(`expired notice: ${fresh.result}`);
 
