@@ -18,3 +18,17 @@ await esbuild.build({
   sourcesContent: false,
   logLevel: 'info',
 });
+
+// The session view's script (src/webview/main.ts with src/core/render.ts and markdown-it),
+// run inside the webview: a browser bundle, loaded under the view's CSP by its nonce.
+await esbuild.build({
+  entryPoints: ['src/webview/main.ts'],
+  bundle: true,
+  outfile: 'dist/webview.js',
+  format: 'iife',
+  platform: 'browser',
+  target: 'chrome120',
+  minify: production,
+  sourcemap: false,
+  logLevel: 'info',
+});

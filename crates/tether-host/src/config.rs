@@ -17,7 +17,7 @@ pub enum AgentProtocol {
     ClaudePrint,
 }
 
-/// One agent: `{"command": "claude-code-acp", "args": [], "env": {}, "protocol": "acp"}`
+/// One agent: `{"command": "claude-agent-acp", "args": [], "env": {}, "protocol": "acp"}`
 /// (protocol sketch, `initialize`), plus an optional working directory for the process.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -60,7 +60,7 @@ mod tests {
     #[test]
     fn parses_the_sketch_form() {
         let c: AgentConfig = serde_json::from_str(
-            r#"{"command":"claude-code-acp","args":[],"env":{"A":"b"},"protocol":"acp"}"#,
+            r#"{"command":"claude-agent-acp","args":[],"env":{"A":"b"},"protocol":"acp"}"#,
         )
         .expect("parses");
         assert_eq!(c.protocol, AgentProtocol::Acp);

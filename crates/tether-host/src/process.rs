@@ -203,8 +203,9 @@ pub struct ProcessIo {
 /// Failures to start an agent.
 #[derive(Debug, thiserror::Error)]
 pub enum SpawnError {
-    /// The program could not be started (not found, not executable, …).
-    #[error("cannot start {program}: {source}")]
+    /// The program could not be started (not found, not executable, …). A program that is
+    /// not found is named with how to install it ([`install_hint`]).
+    #[error("cannot start {program}: {source}{}", not_found_hint(program, source))]
     Spawn {
         /// The program.
         program: String,
@@ -219,6 +220,42 @@ pub enum SpawnError {
         /// The registry error.
         source: crate::registry::RegistryError,
     },
+}
+
+/// The npm package that installs an agent command (README, "Agent configuration"), by the
+/// command's file name. `claude-code-acp` is the Claude adapter's old name: its package now
+/// installs `claude-agent-acp`.
+#[must_use]
+pub fn install_hint(program: &str) -> Option<&'static str> {
+    let name = std::path::Path::new(program)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or(program);
+    let name = name.strip_suffix(".exe").unwrap_or(name);
+    Some(match name {
+        "claude-agent-acp" => "install it with `npm install -g @zed-industries/claude-agent-acp`",
+        "claude-code-acp" => {
+            "the Claude ACP adapter now installs `claude-agent-acp` (`npm install -g @zed-industries/claude-agent-acp`); set the agent's command to it"
+        }
+        "codex-acp" => "install it with `npm install -g @zed-industries/codex-acp`",
+        "opencode" => "install it with `npm install -g opencode-ai`",
+        "gemini" => "install it with `npm install -g @google/gemini-cli`",
+        "copilot" => "install it with `npm install -g @github/copilot`",
+        "claude" => "install it with `npm install -g @anthropic-ai/claude-code`",
+        _ => return None,
+    })
+}
+
+fn not_found_hint(program: &str, source: &std::io::Error) -> String {
+    if source.kind() != std::io::ErrorKind::NotFound {
+        return String::new();
+    }
+    match install_hint(program) {
+        Some(hint) => format!(" (`{program}` is not installed or not on PATH; {hint})"),
+        None => format!(
+            " (`{program}` is not installed or not on PATH; install the agent, or set its command in initializationOptions.agents)"
+        ),
+    }
 }
 
 /// Shared, clonable view of a running agent process: its group, exit and stderr tail.
@@ -637,6 +674,41 @@ mod tests {
         let mut big = StderrTail::new(4);
         big.push(b"0123456789");
         assert_eq!(big.dropped_bytes(), 6);
+    }
+
+    #[test]
+    fn a_missing_program_is_named_with_how_to_install_it() {
+        let spawn = |program: &str| {
+            let spec = SpawnSpec {
+                program: program.into(),
+                ..SpawnSpec::default()
+            };
+            match AgentProcess::spawn(&spec, None) {
+                Ok(_) => panic!("{program} does not exist, yet it started"),
+                Err(e) => e.to_string(),
+            }
+        };
+        let msg = spawn("/nonexistent/claude-agent-acp");
+        assert!(
+            msg.contains("`/nonexistent/claude-agent-acp` is not installed or not on PATH"),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("npm install -g @zed-industries/claude-agent-acp"),
+            "{msg}"
+        );
+        let msg = spawn("/nonexistent/claude-code-acp");
+        assert!(msg.contains("now installs `claude-agent-acp`"), "{msg}");
+        let msg = spawn("/nonexistent/some-agent");
+        assert!(
+            msg.contains("`/nonexistent/some-agent` is not installed"),
+            "{msg}"
+        );
+        assert!(msg.contains("initializationOptions.agents"), "{msg}");
+        assert_eq!(
+            install_hint("gemini"),
+            Some("install it with `npm install -g @google/gemini-cli`")
+        );
     }
 
     #[test]

@@ -50,6 +50,7 @@ both_modes!(
     persist_milestone_and_coalesced_then_clear,
     robustness_bad_frames_methods_and_params,
     cancel_abandons_a_rate_limit_wait,
+    missing_agent_command_is_named_with_how_to_install_it,
 );
 
 fn error_of(result: Result<Value, RpcError>) -> (i64, Option<Value>) {
@@ -399,6 +400,39 @@ async fn authentication_fails_fast_offering_login(mode: Mode) {
     assert_eq!(r["breaker"]["attempts"], 1, "authentication fails fast");
     assert_eq!(r["recovery"]["actions"][0]["id"], "login");
     assert!(statuses(&editor, "waitingRetry").is_empty());
+    editor.shutdown(STEP).await.unwrap();
+}
+
+async fn missing_agent_command_is_named_with_how_to_install_it(mode: Mode) {
+    let world = World::new(mode);
+    let editor = world.connect(Answers::default());
+    let mut options = world.options();
+    // The default agent's command, not installed (an absolute path, so PATH cannot hold it).
+    let missing = world.path().join("no-such-dir").join("claude-agent-acp");
+    options["agents"]["scripted"]["command"] = json!(missing);
+    options["agents"]["scripted"]["args"] = json!([]);
+    editor
+        .initialize(
+            options,
+            json!({"tether": {"recoveryDialog": true, "banners": true, "status": true}}),
+        )
+        .await
+        .expect("initialize");
+    let r = editor
+        .request("session/resume", json!({"workspace": world.ws()}))
+        .await
+        .unwrap();
+    assert_eq!(r["outcome"], "failed", "{r}");
+    assert_eq!(r["error"]["kind"], "invalidRequest", "{r}");
+    let message = r["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(&format!("`{}` is not installed", missing.display())),
+        "the message names the command: {message}"
+    );
+    assert!(
+        message.contains("npm install -g @zed-industries/claude-agent-acp"),
+        "the message says how to install it: {message}"
+    );
     editor.shutdown(STEP).await.unwrap();
 }
 

@@ -21,6 +21,8 @@ import { SessionController, type ShutdownReport } from './core/controller';
 import { PROTOCOL_VERSION, ServerMethods, type TetherClientCapabilities } from './core/protocol';
 import { resolveServer } from './core/serverPath';
 import { LocalStatus } from './core/status';
+import { TranscriptModel, type WebviewMessage } from './core/transcript';
+import { SessionPanel, VIEW_TYPE } from './sessionPanel';
 import { VscodeUi } from './vscodeUi';
 
 /** How long deactivation waits for the `shutdown` persist before stopping the server. */
@@ -50,13 +52,25 @@ interface Running {
 }
 
 let ui: VscodeUi | undefined;
+let panel: SessionPanel | undefined;
 let running: Running | undefined;
 let starting: Promise<void> | undefined;
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const output = vscode.window.createOutputChannel('Tether', { log: true });
   ui = new VscodeUi(output);
-  context.subscriptions.push(output, ui);
+  panel = new SessionPanel(context.extensionUri, (line) => ui?.log(line));
+  attachStopped();
+  context.subscriptions.push(output, ui, panel);
+  const sessionPanel = panel;
+  context.subscriptions.push(
+    vscode.window.registerWebviewPanelSerializer(VIEW_TYPE, {
+      deserializeWebviewPanel: (restored: vscode.WebviewPanel) => {
+        sessionPanel.revive(restored);
+        return Promise.resolve();
+      },
+    }),
+  );
   const pkg = context.extension.packageJSON as { version?: string };
   output.info(`Tether ${pkg.version ?? '?'} activating (VS Code ${vscode.version})`);
   ui.setStatus(LocalStatus.starting());
@@ -72,6 +86,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }),
     vscode.commands.registerCommand('tether.clearSession', () => clearSession()),
     vscode.commands.registerCommand('tether.sendPrompt', () => sendPrompt()),
+    vscode.commands.registerCommand('tether.openSession', () => panel?.open(false)),
+    vscode.commands.registerCommand('tether.showSessions', () => showSessions()),
     vscode.commands.registerCommand('tether.showBanners', () => showBanners()),
     vscode.workspace.onDidChangeConfiguration(async (e) => {
       if (!RESTART_KEYS.some((k) => e.affectsConfiguration(k))) return;
@@ -149,8 +165,15 @@ async function doStart(context: vscode.ExtensionContext): Promise<void> {
 
   const controller = new SessionController(
     ui,
-    { request: (method, params) => client.sendRequest(method, params) },
-    { workspaceRoot: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath, persistenceEnabled: settings.persistence.enabled },
+    {
+      request: (method, params) => client.sendRequest(method, params),
+      notify: (method, params) => void client.sendNotification(method, params).catch((err: unknown) => ui?.log(`${method}: ${String(err)}`)),
+    },
+    {
+      workspaceRoot: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath,
+      persistenceEnabled: settings.persistence.enabled,
+      ...(panel ? { view: panel } : {}),
+    },
   );
   const run: Running = { logDir: context.logUri.fsPath, started: false, client, controller, countdown: undefined };
   wire(run);
@@ -174,6 +197,8 @@ async function doStart(context: vscode.ExtensionContext): Promise<void> {
   out.info(`server ${client.initializeResult?.serverInfo?.name ?? '?'} ${client.initializeResult?.serverInfo?.version ?? ''} ready`);
   running = run;
   run.started = true;
+  panel?.attach({ fullState: () => controller.transcript.fullState(), onMessage: (m) => onViewMessage(controller, m) });
+  controller.setLiveIdle();
   ui.setStatus(LocalStatus.idle());
   // Without a folder there is nothing to resume; say so only when asked (the command).
   if (settings.resumeOnStartup && vscode.workspace.workspaceFolders?.length) void controller.resume();
@@ -215,10 +240,38 @@ function wire(run: Running): void {
   );
 }
 
+/** The session view while no server runs: an empty conversation that says so. */
+function attachStopped(): void {
+  const idle = new TranscriptModel(() => undefined);
+  idle.serverStopped();
+  panel?.attach({ fullState: () => idle.fullState(), onMessage: () => undefined });
+}
+
+/** What the session view's user did. */
+function onViewMessage(controller: SessionController, m: WebviewMessage): void {
+  switch (m.type) {
+    case 'send':
+      if (typeof m.text === 'string' && m.text.trim()) {
+        controller.prompt(m.text).catch((err: unknown) => ui?.log(`prompt from the session view failed: ${errorText(err)}`));
+      }
+      return;
+    case 'cancel':
+      return controller.cancel();
+    case 'loadOlder':
+      void controller.loadOlder();
+      return;
+    case 'permission':
+      return controller.answerPermission(m.requestId, m.optionId);
+    case 'ready':
+      return;
+  }
+}
+
 async function stop(): Promise<void> {
   const run = running;
   running = undefined;
   if (!run) return;
+  attachStopped();
   if (run.countdown) clearInterval(run.countdown);
   let timer: ReturnType<typeof setTimeout> | undefined;
   const report = await Promise.race([
@@ -272,15 +325,42 @@ async function sendPrompt(): Promise<void> {
     ignoreFocusOut: true,
   });
   if (!text) return;
+  // The answer streams into the session view.
+  panel?.open(true);
   try {
-    const { stopReason, reply, stale } = await running.controller.prompt(text);
-    const shown = reply.length > 500 ? `${reply.slice(0, 500)}…` : reply;
-    void vscode.window.showInformationMessage(
-      `Tether: the agent answered (${stopReason}${stale ? ', from the cache' : ''}): ${shown || '(no text)'}`,
-    );
+    const { stopReason, stale } = await running.controller.prompt(text);
+    ui?.log(`Send Prompt: the agent answered (${stopReason}${stale ? ', from the cache' : ''})`);
   } catch (err) {
     void vscode.window.showErrorMessage(`Tether: the prompt failed: ${err instanceof Error ? err.message : String(err)}`);
   }
+}
+
+async function showSessions(): Promise<void> {
+  const run = running;
+  if (!run) {
+    void vscode.window.showErrorMessage('Tether: the server is not running (see Tether: Show Logs).');
+    return;
+  }
+  let picks;
+  try {
+    picks = await run.controller.listSessions();
+  } catch (err) {
+    void vscode.window.showErrorMessage(`Tether: listing the sessions failed: ${errorText(err)}`);
+    return;
+  }
+  if (picks.length === 0) {
+    void vscode.window.showInformationMessage('Tether: this workspace has no saved sessions.');
+    return;
+  }
+  const chosen = await vscode.window.showQuickPick(
+    picks.map((p) => ({ label: p.label, description: p.description, detail: p.detail, sessionId: p.sessionId })),
+    { title: 'Tether: Show Sessions', placeHolder: 'Open a saved session of this workspace', matchOnDetail: true },
+  );
+  if (chosen) await run.controller.openSession(chosen.sessionId);
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }
 
 function showBanners(): void {

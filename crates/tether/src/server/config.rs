@@ -71,7 +71,7 @@ impl Default for ServerConfig {
         agents.insert(
             "claude".to_owned(),
             AgentConfig {
-                command: "claude-code-acp".to_owned(),
+                command: "claude-agent-acp".to_owned(),
                 ..AgentConfig::default()
             },
         );
@@ -197,7 +197,7 @@ mod tests {
     fn absent_options_give_the_sketch_defaults() {
         let c = ServerConfig::from_options(None).unwrap();
         assert_eq!(c.default_agent, "claude");
-        assert_eq!(c.agents["claude"].command, "claude-code-acp");
+        assert_eq!(c.agents["claude"].command, "claude-agent-acp");
         assert!(c.storage.persist && !c.storage.encrypt && c.storage.dir.is_none());
         assert_eq!(c.connection_ttl_secs, 600);
         assert_eq!(c.resume.max_attempts, 3);
@@ -256,7 +256,7 @@ mod tests {
     fn a_full_sketch_example_parses() {
         let c = ServerConfig::from_options(Some(json!({
             "storage": {"dir": "/tmp/x", "persist": true, "encrypt": false},
-            "agents": {"claude": {"command": "claude-code-acp", "args": [], "env": {}, "protocol": "acp"}},
+            "agents": {"claude": {"command": "claude-agent-acp", "args": [], "env": {}, "protocol": "acp"}},
             "defaultAgent": "claude",
             "resume": {"maxAttempts": 3, "baseDelayMs": 1000, "maxDelayMs": 4000, "jitter": "none"},
             "rateLimit": {"baseDelayMs": 30000, "maxDelayMs": 300000, "maxRetries": 5, "jitter": "full"},

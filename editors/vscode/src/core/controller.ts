@@ -34,6 +34,8 @@ import {
 import { choiceForClick, outcomeIntent, REOFFER, type DialogIntent } from './recovery';
 import { SnapshotModel } from './snapshot';
 import { LocalStatus, shortId, StatusTracker, type ProgressIntent, type StatusView } from './status';
+import { historyTurns, isMethodNotFound, sessionPicks, type SessionPick } from './sessions';
+import { TranscriptModel, type ViewOp } from './transcript';
 
 /** What the controller asks of the editor. Every method must not throw. */
 export interface UiPort {
@@ -55,7 +57,19 @@ export interface UiPort {
 /** What the controller asks of the server connection. */
 export interface ServerPort {
   request(method: string, params: unknown): Promise<unknown>;
+  /** A notification (`session/cancel`). */
+  notify?(method: string, params: unknown): void;
 }
+
+/** The session view (a webview panel): the transcript model's ops, and opening it. */
+export interface ViewPort {
+  post(op: ViewOp): void;
+  /** Shows the view (creating it when closed), without taking focus from the editor. */
+  reveal(): void;
+}
+
+/** What older turns say when the server has no `session/history` (-32601). */
+export const OLDER_UNAVAILABLE = 'Older turns are not available: this Tether server does not send them.';
 
 export interface ControllerOptions {
   workspaceRoot: string | undefined;
@@ -63,6 +77,8 @@ export interface ControllerOptions {
   now?: () => number;
   timers?: Timers;
   persistIntervalMs?: number;
+  /** The session view; without one the transcript is kept but not drawn. */
+  view?: ViewPort;
 }
 
 interface PendingChoice {
@@ -74,7 +90,12 @@ export class SessionController {
   readonly banners = new BannerStore();
   readonly snapshot: SnapshotModel;
   readonly persist: PersistScheduler;
+  /** What the session view shows. */
+  readonly transcript: TranscriptModel;
   private readonly status: StatusTracker;
+  /** Inline permission questions waiting for the view's answer, by request id. */
+  private readonly permissionWaiters = new Map<number, (optionId: string | undefined) => void>();
+  private permissionSeq = 0;
   private pending: PendingChoice | undefined;
   private dialogOpen = false;
   private activeSessionId: string | undefined;
@@ -93,6 +114,7 @@ export class SessionController {
     const now = opts.now ?? Date.now;
     this.status = new StatusTracker(now);
     this.snapshot = new SnapshotModel(opts.workspaceRoot ?? '', () => new Date(now()));
+    this.transcript = new TranscriptModel((op) => this.opts.view?.post(op), now);
     this.persist = new PersistScheduler(
       {
         save: (trigger) => this.sendPersist(trigger),
@@ -159,7 +181,18 @@ export class SessionController {
     this.persist.stop();
     this.ui.progress(this.status.close());
     this.ui.setStatus(LocalStatus.idle());
+    this.transcript.setLive(undefined);
     return this.opts.workspaceRoot ? this.resume() : Promise.resolve();
+  }
+
+  /** The server is up and no session is live yet (start-up, before any resume). */
+  setLiveIdle(): void {
+    if (!this.activeSessionId) this.transcript.setLive(undefined);
+  }
+
+  /** The server stopped (or never started): the view says so and the prompt box closes. */
+  serverStopped(): void {
+    this.transcript.serverStopped();
   }
 
   /**
@@ -174,16 +207,97 @@ export class SessionController {
     const sessionId = this.activeSessionId;
     if (!sessionId) throw new Error('no session is live: run "Tether: Resume Session" first');
     const mark = this.snapshot.beginPromptTurn(text);
+    this.transcript.userPrompt(text);
     this.ui.log(`session/prompt ${sessionId} (${text.length} characters)`);
-    const raw = (await this.server.request(Methods.prompt, { sessionId, prompt: [{ type: 'text', text }] })) as Record<
-      string,
-      unknown
-    > | null;
+    let raw: Record<string, unknown> | null;
+    try {
+      raw = (await this.server.request(Methods.prompt, { sessionId, prompt: [{ type: 'text', text }] })) as Record<
+        string,
+        unknown
+      > | null;
+    } catch (err) {
+      this.snapshot.finishTurn();
+      this.transcript.turnEnded(undefined, errText(err));
+      throw err;
+    }
     this.snapshot.finishTurn();
     const stopReason = typeof raw?.stopReason === 'string' ? raw.stopReason : 'unknown';
+    this.transcript.turnEnded(stopReason);
     this.ui.log(`session/prompt ended: ${stopReason}`);
     if (this.opts.persistenceEnabled) void this.persist.milestone('turnFinalized');
     return { stopReason, reply: this.snapshot.replySince(mark), stale: raw?.stale === true };
+  }
+
+  /** Cancel in the session view: `session/cancel` for the live session's running turn. */
+  cancel(): void {
+    const sessionId = this.activeSessionId;
+    if (!sessionId) return;
+    this.ui.log(`session/cancel ${sessionId}`);
+    this.server.notify?.(Methods.cancel, { sessionId });
+  }
+
+  /**
+   * The view was scrolled to the top: the next page of older turns (`session/history`).
+   * A server without the method (-32601) gets "older turns are not available" instead.
+   */
+  async loadOlder(): Promise<void> {
+    const ask = this.transcript.beginLoadOlder();
+    const root = this.opts.workspaceRoot;
+    if (!ask) return;
+    if (!root) return this.transcript.olderUnavailable('Older turns need a workspace folder.');
+    this.ui.log(`session/history ${ask.sessionId} before ${ask.beforeTurn} (${ask.limit})`);
+    try {
+      const raw = await this.server.request(Methods.history, { ...ask, workspace: { root } });
+      const turns = historyTurns(raw);
+      if (!turns) {
+        this.ui.log('session/history: the answer holds no turns');
+        return this.transcript.olderUnavailable('Older turns could not be read from the server.');
+      }
+      this.transcript.olderLoaded(turns);
+    } catch (err) {
+      this.ui.log(`session/history failed: ${errText(err)}`);
+      this.transcript.olderUnavailable(isMethodNotFound(err) ? OLDER_UNAVAILABLE : `Older turns could not be loaded: ${errText(err)}`);
+    }
+  }
+
+  /** "Tether: Show Sessions": the workspace's cached sessions (`session/list`), as picks. */
+  async listSessions(): Promise<SessionPick[]> {
+    const root = this.opts.workspaceRoot;
+    if (!root) return [];
+    const raw = await this.server.request(Methods.list, { workspace: { root } });
+    return sessionPicks(raw, this.opts.now?.() ?? Date.now());
+  }
+
+  /** Opens a cached session in the view: `session/resume` with its id (the server decides the rest). */
+  async openSession(sessionId: string): Promise<void> {
+    const root = this.opts.workspaceRoot;
+    if (!root) return;
+    this.opts.view?.reveal();
+    if (sessionId === this.activeSessionId) return;
+    if (this.resumeInFlight) await this.resumeInFlight;
+    this.pending = undefined;
+    this.resumeInFlight = (async () => {
+      try {
+        this.ui.log(`session/resume ${root} ${sessionId}`);
+        const raw = await this.server.request(Methods.resume, { workspace: { root }, sessionId });
+        await this.handleResult(raw);
+      } catch (err) {
+        this.ui.progress(this.status.close());
+        this.ui.setStatus(LocalStatus.failed(errText(err)));
+        this.transcript.failed(errText(err));
+        this.ui.log(`session/resume failed: ${errText(err)}`);
+      } finally {
+        this.resumeInFlight = undefined;
+      }
+    })();
+    return this.resumeInFlight;
+  }
+
+  /** An answer to an inline permission question from the view (`null`: dismissed). */
+  answerPermission(requestId: number, optionId: string | null): void {
+    const waiter = this.permissionWaiters.get(requestId);
+    if (!waiter) return this.ui.log(`permission answer for request ${requestId}, which is no longer open: ignored`);
+    waiter(optionId ?? undefined);
   }
 
   /** "Tether: Clear Saved Session": `session/clear` for the workspace; returns how many were removed. */
@@ -203,6 +317,7 @@ export class SessionController {
       this.ui.log(`ignored: ${parsed.error}`);
       this.ui.progress(this.status.close());
       this.ui.setStatus(LocalStatus.failed(parsed.error));
+      this.transcript.failed(parsed.error);
       return;
     }
     const result = parsed.value;
@@ -216,6 +331,7 @@ export class SessionController {
       case 'dialog':
         this.pending = { result, sessionId: intent.sessionId };
         this.ui.setStatus(LocalStatus.needsChoice(intent.dialog.message));
+        this.transcript.needsChoice(intent.dialog.message);
         await this.offerChoice();
         return;
       case 'live':
@@ -225,11 +341,16 @@ export class SessionController {
           this.currentSessionId = intent.sessionId;
         }
         this.ui.setStatus(LocalStatus.live(intent.sessionId, intent.stale));
+        if (this.transcript.sessionId !== intent.sessionId) this.transcript.startedSession(intent.sessionId);
+        this.transcript.setLive(intent.sessionId);
+        if (!intent.stale) this.transcript.confirmed();
+        this.opts.view?.reveal();
         if (this.opts.persistenceEnabled) this.persist.start();
         return;
       case 'failed':
         this.pending = undefined;
         this.ui.setStatus(LocalStatus.failed(intent.message));
+        this.transcript.failed(intent.message);
         void this.ui
           .showNotification({
             id: 'tether.failed',
@@ -311,6 +432,7 @@ export class SessionController {
     );
     const { view, progress } = this.status.apply(p.value);
     this.ui.progress(progress);
+    if (!(p.value.state === 'failed' && this.pending)) this.transcript.onStatus(p.value);
     // Notifications and responses are not ordered with each other: the `failed` status of a
     // round that ended in needsChoice can arrive after the result. The outstanding choice is
     // the more specific state, so its status item stays.
@@ -325,6 +447,7 @@ export class SessionController {
   /** Once-a-second refresh of a countdown; returns whether a countdown is still running. */
   tick(): boolean {
     const t = this.status.tick();
+    this.transcript.tick();
     if (t) {
       this.ui.setStatus(t.view);
       this.ui.progress(t.progress);
@@ -370,7 +493,12 @@ export class SessionController {
   onBannerCleared(raw: unknown): void {
     const p = parseBannerCleared(raw);
     if (!p.ok) return this.ui.log(`ignored: ${p.error}`);
-    if (this.banners.clear(p.value.id)) this.ui.log(`banner ${p.value.id} cleared`);
+    const cleared = this.banners.clear(p.value.id);
+    if (cleared) this.ui.log(`banner ${p.value.id} cleared`);
+    // The server clears the stale-transcript banner when the agent confirmed the session.
+    if (cleared?.kind === 'staleSnapshot' && (!cleared.sessionId || cleared.sessionId === this.transcript.sessionId)) {
+      this.transcript.confirmed();
+    }
     this.afterBannerChange();
   }
 
@@ -382,6 +510,7 @@ export class SessionController {
     this.activeSessionId = sessionId;
     this.currentSessionId = sessionId;
     this.snapshot.reset();
+    this.transcript.startedSession(sessionId);
     // Banners about the session that ended end with it.
     for (const b of this.banners.clearSession(previousSessionId)) this.ui.log(`banner ${b.id} ended with its session`);
     this.afterBannerChange();
@@ -401,6 +530,8 @@ export class SessionController {
     this.ui.log(`restored: cached snapshot of ${p.value.sessionId} (stale)`);
     this.currentSessionId = p.value.sessionId;
     this.snapshot.restore(p.value.snapshot);
+    this.transcript.restored(p.value.sessionId, p.value.snapshot);
+    this.opts.view?.reveal();
     this.afterBannerChange();
     this.ui.setStatus(LocalStatus.restoredStale(p.value.sessionId));
   }
@@ -408,6 +539,7 @@ export class SessionController {
   onUpdate(raw: unknown): void {
     const p = parseUpdate(raw);
     if (!p.ok) return this.ui.log(`ignored: ${p.error}`);
+    this.transcript.update(p.value);
     const milestone = this.snapshot.apply(p.value);
     if (milestone && this.activeSessionId) void this.persist.milestone(milestone);
   }
@@ -427,7 +559,26 @@ export class SessionController {
       const title = this.snapshot.toolTitle(id);
       if (title) request.toolCall = { ...request.toolCall, title };
     }
-    const picked = await this.ui.pick(permissionPick(request), cancelled);
+    // Asked twice, in the session view (inline) and as a quick pick: the first answer wins
+    // and closes the other; the turn's cancellation closes both.
+    const requestId = ++this.permissionSeq;
+    let closePick!: () => void;
+    const pickClosed = new Promise<void>((resolve) => (closePick = resolve));
+    const inline = new Promise<string | undefined>((resolve) => this.permissionWaiters.set(requestId, resolve));
+    this.transcript.setPermission({
+      requestId,
+      title: request.toolCall?.title ?? 'a tool call',
+      toolKind: typeof request.toolCall?.kind === 'string' ? request.toolCall.kind : 'other',
+      options: request.options.map((o) => ({ optionId: o.optionId, name: o.name, kind: o.kind })),
+    });
+    const picked = await Promise.race([
+      this.ui.pick(permissionPick(request), Promise.race([cancelled, pickClosed])),
+      inline,
+      cancelled.then(() => undefined),
+    ]);
+    closePick();
+    this.permissionWaiters.delete(requestId);
+    if (this.transcript.permission?.requestId === requestId) this.transcript.setPermission(null);
     const answer = permissionAnswer(p.value, picked);
     this.ui.log(
       `permission ${p.value.toolCall?.title ?? ''}: ${answer.outcome.outcome === 'selected' ? answer.outcome.optionId : 'cancelled'}`,

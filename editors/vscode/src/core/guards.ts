@@ -38,7 +38,7 @@ function num(o: Obj, k: string): number | undefined {
   return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
 }
 
-const STATES: readonly SessionState[] = ['resuming', 'waitingRetry', 'rateLimited', 'ready', 'failed'];
+const STATES: readonly SessionState[] = ['resuming', 'waitingRetry', 'rateLimited', 'agentSilent', 'ready', 'failed'];
 const BANNER_KINDS: readonly BannerKind[] = [
   'restoreFailed',
   'staleSnapshot',
@@ -60,6 +60,7 @@ export function parseStatus(p: unknown): Parsed<StatusParams> {
   const maxAttempts = num(p, 'maxAttempts') ?? 0;
   const retryInMs = num(p, 'retryInMs');
   const errorKind = str(p, 'errorKind') as StatusParams['errorKind'];
+  const message = str(p, 'message');
   return {
     ok: true,
     value: {
@@ -69,6 +70,7 @@ export function parseStatus(p: unknown): Parsed<StatusParams> {
       maxAttempts,
       ...(retryInMs !== undefined ? { retryInMs: Math.max(0, retryInMs) } : {}),
       ...(errorKind ? { errorKind } : {}),
+      ...(message ? { message } : {}),
     },
   };
 }

@@ -22,6 +22,8 @@ export const Methods = {
   prompt: 'session/prompt',
   cancel: 'session/cancel',
   list: 'session/list',
+  /** Older chat turns (not in every server: -32601 when absent). */
+  history: 'session/history',
   clear: 'session/clear',
 } as const;
 
@@ -132,7 +134,7 @@ export interface RecoveryChoiceParams {
   choice: RecoveryChoice;
 }
 
-export type SessionState = 'resuming' | 'waitingRetry' | 'rateLimited' | 'ready' | 'failed';
+export type SessionState = 'resuming' | 'waitingRetry' | 'rateLimited' | 'agentSilent' | 'ready' | 'failed';
 
 /** `session/status` notification. */
 export interface StatusParams {
@@ -142,6 +144,8 @@ export interface StatusParams {
   maxAttempts: number;
   retryInMs?: number;
   errorKind?: ErrorKind;
+  /** The server's ready-made status text. */
+  message?: string;
 }
 
 export type BannerKind =

@@ -58,6 +58,9 @@ export function progressMessage(s: StatusParams, elapsedMs: number): string | un
       return s.retryInMs !== undefined
         ? `Rate limited, ${when('resuming')}`
         : 'Rate limited, resuming when the agent allows';
+    case 'agentSilent':
+      // Mid-turn, the agent has said nothing for a while (it may be retrying by itself).
+      return s.message || 'The agent is silent; waiting for it';
     case 'ready':
     case 'failed':
       return undefined;
@@ -83,6 +86,14 @@ export function statusView(s: StatusParams, elapsedMs: number): StatusView {
         text: progressMessage(s, elapsedMs) ?? 'Rate limited',
         tooltip: `${session}: the agent is rate limited; Tether resumes the same session when the wait is over`,
         severity: 'warning',
+        command: 'tether.showLogs',
+      };
+    case 'agentSilent':
+      return {
+        icon: 'watch',
+        text: 'Tether: agent silent',
+        tooltip: `${session}: ${s.message || 'the agent has sent nothing for a while'}`,
+        severity: 'normal',
         command: 'tether.showLogs',
       };
     case 'ready':

@@ -4,6 +4,8 @@
 // <repo>/target/debug/tether) and TETHER_SCRIPTED_AGENT (default
 // <repo>/target/debug/tether-scripted-agent). A missing one fails the test, naming it.
 // Screenshots go to editors/vscode/test-artifacts/ (gitignored).
+// Functions passed to page.evaluate run in the browser, with its globals.
+/* global document, window, requestAnimationFrame, performance, MessageEvent */
 import { strict as assert } from 'node:assert';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,6 +14,8 @@ import { after, describe, it } from 'node:test';
 import {
   findLog,
   findLogs,
+  lspClient,
+  sessionViewFrame,
   pidsWithArg,
   openBrowser,
   probeServer,
@@ -77,11 +81,35 @@ function tempDir(name) {
   return d;
 }
 
+/** Waits until `selector` (the last match) is inside the session view's scrolled conversation. */
+async function waitInView(view, selector, timeout = 10_000) {
+  await view.waitForFunction(
+    (sel) => {
+      const all = document.querySelectorAll(sel);
+      const el = all[all.length - 1];
+      if (!el) return false;
+      const box = el.getBoundingClientRect();
+      const area = document.getElementById('log').getBoundingClientRect();
+      return box.bottom <= area.bottom + 1 && box.bottom > area.top;
+    },
+    selector,
+    { timeout },
+  ).catch(async (err) => {
+    const geometry = await view.evaluate((sel) => {
+      const all = document.querySelectorAll(sel);
+      const box = all[all.length - 1]?.getBoundingClientRect();
+      const log = document.getElementById('log');
+      const area = log.getBoundingClientRect();
+      return { sel, box: box && [box.top, box.bottom], area: [area.top, area.bottom], scrollTop: log.scrollTop, scrollHeight: log.scrollHeight, clientHeight: log.clientHeight };
+    }, selector);
+    throw new Error(`${selector} is not in view: ${JSON.stringify(geometry)}`, { cause: err });
+  });
+}
+
 /** The code-server and page of the test running now, for the failure diagnostics. */
 let current;
 
-async function launch(name, settings) {
-  const workspace = tempDir(`${name}-ws`);
+async function launch(name, settings, workspace = tempDir(`${name}-ws`)) {
   const cs = await startCodeServer({ name, settings, workspace });
   cleanups.push(cs.stop);
   const { browser, page } = await openBrowser(cs.folderUrl);
@@ -181,6 +209,11 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     // While the choice is outstanding the status item says so (even when the round's
     // `failed` status arrives after the result).
     await waitForStatus(page, /Tether: choose how to recover/, 10_000);
+    // The session view came back with the reloaded window: the saved (empty) transcript,
+    // marked stale, and the outstanding choice as its status.
+    const view = await sessionViewFrame(page, 30_000);
+    await view.locator('#stale').waitFor({ state: 'visible', timeout: 10_000 });
+    await view.locator('#status', { hasText: 'choose Try Again or Start New Session' }).waitFor({ timeout: 10_000 });
     const shot = await screenshot(page, '03-recovery-dialog');
     console.log(`dialog: ${JSON.stringify({ message: dialog.message, detail: dialog.detail, buttons: dialog.buttons })}; ${shot}`);
     const texts = [...seen].join('\n');
@@ -243,6 +276,10 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     await page
       .locator('.notification-list-item-message', { hasText: 'Stale transcript' })
       .waitFor({ state: 'detached', timeout: 10_000 });
+    // The view shows the new, empty session, live.
+    const fresh2 = await sessionViewFrame(page, 10_000);
+    await fresh2.locator('#status', { hasText: 'Session is live' }).waitFor({ timeout: 10_000 });
+    await fresh2.locator('#stale').waitFor({ state: 'hidden', timeout: 10_000 });
     await screenshot(page, '06-new-session');
     console.log(`expired notice: ${fresh.result}`);
 
@@ -388,14 +425,244 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     assert.equal(await pick.locator('input').getAttribute('placeholder'), 'Allow "Edit file"? (Escape cancels)');
     await screenshot(page, '09-permission-pick');
     await pick.locator('.quick-input-list .monaco-list-row', { hasText: 'Reject' }).click();
-    const answered = await waitForNotification(page, /^Tether: the agent answered \(end_turn\): permission: reject$/, 30_000);
-    console.log(answered);
+    // The answer streams into the session view, which the command opened.
+    const view = await sessionViewFrame(page, 30_000);
+    await view.locator('.turn.agent', { hasText: 'permission: reject' }).waitFor({ timeout: 30_000 });
+    await view.locator('#permission').waitFor({ state: 'hidden', timeout: 10_000 });
 
     // Escape: the answer is cancelled and the agent ends the turn cancelled.
     await ask('run the tests again');
     await page.keyboard.press('Escape');
-    const cancelled = await waitForNotification(page, /^Tether: the agent answered \(cancelled\)/, 30_000);
+    await view.locator('.turn.status', { hasText: 'Turn cancelled.' }).waitFor({ timeout: 30_000 });
     await screenshot(page, '10-permission-cancelled');
-    console.log(cancelled);
+  });
+  e2e('the session view: restored turns, the stale mark, live answers, an inline permission, older turns', async () => {
+    await requireHarness();
+    requireExecutable(tetherBin, 'the tether server (env TETHER_BIN)', 'build it with `cargo build -p tether --bin tether`, or point TETHER_BIN at it');
+    requireExecutable(
+      scriptedAgentBin,
+      'the scripted agent (env TETHER_SCRIPTED_AGENT)',
+      'build it with `cargo build -p tether-host --bin tether-scripted-agent`, or point TETHER_SCRIPTED_AGENT at it',
+    );
+    // The agent: its first session/load is rate limited (6 s), so the saved transcript is
+    // shown stale meanwhile; its first prompt streams its two chunks 1.5 s apart; its second
+    // asks permission; its third starts a tool call and dies. Replies are Markdown.
+    const agentDir = tempDir('agent-view');
+    const script = path.join(agentDir, 'script.json');
+    writeFileSync(
+      script,
+      JSON.stringify({
+        loadSession: true,
+        resume: true,
+        stateDir: path.join(agentDir, 'state'),
+        reply: 'Here is **{prompt}**:\n\n- first point\n- `inline code`\n\n```\nnpm test\n```',
+        faults: [
+          {
+            method: 'session/load',
+            calls: [1],
+            action: {
+              kind: 'error',
+              code: -32603,
+              message: 'Internal error',
+              data: { details: 'API Error: 429 {"type":"error","error":{"type":"rate_limit_error","message":"Rate limited. Please retry in 6.0s"}}' },
+            },
+          },
+          { method: 'session/prompt', calls: [1], action: { kind: 'delay', ms: 1500 } },
+          { method: 'session/prompt', calls: [2], action: { kind: 'permission' } },
+          { method: 'session/prompt', calls: [3], action: { kind: 'crashMidPrompt' } },
+        ],
+      }),
+    );
+    const storage = tempDir('storage-view');
+    const workspace = tempDir('view-ws');
+
+    // 1. A session with 120 saved turns, made the way an editor makes one (the real server:
+    //    session/resume, then session/persist of the transcript), before VS Code starts.
+    const seed = lspClient(tetherBin);
+    await seed.request('initialize', {
+      processId: null,
+      rootUri: null,
+      capabilities: { experimental: { tether: { recoveryDialog: true, banners: true, status: true } } },
+      initializationOptions: {
+        storage: { dir: storage },
+        agents: { scripted: { command: scriptedAgentBin, args: [script], protocol: 'acp' } },
+        defaultAgent: 'scripted',
+      },
+    });
+    seed.notify('initialized', {});
+    const started = await seed.request('session/resume', { workspace: { root: workspace } });
+    assert.equal(started.outcome, 'started', JSON.stringify(started));
+    const chatTurns = [];
+    for (let n = 1; n <= 60; n++) {
+      const at = new Date(Date.UTC(2026, 10, 22, 0, n)).toISOString();
+      chatTurns.push({ id: `seed-u${n}`, role: 'user', text: `Question ${n}: how does *module ${n}* work?`, timestampUtc: at, complete: true });
+      chatTurns.push({
+        id: `seed-a${n}`,
+        role: 'assistant',
+        text: `Answer ${n}: it **loads** the config.\n\n1. read \`config.json\`\n2. validate it\n\n\`\`\`js\nload(${n});\n\`\`\``,
+        timestampUtc: at,
+        complete: true,
+        ...(n === 60 ? { linkedExecId: 'call-build' } : {}),
+      });
+    }
+    const saved = await seed.request('session/persist', {
+      sessionId: started.sessionId,
+      workspace: { root: workspace },
+      trigger: 'turnFinalized',
+      snapshot: {
+        chatTurns,
+        execTurns: [
+          { execId: 'call-build', header: 'Run npm run build', command: 'npm run build', status: 'completed', buffer: 'built in 2.1 s', truncatedBytes: 0 },
+        ],
+        diffSessions: [],
+        approvals: { pending: [] },
+        uiState: { isStreamErrorVisible: false },
+        context: { workingDir: workspace },
+      },
+    });
+    assert.equal(saved.saved, true, JSON.stringify(saved));
+    await seed.close();
+
+    // 2. VS Code opens the workspace: the start-up resume draws the saved turns at once in
+    //    the session view, marked stale, while the agent is rate limited.
+    //    (The server's resume window is the newest 50 chat turns: 70 older ones stay on disk.)
+    const { page } = await launch(
+      'view',
+      {
+        'tether.serverPath': tetherBin,
+        'tether.persistence.directory': storage,
+        'tether.agent.name': 'scripted',
+        'tether.agent.command': scriptedAgentBin,
+        'tether.agent.args': [script],
+        // The dark theme here (the other tests run the light one): the view takes the theme's colours.
+        'workbench.colorTheme': 'Default Dark Modern',
+      },
+      workspace,
+    );
+    const view = await sessionViewFrame(page, 60_000);
+    await view.locator('.turn.restored').first().waitFor({ timeout: 30_000 });
+    await view.locator('#stale').waitFor({ state: 'visible', timeout: 10_000 });
+    await view.locator('#status', { hasText: /Rate limited, resuming in \d s/ }).waitFor({ timeout: 20_000 });
+    assert.equal(await view.locator('#send').isDisabled(), true, 'Send waits while the session is not ready');
+    assert.match(await view.locator('#prompt-reason').textContent(), /Rate limited, resuming in \d s\. The prompt box opens when the session is back\./);
+    // The resume window of the cache: the newest 50 chat turns, and the linked tool call.
+    assert.equal(await view.locator('.turn.restored.user, .turn.restored.agent').count(), 50);
+    assert.equal(await view.locator('.turn.restored.agent').last().locator('strong').textContent(), 'loads');
+    await view.locator('.turn.tool.restored', { hasText: 'Run npm run build' }).waitFor();
+    // The view opens on the newest turn.
+    await waitInView(view, '.turn.restored');
+    await screenshot(page, '11-view-restored-stale');
+
+    // 3. The agent takes the session back: the stale mark clears and the prompt box opens.
+    await view.locator('#stale').waitFor({ state: 'hidden', timeout: 30_000 });
+    await view.waitForFunction(() => !document.body.classList.contains('is-stale'));
+    await view.locator('#send:not([disabled])').waitFor({ timeout: 10_000 });
+    await view.locator('#older', { hasText: '70 older turns: scroll up to load them' }).waitFor({ timeout: 10_000 });
+    await screenshot(page, '12-view-confirmed');
+
+    // 4. Scrolling to the top asks for older turns (session/history); this server has no
+    //    such method, so the view says they are not available.
+    await view.locator('#log').hover();
+    for (let i = 0; i < 40 && (await view.locator('#log').evaluate((el) => el.scrollTop)) > 0; i++) await page.mouse.wheel(0, -5000);
+    await view.locator('#older', { hasText: 'Older turns are not available' }).waitFor({ timeout: 20_000 });
+    await screenshot(page, '13-view-older-unavailable');
+
+    // 5. A prompt typed in the box: drawn at once, the answer streams in (first half, then
+    //    the whole), Send waits and Cancel is offered meanwhile; Markdown is rendered.
+    await view.locator('#prompt').fill('the plan');
+    await view.locator('#prompt').press('Enter');
+    await view.locator('.turn.user:not(.restored)', { hasText: 'the plan' }).waitFor({ timeout: 10_000 });
+    assert.equal(await view.locator('#send').isDisabled(), true);
+    assert.equal(await view.locator('#cancel').isDisabled(), false);
+    await view.locator('.turn.agent.streaming').waitFor({ timeout: 20_000 });
+    // Sending brought the view back to the bottom (it was scrolled to the top).
+    await waitInView(view, '.turn.agent.streaming');
+    await screenshot(page, '14-view-streaming');
+    const answer = view.locator('.turn.agent:not(.restored):not(.streaming)', { hasText: 'npm test' });
+    await answer.waitFor({ timeout: 20_000 });
+    assert.equal(await answer.locator('strong').textContent(), 'the plan');
+    assert.equal(await answer.locator('pre code').textContent(), 'npm test\n');
+    await view.locator('#send:not([disabled])').waitFor({ timeout: 10_000 });
+    await screenshot(page, '15-view-answer');
+
+    // 6. A permission question shown inline with exactly the agent's options (the quick pick
+    //    is offered too); the view's answer reaches the agent and closes the quick pick.
+    await view.locator('#prompt').fill('edit the notes');
+    await view.locator('#send').click();
+    await view.locator('#permission').waitFor({ state: 'visible', timeout: 20_000 });
+    assert.deepEqual(await view.locator('#permission button').allTextContents(), ['Allow', 'Reject']);
+    assert.match(await view.locator('#permission .perm-title').textContent(), /Edit file/);
+    const pick = page.locator('.quick-input-widget', { hasText: 'Tether: the agent asks for permission' });
+    await pick.waitFor({ timeout: 10_000 });
+    await screenshot(page, '16-view-permission');
+    await view.locator('#permission button', { hasText: 'Allow' }).click();
+    await view.locator('.turn.agent', { hasText: 'permission: allow' }).waitFor({ timeout: 20_000 });
+    await pick.waitFor({ state: 'hidden', timeout: 10_000 });
+    await view.locator('#permission').waitFor({ state: 'hidden', timeout: 10_000 });
+    await view.locator('.turn.tool:not(.restored)', { hasText: 'Edit file' }).locator('.status-completed').waitFor({ timeout: 10_000 });
+    await screenshot(page, '17-view-permission-answered');
+
+    // 7. The agent dies mid-turn with a tool call running: Tether restarts it, finishes the
+    //    call as failed with its explanation, and the prompt fails; the view shows both.
+    await view.locator('#prompt').fill('build it');
+    await view.locator('#prompt').press('Enter');
+    const crashed = view.locator('.turn.tool:not(.restored)', { hasText: 'Run build' });
+    await crashed.locator('.status-failed').waitFor({ timeout: 60_000 });
+    await crashed.locator('.tether-note', { hasText: 'Tether finished this tool call as failed' }).waitFor();
+    assert.match(await crashed.locator('pre.output').textContent(), /Tool call interrupted/);
+    await view.locator('.turn.status', { hasText: 'The prompt failed:' }).waitFor({ timeout: 30_000 });
+    await view.locator('#send:not([disabled])').waitFor({ timeout: 30_000 });
+    await screenshot(page, '18-view-tool-failed-by-tether');
+
+    // 8. "Tether: Show Sessions": the workspace's saved sessions as a quick pick.
+    await runCommand(page, 'Tether: Show Sessions');
+    const sessions = page.locator('.quick-input-widget', { hasText: 'Tether: Show Sessions' });
+    await sessions.waitFor({ timeout: 10_000 });
+    const row = sessions.locator('.quick-input-list .monaco-list-row').first();
+    await row.waitFor({ timeout: 10_000 });
+    const rowText = await row.textContent();
+    assert.match(rowText, /scripted/);
+    assert.match(rowText, /updated .* · \d+ turns · /);
+    await screenshot(page, '19-show-sessions');
+    await page.keyboard.press('Enter');
+    await sessions.waitFor({ state: 'hidden', timeout: 10_000 });
+
+    // 9. A 5,000-turn transcript posted to the view (as the extension posts one), then one
+    //    streamed update: how long until the newest turn is drawn, every turn is in the DOM,
+    //    and the update is drawn.
+    const perf = await view.evaluate(async () => {
+      const items = Array.from({ length: 5000 }, (_, n) => ({
+        id: `bench-${n}`,
+        kind: n % 2 ? 'agent' : 'user',
+        text: n % 2 ? `Answer ${n}: **bold**, \`code\` and a list:\n\n- one\n- two\n\n\`\`\`\nx = ${n}\n\`\`\`` : `Question ${n}?`,
+      }));
+      const frame = () => new Promise((r) => requestAnimationFrame(() => r()));
+      const t0 = performance.now();
+      window.dispatchEvent(new MessageEvent('message', { data: { ops: [{ op: 'reset', sessionId: 'bench', items, stale: false }] } }));
+      await frame();
+      const lastTurnMs = performance.now() - t0;
+      const lastInDom = document.querySelector('[data-id="bench-4999"]') !== null;
+      while (!window.__tetherPerf.allDone) await frame();
+      const allMs = window.__tetherPerf.allDone - t0;
+      const count = document.querySelectorAll('#items .turn').length;
+      const t1 = performance.now();
+      window.dispatchEvent(
+        new MessageEvent('message', {
+          data: { ops: [{ op: 'replace', item: { id: 'bench-4999', kind: 'agent', text: 'Answer 4999: **bold**, and one more streamed sentence.', open: true } }] },
+        }),
+      );
+      await frame();
+      await frame();
+      const updateMs = window.__tetherPerf.replaceDone - t1;
+      const updated = document.querySelector('[data-id="bench-4999"]')?.textContent ?? '';
+      return { lastTurnMs, lastInDom, allMs, count, updateMs, updated };
+    });
+    console.log(`5,000-turn render: ${JSON.stringify(perf)}`);
+    assert.equal(perf.lastInDom, true);
+    assert.equal(perf.count, 5000);
+    assert.match(perf.updated, /one more streamed sentence/);
+    await waitInView(view, '[data-id="bench-4999"]');
+    const shot = await screenshot(page, '20-view-5000-turns');
+    writeFileSync(path.join(path.dirname(shot), 'render-5000.json'), `${JSON.stringify(perf, null, 2)}\n`);
   });
 });

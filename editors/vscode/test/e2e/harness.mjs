@@ -383,3 +383,75 @@ export function pidsWithArg(marker) {
   }
   return pids;
 }
+
+/**
+ * A minimal LSP client of `tether serve --stdio` (Content-Length framing), for preparing a
+ * cache the way an editor would before code-server starts. Server → client requests are
+ * answered `null`. Returns `{request(method, params), close()}`.
+ */
+export function lspClient(bin, logFile) {
+  const child = spawn(bin, ['serve', '--stdio', ...(logFile ? ['--log-file', logFile] : [])], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let buf = Buffer.alloc(0);
+  let nextId = 1;
+  const pending = new Map();
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr = (stderr + String(d)).slice(-4000)));
+  const send = (msg) => {
+    const body = Buffer.from(JSON.stringify({ jsonrpc: '2.0', ...msg }), 'utf8');
+    child.stdin.write(`Content-Length: ${body.length}\r\n\r\n`);
+    child.stdin.write(body);
+  };
+  child.stdout.on('data', (d) => {
+    buf = Buffer.concat([buf, d]);
+    for (;;) {
+      const at = buf.indexOf('\r\n\r\n');
+      if (at < 0) return;
+      const len = Number(/Content-Length: (\d+)/i.exec(buf.subarray(0, at).toString('ascii'))?.[1]);
+      if (buf.length < at + 4 + len) return;
+      const msg = JSON.parse(buf.subarray(at + 4, at + 4 + len).toString('utf8'));
+      buf = buf.subarray(at + 4 + len);
+      if (msg.method && msg.id !== undefined) send({ id: msg.id, result: null });
+      else if (msg.id !== undefined && pending.has(msg.id)) {
+        const { resolve, reject, method } = pending.get(msg.id);
+        pending.delete(msg.id);
+        if (msg.error) reject(new Error(`${method}: ${JSON.stringify(msg.error)}`));
+        else resolve(msg.result);
+      }
+    }
+  });
+  child.on('exit', (code) => {
+    for (const { reject, method } of pending.values()) reject(new Error(`tether serve exited (${code}) during ${method}: ${stderr}`));
+    pending.clear();
+  });
+  const request = (method, params) =>
+    new Promise((resolve, reject) => {
+      const id = nextId++;
+      pending.set(id, { resolve, reject, method });
+      send({ id, method, params });
+    });
+  const close = async () => {
+    await request('shutdown', null).catch(() => undefined);
+    send({ method: 'exit' });
+    child.stdin.end();
+    for (let i = 0; i < 50 && child.exitCode === null; i++) await sleep(100);
+    if (child.exitCode === null) child.kill('SIGKILL');
+  };
+  return { request, notify: (method, params) => send({ method, params }), close };
+}
+
+/**
+ * The session view's content frame (code-server draws a webview as an iframe holding an
+ * `#active-frame` iframe); waits until its conversation list exists.
+ */
+export async function sessionViewFrame(page, timeout = 60_000) {
+  const deadline = Date.now() + timeout;
+  while (Date.now() < deadline) {
+    for (const frame of page.frames()) {
+      if (frame === page.mainFrame()) continue;
+      const found = await frame.$('#items').catch(() => null);
+      if (found) return frame;
+    }
+    await sleep(200);
+  }
+  throw new Error('the Tether session view did not appear');
+}

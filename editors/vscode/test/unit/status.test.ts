@@ -31,6 +31,15 @@ describe('status texts (issue 6)', () => {
     assert.equal(progressMessage(s, 2_000), 'Resuming… attempt 1 of 3 failed, retrying now');
   });
 
+  it('shows an agent that is silent mid-turn with the server\'s words', () => {
+    const message = 'opencode has sent nothing for 5 s: it retries rate limits and server errors by itself; waiting for it';
+    const s = status({ state: 'agentSilent', attempt: 0, maxAttempts: 0, message });
+    assert.equal(progressMessage(s, 0), message);
+    const view = statusView(s, 0);
+    assert.equal(view.icon, 'watch');
+    assert.ok(view.tooltip.includes(message));
+  });
+
   it('has no progress text for terminal states', () => {
     assert.equal(progressMessage(status({ state: 'ready' }), 0), undefined);
     assert.equal(progressMessage(status({ state: 'failed' }), 0), undefined);

@@ -1,0 +1,71 @@
+/**
+ * `session/list` → the "Tether: Show Sessions" quick pick, and the reading of a
+ * `session/history` answer. No `vscode` import.
+ */
+import type { ChatTurn } from './protocol';
+import { shortId } from './status';
+
+export interface SessionPick {
+  sessionId: string;
+  /** The session's title, else its first prompt, else "Session 1f3a9c2e…". */
+  label: string;
+  /** The agent. */
+  description: string;
+  /** "updated 5 min ago · 12 turns". */
+  detail: string;
+}
+
+function isObj(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** "just now", "5 min ago", "3 h ago", "2 days ago", else the date. */
+export function ago(utc: string, now: number): string {
+  const t = Date.parse(utc);
+  if (Number.isNaN(t)) return utc || 'unknown time';
+  const s = Math.max(0, Math.round((now - t) / 1000));
+  if (s < 60) return 'just now';
+  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+  if (s < 86_400) return `${Math.floor(s / 3600)} h ago`;
+  if (s < 7 * 86_400) {
+    const d = Math.floor(s / 86_400);
+    return `${d} day${d === 1 ? '' : 's'} ago`;
+  }
+  return new Date(t).toISOString().slice(0, 10);
+}
+
+function oneLine(text: string, max = 80): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
+}
+
+/** The picks of a `session/list` result, in the server's order (most recent first). */
+export function sessionPicks(raw: unknown, now: number): SessionPick[] {
+  const sessions = isObj(raw) && Array.isArray(raw.sessions) ? raw.sessions : [];
+  return sessions.filter(isObj).flatMap((s) => {
+    if (typeof s.sessionId !== 'string' || !s.sessionId) return [];
+    const title = typeof s.title === 'string' && s.title.trim() ? s.title : typeof s.firstPrompt === 'string' ? s.firstPrompt : '';
+    const turns = typeof s.turnCount === 'number' ? s.turnCount : 0;
+    const updated = typeof s.updatedUtc === 'string' ? s.updatedUtc : '';
+    return [
+      {
+        sessionId: s.sessionId,
+        label: title.trim() ? oneLine(title) : `Session ${shortId(s.sessionId)}`,
+        description: typeof s.agent === 'string' && s.agent ? s.agent : 'unknown agent',
+        detail: `updated ${ago(updated, now)} · ${turns} turn${turns === 1 ? '' : 's'} · ${s.sessionId}`,
+      },
+    ];
+  });
+}
+
+/** The chat turns of a `session/history` answer (`{chatTurns}`, `{turns}` or a bare array), newest last. */
+export function historyTurns(raw: unknown): ChatTurn[] | undefined {
+  const list = Array.isArray(raw) ? raw : isObj(raw) ? (raw.chatTurns ?? raw.turns) : undefined;
+  if (!Array.isArray(list)) return undefined;
+  return list.filter((t): t is ChatTurn => isObj(t) && typeof t.text === 'string' && typeof t.role === 'string');
+}
+
+/** Whether a request failed because the server does not know the method (JSON-RPC -32601). */
+export function isMethodNotFound(err: unknown): boolean {
+  return isObj(err) && err.code === -32601;
+}
