@@ -785,6 +785,15 @@ fn collect_transport(
                 c.push(Tier::Terminal, ErrorKind::AgentCrashed, signal);
                 return;
             }
+            // An agent command that exits during `initialize` with a usage or "cannot run"
+            // status (2: a CLI's usage error; 64: EX_USAGE, sysexits.h; 126 / 127: the
+            // shell's "not executable" / "not found") was started wrongly: a configuration
+            // problem, whatever words its help text holds (one usage text says
+            // "rate-limited"), so its stderr is not scanned for kinds.
+            if method == Some("initialize") && matches!(exit_code, Some(2 | 64 | 126 | 127)) {
+                c.push(Tier::Terminal, ErrorKind::InvalidRequest, signal);
+                return;
+            }
             let mut from_stderr = Collector::new(c.ctx);
             from_stderr.scan_text(stderr, 0);
             for candidate in from_stderr.candidates {

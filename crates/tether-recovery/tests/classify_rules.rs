@@ -699,6 +699,36 @@ fn non_retryable_kinds_carry_no_retry_delay() {
     );
 }
 
+/// An agent command that exits during `initialize` with a usage or "cannot run" status is
+/// a configuration problem, whatever its help text says; other exits there keep their
+/// kind (a start that fails on a dropped connection is retried).
+#[test]
+fn exits_during_initialize() {
+    use ErrorKind::*;
+    let usage = "Usage: agent [options]\n  --retries N   retries when rate-limited (default 3)\n  --acp         speak ACP on stdio\nerror: unexpected argument '--stdio'";
+    let t = |code: i32, stderr: &str| {
+        json!({"source": "transport", "method": "initialize", "event": "exit",
+               "exitCode": code, "stderrTail": stderr})
+    };
+    let table = [
+        (t(2, usage), InvalidRequest),
+        (t(64, usage), InvalidRequest),
+        (t(127, "sh: 1: claude-agent-acp: not found"), InvalidRequest),
+        (t(126, "sh: 1: ./agent: Permission denied"), InvalidRequest),
+        (t(1, "connect ECONNREFUSED 127.0.0.1:443"), AgentCrashed),
+        (t(1, "Error: 429 Too Many Requests"), RateLimited),
+    ];
+    for (obs, kind) in table {
+        let c = classify_json(&obs.to_string(), &ctx()).unwrap();
+        assert_eq!(c.error.kind, kind, "{obs}");
+    }
+    // The same usage text at exit 2 mid-turn is not a start-up problem.
+    let mid_turn = json!({"source": "transport", "method": "session/prompt", "event": "exit",
+                          "exitCode": 2, "stderrTail": usage});
+    let c = classify_json(&mid_turn.to_string(), &ctx()).unwrap();
+    assert_ne!(c.error.kind, InvalidRequest);
+}
+
 #[test]
 fn transport_events() {
     use ErrorKind::*;
