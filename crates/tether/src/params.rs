@@ -48,7 +48,8 @@ pub fn invalid_params(field: &str, reason: &str) -> Error {
 }
 
 /// serde reports a missing field at its parent's path and names it only in the message
-/// ("missing field `root`"): join the two so the error points at the field itself.
+/// ("missing field `root`"): join the two so the error points at the field itself. (An
+/// unknown field's path already ends with its name.)
 fn field_of(path: &str, reason: &str) -> String {
     let path = if path == "." { "" } else { path };
     let missing = reason
@@ -105,6 +106,18 @@ mod tests {
             reason.contains("retry") && reason.contains("new"),
             "{reason}"
         );
+    }
+
+    /// An unknown field of a `deny_unknown_fields` type is named by its own path.
+    #[test]
+    fn unknown_fields_are_named() {
+        let err =
+            parse::<RecoveryChoiceParams>(json!({"sessionId": "s", "choice": "retry", "bogus": 1}))
+                .unwrap_err();
+        assert_eq!(data(&err).0, "bogus");
+        let err =
+            parse::<ResumeParams>(json!({"workspace": {"root": "/w", "extra": true}})).unwrap_err();
+        assert_eq!(data(&err).0, "workspace.extra");
     }
 
     #[test]
