@@ -47,6 +47,10 @@ use crate::process::{AgentProcess, ExitInfo, ProcessWatch, SpawnError};
 use crate::registry::ChildRegistry;
 use crate::tools::{DanglingReason, ToolCallTracker};
 
+/// Default bound on an answer to `initialize`, `session/new`, `session/load` and
+/// `session/resume`: 120 s, the watchdog's default silence ([`DEFAULT_HANG_AFTER`]). An
+/// agent that never answers must not leave the editor's request waiting forever (issue 13).
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 /// Responses to the agent's requests held while its stdin is not being read (beyond the
 /// writer's queue of 256 lines); further ones are dropped with an error log.
 pub const MAX_QUEUED_RESPONSES: usize = 1024;
@@ -78,6 +82,12 @@ pub struct AcpOptions {
     pub event_capacity: usize,
     /// `clientInfo.name` sent in `initialize`.
     pub client_name: String,
+    /// How long a request other than `session/prompt` (`initialize`, `session/new`,
+    /// `session/load`, `session/resume`) may wait for its answer
+    /// ([`DEFAULT_REQUEST_TIMEOUT`]); then it fails with a transport observation of event
+    /// `hang` and `silentMs`, which the classifier reads as a retryable timeout. A prompt is
+    /// not bounded: a turn may rightly run for long; silence in it is the watchdog's.
+    pub request_timeout: Duration,
 }
 
 impl Default for AcpOptions {
@@ -87,6 +97,7 @@ impl Default for AcpOptions {
             hang_after: DEFAULT_HANG_AFTER,
             event_capacity: DEFAULT_EVENT_CAPACITY,
             client_name: "tether".to_owned(),
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
         }
     }
 }
@@ -370,6 +381,8 @@ struct Inner {
     sessions: Mutex<HashMap<String, SessionState>>,
     activity: Mutex<Activity>,
     closing: std::sync::atomic::AtomicBool,
+    /// See [`AcpOptions::request_timeout`].
+    request_timeout: Duration,
     /// Responses waiting for room in `out` (see [`respond`]).
     queued_responses: Arc<std::sync::atomic::AtomicUsize>,
     capacity: usize,
@@ -535,6 +548,7 @@ impl AcpConnection {
             }),
             closing: std::sync::atomic::AtomicBool::new(false),
             queued_responses: Arc::default(),
+            request_timeout: options.request_timeout,
             capacity: options.event_capacity.max(1),
             process: watch,
         });
@@ -858,7 +872,29 @@ async fn request(
     if inner.out.send(line.to_string()).await.is_err() {
         return Err(dead_error(inner, method));
     }
-    match rx.await {
+    let reply = if method == "session/prompt" {
+        rx.await
+    } else {
+        match tokio::time::timeout(inner.request_timeout, rx).await {
+            Ok(reply) => reply,
+            Err(_) => {
+                tracing::warn!(method, timeout_ms = ?inner.request_timeout, "the agent did not answer in time");
+                return Err(AcpError::Transport {
+                    observation: Observation::Transport {
+                        method: Some(method.to_owned()),
+                        event: TransportEvent::Hang,
+                        exit_code: None,
+                        exit_signal: None,
+                        stderr_tail: Some(inner.process.stderr_now()).filter(|s| !s.is_empty()),
+                        silent_ms: Some(
+                            u64::try_from(inner.request_timeout.as_millis()).unwrap_or(u64::MAX),
+                        ),
+                    },
+                });
+            }
+        }
+    };
+    match reply {
         Ok(Reply::Ok(v)) => Ok(v),
         Ok(Reply::Err(error)) => Err(AcpError::Rpc {
             method: method.to_owned(),
@@ -1255,6 +1291,16 @@ fn permission_response(decision: PermissionDecision) -> Value {
 
 async fn handle_eof(inner: &Inner) {
     let exit = inner.process.wait_exit(Duration::from_secs(2)).await;
+    if exit.is_none() && !inner.closing.load(Ordering::SeqCst) {
+        // Its stdout is closed but it runs on: no answer can come from it any more, and
+        // nothing else would end it until the next restart (issue 13). The observation
+        // below stays what the agent did (closed its output), not what we did to it.
+        tracing::warn!(
+            pgid = inner.process.pgid(),
+            "the agent closed its stdout but keeps running; killing its process group"
+        );
+        inner.process.signal_unreaped(libc::SIGKILL);
+    }
     let stderr = inner.process.stderr_tail(Duration::from_millis(500)).await;
     let observation = Observation::Transport {
         method: None,
@@ -1481,6 +1527,36 @@ mod tests {
         drop(conn);
         drop(out);
         drain.await.unwrap();
+    }
+
+    /// Issue 13: an agent that never answers `session/new` does not leave the caller
+    /// waiting: the request fails after `request_timeout` as a transport hang.
+    #[tokio::test]
+    async fn a_request_never_answered_times_out_as_a_hang() {
+        let (stdout_tether, _agent_out) = tokio::io::duplex(1 << 16);
+        let (stdin_tether, _agent_in) = tokio::io::duplex(1 << 16);
+        let options = AcpOptions {
+            request_timeout: Duration::from_millis(200),
+            ..AcpOptions::default()
+        };
+        let exit = ExitInfo {
+            code: None,
+            signal: None,
+        };
+        let conn = AcpConnection::over_streams(stdout_tether, stdin_tether, exit, &options);
+        let err = conn
+            .new_session(&std::env::temp_dir())
+            .await
+            .expect_err("no answer");
+        match err.observation() {
+            Some(Observation::Transport {
+                method,
+                event: TransportEvent::Hang,
+                silent_ms: Some(200),
+                ..
+            }) => assert_eq!(method.as_deref(), Some("session/new")),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
