@@ -261,7 +261,13 @@ fn check_message(body: &[u8]) -> Result<(), (Value, i64, String)> {
             format!("Parse error: the body is not UTF-8: {e}"),
         )
     })?;
-    if let Ok(request) = serde_json::from_str::<Request>(body)
+    // Decoded exactly as tower-lsp-server decodes it: anything it would fail on ends its
+    // input, so nothing is passed on unless this succeeds. (Decoding straight into
+    // `Request` is not the same: the codec's untagged `Message` buffers the whole value
+    // first, which hits serde_json's nesting limit where skipping an unknown field does
+    // not; found by the `editor_frames` fuzz target.)
+    let decoded = serde_json::from_str::<LspMessage>(body);
+    if let Ok(LspMessage::Request(request)) = &decoded
         && !request.method().is_empty()
         && request
             .params()
@@ -301,16 +307,26 @@ fn check_message(body: &[u8]) -> Result<(), (Value, i64, String)> {
             return Err(invalid("\"id\" must be a number or a string"));
         }
         serde_json::from_str::<Request>(body).map_err(|e| invalid(&e.to_string()))?;
-        return Ok(());
+        return decoded.map(drop).map_err(|e| invalid(&e.to_string()));
     }
     if object.contains_key("id") && (object.contains_key("result") ^ object.contains_key("error")) {
         serde_json::from_str::<tower_lsp_server::jsonrpc::Response>(body)
             .map_err(|e| invalid(&e.to_string()))?;
-        return Ok(());
+        return decoded.map(drop).map_err(|e| invalid(&e.to_string()));
     }
     Err(invalid(
         "neither a request (\"method\") nor a response (\"id\" with \"result\" or \"error\")",
     ))
+}
+
+/// tower-lsp-server 0.23's own message type (`jsonrpc::Message`, crate-private there): its
+/// codec decodes every body into it.
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum LspMessage {
+    #[allow(dead_code)] // Only whether a response decodes matters.
+    Response(tower_lsp_server::jsonrpc::Response),
+    Request(Request),
 }
 
 /// Whether tower-lsp-server 0.23's codec decodes `body` (the same steps: UTF-8, then
@@ -319,19 +335,12 @@ fn check_message(body: &[u8]) -> Result<(), (Value, i64, String)> {
 /// decode here. For the fuzz targets and tests; not part of the API.
 #[doc(hidden)]
 pub fn tower_lsp_decodes(body: &[u8]) -> Result<(), String> {
-    #[derive(serde::Deserialize)]
-    #[serde(untagged)]
-    #[allow(dead_code)] // Only whether it decodes matters.
-    enum Message {
-        Response(tower_lsp_server::jsonrpc::Response),
-        Request(Request),
-    }
     let text = std::str::from_utf8(body).map_err(|e| e.to_string())?;
     if text.is_empty() {
         // The codec skips an empty body.
         return Ok(());
     }
-    serde_json::from_str::<Message>(text)
+    serde_json::from_str::<LspMessage>(text)
         .map(drop)
         .map_err(|e| e.to_string())
 }
@@ -518,6 +527,28 @@ mod tests {
         let (id, code, message) = check_message(body).unwrap_err();
         assert_eq!((id, code), (Value::Null, -32700), "{message}");
         assert!(message.contains("UTF-8"), "{message}");
+    }
+
+    /// Regression (fuzz target `editor_frames`, issue 13): nesting near serde_json's limit
+    /// in an unknown field decodes straight into `Request` (the field is skipped) but not
+    /// into tower-lsp-server's untagged `Message`, which buffers it first.
+    #[test]
+    fn deep_nesting_in_an_unknown_field_is_answered_not_passed() {
+        let mut body = br#"{"jsonrpc":"2.0","id":1,"method":"x","sarams":"#.to_vec();
+        body.extend([b'['; 127]);
+        body.extend([b']'; 127]);
+        body.push(b'}');
+        assert!(
+            serde_json::from_slice::<Request>(&body).is_ok(),
+            "decoding straight into Request accepts it"
+        );
+        assert!(
+            tower_lsp_decodes(&body).is_err(),
+            "tower-lsp would fail on it"
+        );
+        let (id, code, message) = check_message(&body).unwrap_err();
+        assert_eq!((id, code), (Value::Null, -32700), "{message}");
+        assert!(message.contains("recursion limit"), "{message}");
     }
 
     /// Every body the guard passes on decodes in tower-lsp-server's codec, and every frame
