@@ -1529,6 +1529,29 @@ mod tests {
         drain.await.unwrap();
     }
 
+    /// A line over [`MAX_LINE_BYTES`] (here 65 MiB, invalid UTF-8 in it) is discarded
+    /// without being held whole, and the next line is read as usual.
+    #[tokio::test]
+    async fn a_line_over_the_limit_is_discarded_and_reading_goes_on() {
+        let (conn, mut out, mut input) = wire();
+        let cwd = std::env::temp_dir();
+        let agent = async {
+            let req = next_request(&mut input).await;
+            let chunk = vec![0xff_u8; 1 << 20];
+            for _ in 0..65 {
+                out.write_all(&chunk).await.unwrap();
+            }
+            out.write_all(b"\n").await.unwrap();
+            send(
+                &mut out,
+                &json!({"jsonrpc": "2.0", "id": req["id"], "result": {"sessionId": "after"}}),
+            )
+            .await;
+        };
+        let (session, ()) = tokio::join!(conn.new_session(&cwd), agent);
+        assert_eq!(session.expect("the line after is read").id, "after");
+    }
+
     /// Issue 13: an agent that never answers `session/new` does not leave the caller
     /// waiting: the request fails after `request_timeout` as a transport hang.
     #[tokio::test]
