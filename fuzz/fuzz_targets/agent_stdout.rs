@@ -14,16 +14,26 @@ use std::time::Duration;
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use serde_json::json;
-use tether_host::acp::{AcpConnection, AcpOptions, PermissionDecision, SessionEvent};
 use tether_host::ExitInfo;
+use tether_host::acp::{AcpConnection, AcpOptions, PermissionDecision, SessionEvent};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const METHODS: &[&str] = &[
-    "session/update", "session/request_permission", "fs/read_text_file", "fs/write_text_file",
-    "terminal/create", "x/unknown", "",
+    "session/update",
+    "session/request_permission",
+    "fs/read_text_file",
+    "fs/write_text_file",
+    "terminal/create",
+    "x/unknown",
+    "",
 ];
 const UPDATES: &[&str] = &[
-    "agent_message_chunk", "tool_call", "tool_call_update", "plan", "user_message_chunk", "??",
+    "agent_message_chunk",
+    "tool_call",
+    "tool_call_update",
+    "plan",
+    "user_message_chunk",
+    "??",
 ];
 
 #[derive(Arbitrary, Debug)]
@@ -31,9 +41,26 @@ enum Line {
     Raw(Vec<u8>),
     /// A line with no end, then the rest.
     Unterminated(Vec<u8>),
-    Response { id: i8, error: bool, session: bool, stop: bool },
-    Notify { method: u8, own_session: bool, update: u8, tool: u8, status: u8, text: String },
-    Request { id: Option<i16>, method: u8, own_session: bool, path: String },
+    Response {
+        id: i8,
+        error: bool,
+        session: bool,
+        stop: bool,
+    },
+    Notify {
+        method: u8,
+        own_session: bool,
+        update: u8,
+        tool: u8,
+        status: u8,
+        text: String,
+    },
+    Request {
+        id: Option<i16>,
+        method: u8,
+        own_session: bool,
+        path: String,
+    },
 }
 
 fn line(l: &Line) -> Vec<u8> {

@@ -16,14 +16,47 @@ use tether_recovery::{ClassifyContext, Observation, classify, classify_json};
 
 /// Phrases the rules look for, so short inputs reach deep branches.
 const WORDS: &[&str] = &[
-    "rate_limit_error", "429", "Retry-After", "retry-after", "overloaded_error", "API Error: ",
-    "Error: ", "resets 1pm", "resets at 2026-11-23T10:00:00Z", "quota", "insufficient_quota",
-    "authentication_error", "401", "invalid_api_key", "Session not found", "session/load",
-    "ECONNRESET", "ETIMEDOUT", "socket hang up", "500", "503", "529", "tool_use", "tool_result",
+    "rate_limit_error",
+    "429",
+    "Retry-After",
+    "retry-after",
+    "overloaded_error",
+    "API Error: ",
+    "Error: ",
+    "resets 1pm",
+    "resets at 2026-11-23T10:00:00Z",
+    "quota",
+    "insufficient_quota",
+    "authentication_error",
+    "401",
+    "invalid_api_key",
+    "Session not found",
+    "session/load",
+    "ECONNRESET",
+    "ETIMEDOUT",
+    "socket hang up",
+    "500",
+    "503",
+    "529",
+    "tool_use",
+    "tool_result",
     "{\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\",\"message\":\"x\"}}",
-    "RESOURCE_EXHAUSTED", "codex_error_info", "usage_limit_reached", "try again in 20s",
-    "Please run /login", "cancelled", "end_turn", "SIGKILL", "SIGSEGV", "x-ratelimit-reset",
-    "anthropic-ratelimit-unified-reset", "{", "}", "\"", "\\", "\n",
+    "RESOURCE_EXHAUSTED",
+    "codex_error_info",
+    "usage_limit_reached",
+    "try again in 20s",
+    "Please run /login",
+    "cancelled",
+    "end_turn",
+    "SIGKILL",
+    "SIGSEGV",
+    "x-ratelimit-reset",
+    "anthropic-ratelimit-unified-reset",
+    "{",
+    "}",
+    "\"",
+    "\\",
+    "\n",
 ];
 
 #[derive(Arbitrary, Debug)]
@@ -46,10 +79,33 @@ impl Text {
 
 #[derive(Arbitrary, Debug)]
 enum Obs {
-    Acp { method: Option<Text>, code: Option<i64>, message: Text, data: Option<Text>, stop: Option<Text>, agent_text: Option<Text> },
-    Transport { method: Option<Text>, event: u8, exit_code: Option<i32>, signal: Option<Text>, stderr: Option<Text>, silent_ms: Option<u64> },
-    Process { exit_code: Option<i32>, signal: Option<Text>, stdout: Text, stderr: Text },
-    Http { status: u16, headers: Vec<(Text, Text)>, body: Text },
+    Acp {
+        method: Option<Text>,
+        code: Option<i64>,
+        message: Text,
+        data: Option<Text>,
+        stop: Option<Text>,
+        agent_text: Option<Text>,
+    },
+    Transport {
+        method: Option<Text>,
+        event: u8,
+        exit_code: Option<i32>,
+        signal: Option<Text>,
+        stderr: Option<Text>,
+        silent_ms: Option<u64>,
+    },
+    Process {
+        exit_code: Option<i32>,
+        signal: Option<Text>,
+        stdout: Text,
+        stderr: Text,
+    },
+    Http {
+        status: u16,
+        headers: Vec<(Text, Text)>,
+        body: Text,
+    },
     Json(Text),
 }
 
@@ -71,7 +127,14 @@ fuzz_target!(|input: Input| {
         ..ClassifyContext::default()
     };
     let observation = match &input.obs {
-        Obs::Acp { method, code, message, data, stop, agent_text } => Observation::Acp {
+        Obs::Acp {
+            method,
+            code,
+            message,
+            data,
+            stop,
+            agent_text,
+        } => Observation::Acp {
             method: opt(method),
             error: code.map(|code| JsonRpcError {
                 code,
@@ -84,28 +147,42 @@ fuzz_target!(|input: Input| {
             stop_reason: opt(stop),
             agent_text: opt(agent_text),
         },
-        Obs::Transport { method, event, exit_code, signal, stderr, silent_ms } => {
-            Observation::Transport {
-                method: opt(method),
-                event: match event % 4 {
-                    0 => TransportEvent::Eof,
-                    1 => TransportEvent::Exit,
-                    2 => TransportEvent::Hang,
-                    _ => TransportEvent::SpawnFailed,
-                },
-                exit_code: *exit_code,
-                exit_signal: opt(signal),
-                stderr_tail: opt(stderr),
-                silent_ms: *silent_ms,
-            }
-        }
-        Obs::Process { exit_code, signal, stdout, stderr } => Observation::Process {
+        Obs::Transport {
+            method,
+            event,
+            exit_code,
+            signal,
+            stderr,
+            silent_ms,
+        } => Observation::Transport {
+            method: opt(method),
+            event: match event % 4 {
+                0 => TransportEvent::Eof,
+                1 => TransportEvent::Exit,
+                2 => TransportEvent::Hang,
+                _ => TransportEvent::SpawnFailed,
+            },
+            exit_code: *exit_code,
+            exit_signal: opt(signal),
+            stderr_tail: opt(stderr),
+            silent_ms: *silent_ms,
+        },
+        Obs::Process {
+            exit_code,
+            signal,
+            stdout,
+            stderr,
+        } => Observation::Process {
             exit_code: *exit_code,
             exit_signal: opt(signal),
             stdout: stdout.render(),
             stderr: stderr.render(),
         },
-        Obs::Http { status, headers, body } => Observation::Http {
+        Obs::Http {
+            status,
+            headers,
+            body,
+        } => Observation::Http {
             status: *status,
             headers: headers
                 .iter()

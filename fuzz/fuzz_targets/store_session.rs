@@ -23,7 +23,8 @@ use tether_store::{
 };
 
 const SID: &str = "fuzzed";
-const V1_MANIFEST: &[u8] = include_bytes!("../../crates/tether-store/tests/fixtures/v1/manifest.json");
+const V1_MANIFEST: &[u8] =
+    include_bytes!("../../crates/tether-store/tests/fixtures/v1/manifest.json");
 const V1_JSONL: &[u8] = include_bytes!("../../crates/tether-store/tests/fixtures/v1/session.jsonl");
 
 #[derive(Arbitrary, Debug)]
@@ -40,7 +41,13 @@ enum Edit {
 impl Edit {
     /// The edited bytes; `None` removes the file.
     fn apply(&self, mut bytes: Vec<u8>) -> Option<Vec<u8>> {
-        let at = |i: u16, len: usize| if len == 0 { 0 } else { usize::from(i) % (len + 1) };
+        let at = |i: u16, len: usize| {
+            if len == 0 {
+                0
+            } else {
+                usize::from(i) % (len + 1)
+            }
+        };
         match self {
             Edit::Keep => {}
             Edit::Remove => return None,
@@ -65,7 +72,14 @@ impl Edit {
 #[derive(Arbitrary, Debug)]
 enum Layout {
     /// A session the store wrote (`turns` turns, `big` adds a blob), then edited.
-    Current { turns: u8, big: bool, encrypt: bool, journal: Edit, manifest: Edit, blob: Edit },
+    Current {
+        turns: u8,
+        big: bool,
+        encrypt: bool,
+        journal: Edit,
+        manifest: Edit,
+        blob: Edit,
+    },
     /// The version-1 fixture, edited.
     V1 { manifest: Edit, jsonl: Edit },
 }
@@ -80,7 +94,9 @@ fn open(fs: &SimFs, encrypt: bool) -> Option<Store> {
         dir: Some(PathBuf::from("/cache")),
         encrypt,
         fs: Some(Arc::new(fs.clone())),
-        key_provider: Some(Arc::new(MemoryKeyProvider::with_key(Key::from_bytes([7; 32])))),
+        key_provider: Some(Arc::new(MemoryKeyProvider::with_key(Key::from_bytes(
+            [7; 32],
+        )))),
         ..StoreConfig::default()
     };
     Store::open(cfg).ok()
@@ -91,8 +107,16 @@ fn snapshot(turns: u8, big: bool) -> SessionSnapshot {
     for i in 0..u64::from(turns % 8) {
         snap.chat_turns.push(ChatTurn {
             id: format!("t{i}"),
-            role: if i % 2 == 0 { ChatRole::User } else { ChatRole::Assistant },
-            text: if big && i == 0 { "b".repeat(70_000) } else { format!("turn {i}") },
+            role: if i % 2 == 0 {
+                ChatRole::User
+            } else {
+                ChatRole::Assistant
+            },
+            text: if big && i == 0 {
+                "b".repeat(70_000)
+            } else {
+                format!("turn {i}")
+            },
             timestamp_utc: "2026-11-22T00:00:00.000Z".into(),
             complete: true,
             linked_exec_id: None,
@@ -127,11 +151,26 @@ fuzz_target!(|layout: Layout| {
     let ws = workspace();
     let dir = session_dir();
     let encrypt = matches!(layout, Layout::Current { encrypt: true, .. });
-    let Some(store) = open(&fs, encrypt) else { return };
+    let Some(store) = open(&fs, encrypt) else {
+        return;
+    };
     match &layout {
-        Layout::Current { turns, big, journal, manifest, blob, .. } => {
+        Layout::Current {
+            turns,
+            big,
+            journal,
+            manifest,
+            blob,
+            ..
+        } => {
             store
-                .persist(ws, SID, PersistTrigger::Shutdown, &snapshot(*turns, *big), Instant::now())
+                .persist(
+                    ws,
+                    SID,
+                    PersistTrigger::Shutdown,
+                    &snapshot(*turns, *big),
+                    Instant::now(),
+                )
                 .expect("a fresh persist");
             drop(store);
             edit_file(&fs, &dir.join("journal.jsonl"), journal, None);
@@ -144,15 +183,33 @@ fuzz_target!(|layout: Layout| {
         }
         Layout::V1 { manifest, jsonl } => {
             store
-                .persist(ws, "placeholder", PersistTrigger::Shutdown, &snapshot(0, false), Instant::now())
+                .persist(
+                    ws,
+                    "placeholder",
+                    PersistTrigger::Shutdown,
+                    &snapshot(0, false),
+                    Instant::now(),
+                )
                 .expect("a fresh persist");
             drop(store);
             fs.create_dir(&dir).expect("session folder");
-            edit_file(&fs, &dir.join("manifest.json"), manifest, Some(V1_MANIFEST.to_vec()));
-            edit_file(&fs, &dir.join("session.jsonl"), jsonl, Some(V1_JSONL.to_vec()));
+            edit_file(
+                &fs,
+                &dir.join("manifest.json"),
+                manifest,
+                Some(V1_MANIFEST.to_vec()),
+            );
+            edit_file(
+                &fs,
+                &dir.join("session.jsonl"),
+                jsonl,
+                Some(V1_JSONL.to_vec()),
+            );
         }
     }
-    let Some(store) = open(&fs, encrypt) else { return };
+    let Some(store) = open(&fs, encrypt) else {
+        return;
+    };
     let _ = store.list(ws);
     let _ = store.chat_history(ws, SID, 0, 50);
     let loaded = store.load(ws, SID);
@@ -164,7 +221,10 @@ fuzz_target!(|layout: Layout| {
             .is_ok()
         {
             let reloaded = store.load(ws, SID).expect("load after a persist");
-            assert!(reloaded.is_some(), "the session persisted just now is found");
+            assert!(
+                reloaded.is_some(),
+                "the session persisted just now is found"
+            );
         }
     }
     let _ = store.list(ws);
