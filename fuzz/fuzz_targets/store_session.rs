@@ -36,6 +36,13 @@ enum Edit {
     Truncate(u16),
     Flip(u16, u8),
     Splice(u16, Vec<u8>),
+    /// A manifest pointing anywhere: its checkpoint offset and sequence (and schema
+    /// version, when given) set to these, the rest kept.
+    Point {
+        offset: u64,
+        seq: u64,
+        schema: Option<u32>,
+    },
 }
 
 impl Edit {
@@ -63,6 +70,22 @@ impl Edit {
             Edit::Splice(i, b) => {
                 let i = at(*i, bytes.len());
                 bytes.splice(i..i, b.iter().copied());
+            }
+            Edit::Point {
+                offset,
+                seq,
+                schema,
+            } => {
+                if let Ok(serde_json::Value::Object(mut v)) = serde_json::from_slice(&bytes) {
+                    if let Some(serde_json::Value::Object(j)) = v.get_mut("journal") {
+                        j.insert("checkpointOffset".into(), (*offset).into());
+                        j.insert("checkpointSeq".into(), (*seq).into());
+                    }
+                    if let Some(schema) = schema {
+                        v.insert("schemaVersion".into(), (*schema).into());
+                    }
+                    bytes = serde_json::Value::Object(v).to_string().into_bytes();
+                }
             }
         }
         Some(bytes)
