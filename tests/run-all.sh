@@ -7,12 +7,12 @@
 # Usage:
 #   tests/run-all.sh                      every suite
 #   TETHER_SUITES="rust nvim" tests/run-all.sh   some suites (local work)
-# Suites: rust (with the real agents), nvim, lsp, visualstudio, vscode.
+# Suites: rust (with the real agents), nvim, lsp, visualstudio, vscode, fuzz.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
-all_suites="rust nvim lsp visualstudio vscode"
+all_suites="rust nvim lsp visualstudio vscode fuzz"
 suites="${TETHER_SUITES:-$all_suites}"
 start_all=$(date +%s)
 export CARGO_TERM_COLOR=never
@@ -105,6 +105,38 @@ suite_lsp() {
   python3 -m pytest -q tests/lsp
 }
 
+suite_fuzz() {
+  # Every cargo-fuzz target in fuzz/ (its own workspace, built with nightly and libFuzzer)
+  # for TETHER_FUZZ_SECONDS (60) each, starting from its checked-in corpus fuzz/corpus/<t>:
+  # CI keeps every target building and running. Inputs libFuzzer finds go to a scratch
+  # folder, never into the repository; a crash fails the suite and is kept under
+  # fuzz/artifacts/<t>/ (turn it into a regression test in the crate's own tests).
+  command -v rustup >/dev/null || die "fuzz: rustup is missing (cargo-fuzz needs a nightly toolchain)"
+  if ! rustup run nightly rustc --version >/dev/null 2>&1; then
+    log "rustup: installing the nightly toolchain"
+    rustup toolchain install nightly --profile minimal || die "fuzz: the nightly toolchain is missing and 'rustup toolchain install nightly' failed"
+  fi
+  if ! cargo fuzz --version >/dev/null 2>&1; then
+    log "cargo: installing cargo-fuzz"
+    cargo install cargo-fuzz --locked || die "fuzz: cargo-fuzz is missing and 'cargo install cargo-fuzz --locked' failed"
+  fi
+  local secs="${TETHER_FUZZ_SECONDS:-60}" scratch targets t
+  scratch="$(mktemp -d)"
+  targets="$(cd fuzz && cargo +nightly fuzz list)" || die "fuzz: cannot list the fuzz targets"
+  [ -n "$targets" ] || die "fuzz: no fuzz targets found in fuzz/"
+  for t in $targets; do
+    [ -d "fuzz/corpus/$t" ] || die "fuzz: target '$t' has no checked-in corpus (fuzz/corpus/$t)"
+    log "fuzz: $t for ${secs}s"
+    mkdir -p "$scratch/$t"
+    # No sanitizer (Tether is safe Rust apart from a few libc calls; ASan would halve the
+    # executions), but debug assertions and overflow checks on.
+    (cd fuzz && cargo +nightly fuzz run --sanitizer none --debug-assertions "$t" "$scratch/$t" "corpus/$t" -- \
+      -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1) \
+      || die "fuzz target '$t' failed (the input is under fuzz/artifacts/$t/)"
+  done
+  rm -rf "$scratch"
+}
+
 for s in $suites; do
   case "$s" in
     rust) run_suite rust suite_rust ;;
@@ -112,7 +144,8 @@ for s in $suites; do
     lsp) run_suite lsp suite_lsp ;;
     visualstudio) run_suite visualstudio suite_visualstudio ;;
     vscode) run_suite vscode suite_vscode ;;
-    *) die "unknown suite '$s' (known: rust nvim lsp visualstudio vscode)" ;;
+    fuzz) run_suite fuzz suite_fuzz ;;
+    *) die "unknown suite '$s' (known: rust nvim lsp visualstudio vscode fuzz)" ;;
   esac
 done
 log "all suites passed in $(( $(date +%s) - start_all ))s"

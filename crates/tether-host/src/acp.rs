@@ -47,6 +47,17 @@ use crate::process::{AgentProcess, ExitInfo, ProcessWatch, SpawnError};
 use crate::registry::ChildRegistry;
 use crate::tools::{DanglingReason, ToolCallTracker};
 
+/// Default bound on an answer to `initialize`, `session/new`, `session/load` and
+/// `session/resume`: 120 s, the watchdog's default silence ([`DEFAULT_HANG_AFTER`]). An
+/// agent that never answers must not leave the editor's request waiting forever (issue 13).
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+/// Responses to the agent's requests held while its stdin is not being read (beyond the
+/// writer's queue of 256 lines); further ones are dropped with an error log.
+pub const MAX_QUEUED_RESPONSES: usize = 1024;
+/// The head of a turn's agent text kept for [`TurnOutcome::agent_text`]: 64 KiB. In-band
+/// failures are reported at its start (`Error: …`, `API Error …`); the whole text went to
+/// the subscriber as updates.
+pub const MAX_TURN_TEXT: usize = 64 << 10;
 /// Default silence mid-turn before the watchdog reports a hang: 120 s. Agents retry their
 /// model API internally for minutes without a word (FIELD-NOTES: Claude ~71 s for 429 and
 /// ~3 min for 5xx; Gemini ~3.5 min), so a shorter default would cry wolf.
@@ -71,6 +82,12 @@ pub struct AcpOptions {
     pub event_capacity: usize,
     /// `clientInfo.name` sent in `initialize`.
     pub client_name: String,
+    /// How long a request other than `session/prompt` (`initialize`, `session/new`,
+    /// `session/load`, `session/resume`) may wait for its answer
+    /// ([`DEFAULT_REQUEST_TIMEOUT`]); then it fails with a transport observation of event
+    /// `hang` and `silentMs`, which the classifier reads as a retryable timeout. A prompt is
+    /// not bounded: a turn may rightly run for long; silence in it is the watchdog's.
+    pub request_timeout: Duration,
 }
 
 impl Default for AcpOptions {
@@ -80,6 +97,7 @@ impl Default for AcpOptions {
             hang_after: DEFAULT_HANG_AFTER,
             event_capacity: DEFAULT_EVENT_CAPACITY,
             client_name: "tether".to_owned(),
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
         }
     }
 }
@@ -222,8 +240,9 @@ pub struct LoadedSession {
 pub struct TurnOutcome {
     /// `end_turn`, `max_tokens`, `max_turn_requests`, `refusal` or `cancelled`.
     pub stop_reason: String,
-    /// The concatenated text of the turn's `agent_message_chunk`s. Copilot reports model
-    /// failures only here (`Error: Failed to get response … 429 …`, FIELD-NOTES).
+    /// The concatenated text of the turn's `agent_message_chunk`s, at most its first
+    /// [`MAX_TURN_TEXT`] bytes. Copilot reports model failures only here (`Error: Failed to
+    /// get response … 429 …`, FIELD-NOTES).
     pub agent_text: String,
     /// The `session/prompt` result, verbatim.
     pub response: Value,
@@ -362,6 +381,10 @@ struct Inner {
     sessions: Mutex<HashMap<String, SessionState>>,
     activity: Mutex<Activity>,
     closing: std::sync::atomic::AtomicBool,
+    /// See [`AcpOptions::request_timeout`].
+    request_timeout: Duration,
+    /// Responses waiting for room in `out` (see [`respond`]).
+    queued_responses: Arc<std::sync::atomic::AtomicUsize>,
     capacity: usize,
     process: ProcessWatch,
 }
@@ -467,36 +490,8 @@ impl AcpConnection {
             tokio::task::spawn_blocking(move || AgentProcess::spawn(&spec, registry))
                 .await
                 .unwrap_or_else(|join| std::panic::resume_unwind(join.into_panic()))?;
-        let (out_tx, out_rx) = mpsc::channel::<String>(256);
-        let (close_tx, close_rx) = oneshot::channel();
-        let inner = Arc::new(Inner {
-            out: out_tx,
-            next_id: AtomicI64::new(1),
-            pending: Mutex::new(Some(HashMap::new())),
-            dead: Mutex::new(None),
-            sessions: Mutex::new(HashMap::new()),
-            activity: Mutex::new(Activity {
-                last: Instant::now(),
-                blocked: false,
-                hang_reported: false,
-            }),
-            closing: std::sync::atomic::AtomicBool::new(false),
-            capacity: options.event_capacity.max(1),
-            process: process.watch(),
-        });
-        let tasks = vec![
-            tokio::spawn(writer_task(io.stdin, out_rx, close_rx)),
-            tokio::spawn(reader_task(inner.clone(), io.stdout)),
-            tokio::spawn(watchdog_task(Arc::downgrade(&inner), options.hang_after)),
-            tokio::spawn(orphan_task(Arc::downgrade(&inner))),
-        ];
-        let mut conn = Self {
-            inner,
-            info: AgentInfo::from_result(Value::Null),
-            process: Some(process),
-            close_stdin: Some(close_tx),
-            tasks,
-        };
+        let watch = process.watch();
+        let mut conn = Self::connect(Some(process), watch, io.stdout, io.stdin, &options);
         let request = InitializeRequest::new(ProtocolVersion::V1)
             .client_capabilities(
                 ClientCapabilities::new().fs(FileSystemCapabilities::new()
@@ -512,6 +507,64 @@ impl AcpConnection {
             .await?;
         conn.info = AgentInfo::from_result(result);
         Ok(conn)
+    }
+
+    /// A connection over an agent's stdout and stdin given as streams, with no process
+    /// behind them (none is signalled, none is reaped; the "exit" is `exit`) and no
+    /// `initialize` sent. For the fuzz target `agent_stdout` and tests of the line reader;
+    /// not part of the API.
+    #[doc(hidden)]
+    pub fn over_streams<R, W>(stdout: R, stdin: W, exit: ExitInfo, options: &AcpOptions) -> Self
+    where
+        R: tokio::io::AsyncRead + Send + Unpin + 'static,
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        Self::connect(None, ProcessWatch::detached(exit), stdout, stdin, options)
+    }
+
+    fn connect<R, W>(
+        process: Option<AgentProcess>,
+        watch: ProcessWatch,
+        stdout: R,
+        stdin: W,
+        options: &AcpOptions,
+    ) -> Self
+    where
+        R: tokio::io::AsyncRead + Send + Unpin + 'static,
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        let (out_tx, out_rx) = mpsc::channel::<String>(256);
+        let (close_tx, close_rx) = oneshot::channel();
+        let inner = Arc::new(Inner {
+            out: out_tx,
+            next_id: AtomicI64::new(1),
+            pending: Mutex::new(Some(HashMap::new())),
+            dead: Mutex::new(None),
+            sessions: Mutex::new(HashMap::new()),
+            activity: Mutex::new(Activity {
+                last: Instant::now(),
+                blocked: false,
+                hang_reported: false,
+            }),
+            closing: std::sync::atomic::AtomicBool::new(false),
+            queued_responses: Arc::default(),
+            request_timeout: options.request_timeout,
+            capacity: options.event_capacity.max(1),
+            process: watch,
+        });
+        let tasks = vec![
+            tokio::spawn(writer_task(stdin, out_rx, close_rx)),
+            tokio::spawn(reader_task(inner.clone(), stdout)),
+            tokio::spawn(watchdog_task(Arc::downgrade(&inner), options.hang_after)),
+            tokio::spawn(orphan_task(Arc::downgrade(&inner))),
+        ];
+        Self {
+            inner,
+            info: AgentInfo::from_result(Value::Null),
+            process,
+            close_stdin: Some(close_tx),
+            tasks,
+        }
     }
 
     /// What the agent advertised in `initialize`.
@@ -819,7 +872,29 @@ async fn request(
     if inner.out.send(line.to_string()).await.is_err() {
         return Err(dead_error(inner, method));
     }
-    match rx.await {
+    let reply = if method == "session/prompt" {
+        rx.await
+    } else {
+        match tokio::time::timeout(inner.request_timeout, rx).await {
+            Ok(reply) => reply,
+            Err(_) => {
+                tracing::warn!(method, timeout_ms = ?inner.request_timeout, "the agent did not answer in time");
+                return Err(AcpError::Transport {
+                    observation: Observation::Transport {
+                        method: Some(method.to_owned()),
+                        event: TransportEvent::Hang,
+                        exit_code: None,
+                        exit_signal: None,
+                        stderr_tail: Some(inner.process.stderr_now()).filter(|s| !s.is_empty()),
+                        silent_ms: Some(
+                            u64::try_from(inner.request_timeout.as_millis()).unwrap_or(u64::MAX),
+                        ),
+                    },
+                });
+            }
+        }
+    };
+    match reply {
         Ok(Reply::Ok(v)) => Ok(v),
         Ok(Reply::Err(error)) => Err(AcpError::Rpc {
             method: method.to_owned(),
@@ -858,8 +933,8 @@ fn dead_error(inner: &Inner, method: &str) -> AcpError {
     AcpError::Transport { observation }
 }
 
-async fn writer_task(
-    mut stdin: tokio::process::ChildStdin,
+async fn writer_task<W: tokio::io::AsyncWrite + Unpin>(
+    mut stdin: W,
     mut rx: mpsc::Receiver<String>,
     mut close: oneshot::Receiver<()>,
 ) {
@@ -880,8 +955,8 @@ async fn writer_task(
 }
 
 /// Reads one `\n`-terminated line of at most [`MAX_LINE_BYTES`]; `Ok(None)` at EOF.
-async fn read_line(
-    reader: &mut BufReader<tokio::process::ChildStdout>,
+async fn read_line<R: tokio::io::AsyncRead + Unpin>(
+    reader: &mut BufReader<R>,
     buf: &mut Vec<u8>,
 ) -> std::io::Result<Option<()>> {
     buf.clear();
@@ -915,7 +990,7 @@ async fn read_line(
     }
 }
 
-async fn reader_task(inner: Arc<Inner>, stdout: tokio::process::ChildStdout) {
+async fn reader_task<R: tokio::io::AsyncRead + Unpin>(inner: Arc<Inner>, stdout: R) {
     let mut reader = BufReader::with_capacity(64 * 1024, stdout);
     let mut buf = Vec::new();
     while let Ok(Some(())) = read_line(&mut reader, &mut buf).await {
@@ -1045,7 +1120,7 @@ async fn route_update(inner: &Inner, mut params: Value) {
             && update["content"]["type"] == "text"
             && let Some(t) = update["content"]["text"].as_str()
         {
-            turn.text.push_str(t);
+            push_bounded(&mut turn.text, t, MAX_TURN_TEXT);
         }
         if let Some(replay) = state.replay.as_mut() {
             replay.push(update);
@@ -1054,6 +1129,20 @@ async fn route_update(inner: &Inner, mut params: Value) {
         state.events.clone()
     };
     deliver(inner, &tx, SessionEvent::Update { update }).await;
+}
+
+/// Appends what of `more` fits in `max` bytes of `text`, cut at a character boundary.
+fn push_bounded(text: &mut String, more: &str, max: usize) {
+    let room = max.saturating_sub(text.len());
+    if more.len() <= room {
+        text.push_str(more);
+    } else {
+        let mut cut = room;
+        while !more.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.push_str(&more[..cut]);
+    }
 }
 
 fn respond(inner: &Inner, id: Value, result: Result<Value, (i64, String, Option<Value>)>) {
@@ -1067,12 +1156,28 @@ fn respond(inner: &Inner, id: Value, result: Result<Value, (i64, String, Option<
             json!({"jsonrpc": "2.0", "id": id, "error": e})
         }
     };
-    // The writer channel is bounded and stdin may be stuck (an agent not reading): the
-    // response is queued from its own task so the reader never waits on the writer.
-    let out = inner.out.clone();
-    tokio::spawn(async move {
-        let _ = out.send(line.to_string()).await;
-    });
+    // The writer channel is bounded and stdin may be stuck (an agent not reading): a
+    // response that does not fit is queued from its own task so the reader never waits on
+    // the writer. Those tasks are bounded too ([`MAX_QUEUED_RESPONSES`]): an agent that
+    // floods requests without reading its stdin gets no more answers (it reads none of
+    // them anyway) instead of growing memory without bound (issue 13).
+    match inner.out.try_send(line.to_string()) {
+        Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
+        Err(mpsc::error::TrySendError::Full(line)) => {
+            let queued = inner.queued_responses.fetch_add(1, Ordering::SeqCst);
+            if queued >= MAX_QUEUED_RESPONSES {
+                inner.queued_responses.fetch_sub(1, Ordering::SeqCst);
+                tracing::error!("agent does not read its stdin; a response to it was dropped");
+                return;
+            }
+            let out = inner.out.clone();
+            let counter = inner.queued_responses.clone();
+            tokio::spawn(async move {
+                let _ = out.send(line).await;
+                counter.fetch_sub(1, Ordering::SeqCst);
+            });
+        }
+    }
 }
 
 async fn handle_agent_request(inner: &Arc<Inner>, method: &str, id: Value, params: &Value) {
@@ -1186,6 +1291,16 @@ fn permission_response(decision: PermissionDecision) -> Value {
 
 async fn handle_eof(inner: &Inner) {
     let exit = inner.process.wait_exit(Duration::from_secs(2)).await;
+    if exit.is_none() && !inner.closing.load(Ordering::SeqCst) {
+        // Its stdout is closed but it runs on: no answer can come from it any more, and
+        // nothing else would end it until the next restart (issue 13). The observation
+        // below stays what the agent did (closed its output), not what we did to it.
+        tracing::warn!(
+            pgid = inner.process.pgid(),
+            "the agent closed its stdout but keeps running; killing its process group"
+        );
+        inner.process.signal_unreaped(libc::SIGKILL);
+    }
     let stderr = inner.process.stderr_tail(Duration::from_millis(500)).await;
     let observation = Observation::Transport {
         method: None,
@@ -1297,5 +1412,184 @@ async fn watchdog_task(inner: std::sync::Weak<Inner>, hang_after: Duration) {
         for tx in targets {
             let _ = tx.send(SessionEvent::Hang(observation.clone())).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, DuplexStream, Lines};
+
+    type AgentIn = Lines<BufReader<DuplexStream>>;
+
+    /// A connection over in-memory pipes: the test plays the agent, writing its stdout and
+    /// reading what Tether writes to its stdin.
+    fn wire() -> (AcpConnection, DuplexStream, AgentIn) {
+        let (stdout_tether, agent_out) = tokio::io::duplex(1 << 16);
+        let (stdin_tether, agent_in) = tokio::io::duplex(1 << 16);
+        let conn = AcpConnection::over_streams(
+            stdout_tether,
+            stdin_tether,
+            ExitInfo {
+                code: Some(0),
+                signal: None,
+            },
+            &AcpOptions::default(),
+        );
+        (conn, agent_out, BufReader::new(agent_in).lines())
+    }
+
+    /// The next request Tether sent, as JSON.
+    async fn next_request(agent_in: &mut AgentIn) -> Value {
+        let line = agent_in.next_line().await.unwrap().expect("a request");
+        serde_json::from_str(&line).expect("JSON")
+    }
+
+    async fn send(agent_out: &mut DuplexStream, line: &Value) {
+        agent_out
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+
+    /// Garbage, invalid UTF-8, a reply to a request never made, an update for an unknown
+    /// session and a notification nobody asked for, between valid lines: ignored, and the
+    /// real request is still answered. Then end of output fails what is pending, at once.
+    #[tokio::test]
+    async fn garbage_between_valid_lines_is_ignored_and_eof_fails_pending() {
+        let (conn, mut out, mut input) = wire();
+        let cwd = std::env::temp_dir();
+        let agent = async {
+            let req = next_request(&mut input).await;
+            assert_eq!(req["method"], "session/new");
+            let mut bytes = Vec::new();
+            bytes.extend_from_slice(b"not json at all\n\xff\xfe\x00 binary\n\n   \n");
+            bytes.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":999,\"result\":{}}\n");
+            bytes.extend_from_slice(
+                b"{\"jsonrpc\":\"2.0\",\"id\":\"str\",\"error\":{\"code\":1}}\n",
+            );
+            bytes.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"sessionId\":\"nobody\",\"update\":{}}}\n");
+            bytes.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":\"x/unknown\"}\n[1,2,3]\n");
+            out.write_all(&bytes).await.unwrap();
+            send(
+                &mut out,
+                &json!({"jsonrpc": "2.0", "id": req["id"], "result": {"sessionId": "s1"}}),
+            )
+            .await;
+        };
+        let (session, ()) = tokio::join!(conn.new_session(&cwd), agent);
+        let session = session.expect("the valid reply got through");
+        assert_eq!(session.id, "s1");
+        // A prompt whose answer never comes: end of output fails it with a transport error.
+        let agent = async {
+            let req = next_request(&mut input).await;
+            assert_eq!(req["method"], "session/prompt");
+            out.shutdown().await.unwrap();
+        };
+        let (outcome, ()) = tokio::join!(conn.prompt("s1", "hi"), agent);
+        let err = outcome.expect_err("no answer");
+        assert!(err.is_crash(), "{err:?}");
+    }
+
+    /// Issue 13: the turn's text kept for the classifier is bounded ([`MAX_TURN_TEXT`],
+    /// its head), however much the agent streams.
+    #[tokio::test]
+    async fn a_turns_agent_text_is_bounded() {
+        let (conn, mut out, mut input) = wire();
+        let cwd = std::env::temp_dir();
+        let agent = async {
+            let req = next_request(&mut input).await;
+            send(
+                &mut out,
+                &json!({"jsonrpc": "2.0", "id": req["id"], "result": {"sessionId": "s"}}),
+            )
+            .await;
+        };
+        let (session, ()) = tokio::join!(conn.new_session(&cwd), agent);
+        let mut session = session.unwrap();
+        let drain = tokio::spawn(async move { while session.events.recv().await.is_some() {} });
+        let agent = async {
+            let req = next_request(&mut input).await;
+            let chunk = "é".repeat(20_000); // 40 KB, two bytes a character
+            for _ in 0..3 {
+                send(&mut out, &json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": chunk}}}})).await;
+            }
+            send(
+                &mut out,
+                &json!({"jsonrpc": "2.0", "id": req["id"], "result": {"stopReason": "end_turn"}}),
+            )
+            .await;
+        };
+        let (outcome, ()) = tokio::join!(conn.prompt("s", "go"), agent);
+        let outcome = outcome.unwrap();
+        assert_eq!(outcome.agent_text.len(), MAX_TURN_TEXT);
+        assert!(outcome.agent_text.chars().all(|c| c == 'é'));
+        drop(conn);
+        drop(out);
+        drain.await.unwrap();
+    }
+
+    /// A line over [`MAX_LINE_BYTES`] (here 65 MiB, invalid UTF-8 in it) is discarded
+    /// without being held whole, and the next line is read as usual.
+    #[tokio::test]
+    async fn a_line_over_the_limit_is_discarded_and_reading_goes_on() {
+        let (conn, mut out, mut input) = wire();
+        let cwd = std::env::temp_dir();
+        let agent = async {
+            let req = next_request(&mut input).await;
+            let chunk = vec![0xff_u8; 1 << 20];
+            for _ in 0..65 {
+                out.write_all(&chunk).await.unwrap();
+            }
+            out.write_all(b"\n").await.unwrap();
+            send(
+                &mut out,
+                &json!({"jsonrpc": "2.0", "id": req["id"], "result": {"sessionId": "after"}}),
+            )
+            .await;
+        };
+        let (session, ()) = tokio::join!(conn.new_session(&cwd), agent);
+        assert_eq!(session.expect("the line after is read").id, "after");
+    }
+
+    /// Issue 13: an agent that never answers `session/new` does not leave the caller
+    /// waiting: the request fails after `request_timeout` as a transport hang.
+    #[tokio::test]
+    async fn a_request_never_answered_times_out_as_a_hang() {
+        let (stdout_tether, _agent_out) = tokio::io::duplex(1 << 16);
+        let (stdin_tether, _agent_in) = tokio::io::duplex(1 << 16);
+        let options = AcpOptions {
+            request_timeout: Duration::from_millis(200),
+            ..AcpOptions::default()
+        };
+        let exit = ExitInfo {
+            code: None,
+            signal: None,
+        };
+        let conn = AcpConnection::over_streams(stdout_tether, stdin_tether, exit, &options);
+        let err = conn
+            .new_session(&std::env::temp_dir())
+            .await
+            .expect_err("no answer");
+        match err.observation() {
+            Some(Observation::Transport {
+                method,
+                event: TransportEvent::Hang,
+                silent_ms: Some(200),
+                ..
+            }) => assert_eq!(method.as_deref(), Some("session/new")),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn push_bounded_cuts_at_a_character_boundary() {
+        let mut s = String::from("ab");
+        push_bounded(&mut s, "€€", 6);
+        assert_eq!(s, "ab€");
+        push_bounded(&mut s, "x", 6);
+        assert_eq!(s, "ab€x");
+        push_bounded(&mut s, "y", 6);
+        assert_eq!(s, "ab€x");
     }
 }

@@ -270,6 +270,25 @@ pub struct ProcessWatch {
 }
 
 impl ProcessWatch {
+    /// A watch over no process, already exited with `exit` and with an empty stderr: for a
+    /// connection over in-memory streams (fuzzing, tests). Its pid is 0, which
+    /// [`signal_group`] refuses, it counts as reaped, and it has no marker, so nothing is
+    /// ever signalled through it. Not part of the API.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn detached(exit: ExitInfo) -> Self {
+        let (_, exit) = watch::channel(Some(exit));
+        let (_, stderr_done) = watch::channel(true);
+        Self {
+            pid: 0,
+            marker: Arc::from(""),
+            exit,
+            stderr: Arc::new(Mutex::new(StderrTail::new(0))),
+            stderr_done,
+            reaped: Arc::new(std::sync::atomic::AtomicBool::new(true)),
+        }
+    }
+
     /// Waits until the leader exits, however long that takes.
     pub async fn exited(&self) -> Option<ExitInfo> {
         let mut rx = self.exit.clone();
@@ -296,6 +315,11 @@ impl ProcessWatch {
     /// SIGKILLs the agent's descendants that left its process group (they carry its
     /// marker); returns how many. Blocking (`/proc` scans), so it runs off the runtime.
     pub async fn kill_escaped(&self) -> usize {
+        if self.marker.is_empty() {
+            // A detached watch: no agent, no descendants (and an empty marker must never be
+            // matched against other processes' environments).
+            return 0;
+        }
         let marker = self.marker.clone();
         tokio::task::spawn_blocking(move || procfs::kill_marked(&marker))
             .await

@@ -173,6 +173,11 @@ pub fn reap_orphans(path: &Path) -> Result<ReapReport, RegistryError> {
                 path: path.to_owned(),
                 source,
             })?;
+            // Kept private like everything beside it, whoever wrote it.
+            {
+                use std::os::unix::fs::PermissionsExt;
+                let _ = std::fs::set_permissions(&aside, std::fs::Permissions::from_mode(0o600));
+            }
             report.corrupt = true;
             return Ok(report);
         }
@@ -319,12 +324,20 @@ impl ChildRegistry {
 
 /// Durable replace: temp file in the same directory, fsync, rename over `path`, fsync the
 /// directory (ALICE, OSDI '14: rename alone is not durable).
+///
+/// Private like the cache it sits in (ARCHITECTURE, store invariant 5): a folder it creates
+/// is 0700 and the file is 0600, whatever the umask. The temporary file is created with
+/// mode 0600 and set to 0600 again in case a stale one of another mode was left behind.
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or_else(|| Path::new("."));
-    std::fs::create_dir_all(dir)?;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
     let name = path
         .file_name()
         .ok_or_else(|| std::io::Error::other("registry path has no file name"))?;
@@ -334,7 +347,14 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         std::process::id()
     ));
     {
-        let mut f = std::fs::File::create(&tmp)?;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&tmp)?;
+        f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
         f.write_all(bytes)?;
         f.sync_all()?;
     }
@@ -346,6 +366,34 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn registry_file_is_private_whatever_was_there() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("new").join("children.json");
+        let mode = |p: &Path| std::fs::metadata(p).expect("meta").permissions().mode() & 0o777;
+        let reg = ChildRegistry::create(&path).expect("create");
+        assert_eq!(mode(&path), 0o600, "children.json");
+        assert_eq!(mode(path.parent().expect("dir")), 0o700, "its folder");
+        // A stale temporary file left loose by an older version is tightened, not reused as is.
+        let tmp = path
+            .parent()
+            .expect("dir")
+            .join(format!(".children.json.{}.tmp", std::process::id()));
+        std::fs::write(&tmp, b"stale").expect("stale tmp");
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        reg.remove(0).expect("no-op");
+        reg.add(ChildRecord {
+            pid: 1,
+            pgid: 1,
+            start_time: 0,
+            command: "x".into(),
+            marker: None,
+        })
+        .expect("add");
+        assert_eq!(mode(&path), 0o600, "children.json after a replace");
+    }
 
     #[test]
     fn registry_round_trips_and_removes() {

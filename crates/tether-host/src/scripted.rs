@@ -126,6 +126,32 @@ pub enum FaultAction {
         /// Absolute path.
         path: PathBuf,
     },
+    /// Any method: write `text` as it is on stdout (garbage between valid lines), then
+    /// carry on.
+    Garbage {
+        /// The bytes, e.g. `not json\n`.
+        text: String,
+    },
+    /// Any method: write a reply to a request never made (id 987654321), then carry on.
+    UnsolicitedReply,
+    /// Any method: write `bytes` bytes of one line that never ends, then say nothing more
+    /// and never answer.
+    EndlessLine {
+        /// How many bytes of the line.
+        bytes: u64,
+    },
+    /// Any method: write `bytes` bytes to stderr, then carry on.
+    StderrFlood {
+        /// How many bytes.
+        bytes: u64,
+    },
+    /// Any method: close stdout (the client sees end of file) but keep running, silent.
+    CloseStdout,
+    /// Any method (`initialize` included): exit at once with `code`.
+    Exit {
+        /// The exit code.
+        code: i32,
+    },
     /// Prompt: call `fs/write_text_file`; reply `wrote` or `write error <code>: <message>`.
     WriteFile {
         /// Absolute path.
@@ -265,6 +291,8 @@ struct StoredSession {
 
 struct State {
     script: Script,
+    /// Raw bytes for stdout, in order with the SDK's lines (the misbehaving faults).
+    raw: tokio::sync::mpsc::Sender<Vec<u8>>,
     /// Sessions with a cancelled turn in progress.
     cancelled: Mutex<HashSet<String>>,
     /// Serializes the read-modify-write of the files.
@@ -304,6 +332,62 @@ impl State {
         let n = *n;
         write_json(&path, &counts)?;
         Ok(n)
+    }
+
+    /// Applies the wire-level faults (garbage, unsolicited replies, endless lines, stderr
+    /// floods, closing stdout, exiting) of `action`; `Hang` too when `hang` (the handlers of
+    /// `session/load` and `session/prompt` place their own hang). Returns when the agent
+    /// is to carry on; never returns for an endless line, a closed stdout or an exit.
+    async fn misbehave(&self, action: Option<&FaultAction>, hang: bool) {
+        match action {
+            Some(FaultAction::Hang { ms }) if hang => hang_for(*ms).await,
+            Some(FaultAction::Garbage { text }) => {
+                let _ = self.raw.send(text.clone().into_bytes()).await;
+            }
+            Some(FaultAction::UnsolicitedReply) => {
+                let line = b"{\"jsonrpc\":\"2.0\",\"id\":987654321,\"result\":{}}\n".to_vec();
+                let _ = self.raw.send(line).await;
+            }
+            Some(FaultAction::EndlessLine { bytes }) => {
+                let mut left = *bytes;
+                while left > 0 {
+                    let n = left.min(64 << 10);
+                    if self.raw.send(vec![b'x'; n as usize]).await.is_err() {
+                        break;
+                    }
+                    left -= n;
+                }
+                std::future::pending::<()>().await;
+            }
+            Some(FaultAction::StderrFlood { bytes }) => {
+                use std::io::Write;
+                let chunk = vec![b'e'; 64 << 10];
+                let mut left = *bytes;
+                let mut err = std::io::stderr().lock();
+                while left > 0 {
+                    let n = left.min(chunk.len() as u64) as usize;
+                    if err.write_all(&chunk[..n]).is_err() {
+                        break;
+                    }
+                    left -= n as u64;
+                }
+                let _ = err.write_all(b"\nflooded stderr\n");
+            }
+            Some(FaultAction::CloseStdout) => {
+                // SAFETY: open(2) and dup2(2) on a constant path and our own descriptor 1;
+                // no memory is shared. Descriptor 1 becomes /dev/null, which closes the pipe.
+                unsafe {
+                    let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY);
+                    if null >= 0 {
+                        libc::dup2(null, 1);
+                        libc::close(null);
+                    }
+                }
+                std::future::pending::<()>().await;
+            }
+            Some(FaultAction::Exit { code }) => std::process::exit(*code),
+            _ => {}
+        }
     }
 
     fn fault(&self, method: &str, call: u64) -> Option<FaultAction> {
@@ -476,7 +560,17 @@ async fn run_prompt(
                 Err(e) => format!("write error {}: {}", i32::from(e.code), e.message),
             };
         }
-        Some(FaultAction::Error { .. }) | None => {}
+        // Wire faults were applied before the turn (`State::misbehave`).
+        Some(
+            FaultAction::Error { .. }
+            | FaultAction::Garbage { .. }
+            | FaultAction::UnsolicitedReply
+            | FaultAction::EndlessLine { .. }
+            | FaultAction::StderrFlood { .. }
+            | FaultAction::CloseStdout
+            | FaultAction::Exit { .. },
+        )
+        | None => {}
     }
     if state.take_cancelled(session) {
         return Ok(StopReason::Cancelled);
@@ -528,12 +622,13 @@ where
     R: tokio::io::AsyncRead + Send + Unpin + 'static,
     W: tokio::io::AsyncWrite + Send + Unpin + 'static,
 {
+    let (stdout, raw, writer) = write_behind(stdout);
     let state = Arc::new(State {
         script,
+        raw,
         cancelled: Mutex::new(HashSet::new()),
         files: Mutex::new(()),
     });
-    let (stdout, writer) = write_behind(stdout);
     let transport = ByteStreams::new(stdout.compat_write(), stdin.compat());
     let (s1, s2, s3, s4, s5, s6) = (
         state.clone(),
@@ -549,7 +644,9 @@ where
         .on_receive_request(
             async move |req: InitializeRequest, responder, _cx| {
                 let n = s1.count("initialize")?;
-                if let Some(e) = s1.fault("initialize", n).as_ref().and_then(error_of) {
+                let fault = s1.fault("initialize", n);
+                s1.misbehave(fault.as_ref(), true).await;
+                if let Some(e) = fault.as_ref().and_then(error_of) {
                     return responder.respond_with_error(e);
                 }
                 let mut session_caps = SessionCapabilities::new();
@@ -574,7 +671,9 @@ where
         .on_receive_request(
             async move |req: NewSessionRequest, responder, _cx| {
                 let n = s2.count("session/new")?;
-                if let Some(e) = s2.fault("session/new", n).as_ref().and_then(error_of) {
+                let fault = s2.fault("session/new", n);
+                s2.misbehave(fault.as_ref(), true).await;
+                if let Some(e) = fault.as_ref().and_then(error_of) {
                     return responder.respond_with_error(e);
                 }
                 let id = format!("sess-{n}");
@@ -594,6 +693,7 @@ where
             async move |req: LoadSessionRequest, responder, cx: Cx| {
                 let n = s3.count("session/load")?;
                 let fault = s3.fault("session/load", n);
+                s3.misbehave(fault.as_ref(), false).await;
                 if let Some(e) = fault.as_ref().and_then(error_of) {
                     return responder.respond_with_error(e);
                 }
@@ -630,7 +730,9 @@ where
         .on_receive_request(
             async move |req: ResumeSessionRequest, responder, _cx| {
                 let n = s4.count("session/resume")?;
-                if let Some(e) = s4.fault("session/resume", n).as_ref().and_then(error_of) {
+                let fault = s4.fault("session/resume", n);
+                s4.misbehave(fault.as_ref(), true).await;
+                if let Some(e) = fault.as_ref().and_then(error_of) {
                     return responder.respond_with_error(e);
                 }
                 let id = req.session_id.0.to_string();
@@ -648,6 +750,7 @@ where
             async move |req: PromptRequest, responder, cx: Cx| {
                 let n = s5.count("session/prompt")?;
                 let fault = s5.fault("session/prompt", n);
+                s5.misbehave(fault.as_ref(), false).await;
                 if let Some(e) = fault.as_ref().and_then(error_of) {
                     return responder.respond_with_error(e);
                 }
@@ -684,6 +787,7 @@ where
         .await
         .map_err(|e| ScriptError::Acp(e.to_string()));
     // The transport (and with it the last sender) is gone: everything queued gets written.
+    drop(state);
     let _ = writer.await;
     result
 }
@@ -706,7 +810,13 @@ struct WriteBehind {
     tx: tokio_util::sync::PollSender<Vec<u8>>,
 }
 
-fn write_behind<W>(mut out: W) -> (WriteBehind, tokio::task::JoinHandle<()>)
+fn write_behind<W>(
+    mut out: W,
+) -> (
+    WriteBehind,
+    tokio::sync::mpsc::Sender<Vec<u8>>,
+    tokio::task::JoinHandle<()>,
+)
 where
     W: tokio::io::AsyncWrite + Send + Unpin + 'static,
 {
@@ -729,8 +839,9 @@ where
     });
     (
         WriteBehind {
-            tx: tokio_util::sync::PollSender::new(tx),
+            tx: tokio_util::sync::PollSender::new(tx.clone()),
         },
+        tx,
         task,
     )
 }

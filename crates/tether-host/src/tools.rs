@@ -62,6 +62,11 @@ pub struct ToolCallTracker {
     open: Vec<OpenToolCall>,
 }
 
+/// Open tool calls tracked per session: 1024. Each update costs a scan of them, so an agent
+/// that opens calls without ever finishing them must not make that unbounded (issue 13):
+/// past the bound the oldest is forgotten (and gets no repair), with a warning.
+pub const MAX_OPEN_TOOL_CALLS: usize = 1024;
+
 fn is_final(status: &str) -> bool {
     matches!(status, "completed" | "failed")
 }
@@ -89,7 +94,7 @@ impl ToolCallTracker {
             .and_then(Value::as_str)
             .unwrap_or("pending");
         if !is_final(status) {
-            self.open.push(OpenToolCall {
+            self.push_open(OpenToolCall {
                 id: id.to_owned(),
                 status: status.to_owned(),
                 title: tool_call
@@ -114,7 +119,7 @@ impl ToolCallTracker {
                 let status = status.unwrap_or("pending");
                 self.open.retain(|c| c.id != id);
                 if !is_final(status) {
-                    self.open.push(OpenToolCall {
+                    self.push_open(OpenToolCall {
                         id: id.to_owned(),
                         status: status.to_owned(),
                         title: update
@@ -134,6 +139,17 @@ impl ToolCallTracker {
                 None => {}
             },
             _ => {}
+        }
+    }
+
+    fn push_open(&mut self, call: OpenToolCall) {
+        self.open.push(call);
+        if self.open.len() > MAX_OPEN_TOOL_CALLS {
+            let dropped = self.open.remove(0);
+            tracing::warn!(
+                tool_call = %dropped.id,
+                "over {MAX_OPEN_TOOL_CALLS} tool calls open; the oldest is no longer tracked"
+            );
         }
     }
 
@@ -182,6 +198,20 @@ pub fn dangling_repairs<'a>(
 mod tests {
     use super::*;
     use agent_client_protocol::v1::schema::SessionUpdate;
+
+    /// Issue 13: an agent opening tool calls without end keeps the tracker bounded.
+    #[test]
+    fn open_calls_are_bounded() {
+        let mut t = ToolCallTracker::new();
+        for i in 0..(MAX_OPEN_TOOL_CALLS + 10) {
+            t.observe(&json!({"sessionUpdate": "tool_call", "toolCallId": format!("c{i}")}));
+        }
+        assert_eq!(t.open_calls().len(), MAX_OPEN_TOOL_CALLS);
+        assert_eq!(t.open_calls()[0].id, "c10", "the oldest were forgotten");
+        t.observe_permission(&json!({"toolCallId": "p"}));
+        assert_eq!(t.open_calls().len(), MAX_OPEN_TOOL_CALLS);
+        assert_eq!(t.open_calls().last().map(|c| c.id.as_str()), Some("p"));
+    }
 
     #[test]
     fn open_calls_are_closed_as_failed_and_final_ones_are_left_alone() {

@@ -744,9 +744,13 @@ fn collect_transport(
     let stderr = stderr_tail.unwrap_or("").trim();
     let summary = match (event, exit_signal, exit_code) {
         (TransportEvent::SpawnFailed, ..) => "the agent could not be started".to_owned(),
-        (TransportEvent::Hang, ..) => match silent_ms {
-            Some(ms) => format!("the agent was silent for {ms} ms mid-turn"),
-            None => "the agent went silent mid-turn".to_owned(),
+        (TransportEvent::Hang, ..) => match (silent_ms, method) {
+            // A setup request (initialize, session/new, …) that was never answered.
+            (Some(ms), Some(m)) if m != "session/prompt" => {
+                format!("the agent did not answer in {ms} ms")
+            }
+            (Some(ms), _) => format!("the agent was silent for {ms} ms mid-turn"),
+            (None, _) => "the agent went silent mid-turn".to_owned(),
         },
         (_, Some(sig), _) => format!("the agent was killed by {sig}"),
         (_, None, Some(code)) => format!("the agent exited with code {code}"),

@@ -182,7 +182,10 @@ impl Fs for RealFs {
         use std::io::{Read, Seek, SeekFrom};
         let mut f = private_options().read(true).open(path)?;
         f.seek(SeekFrom::Start(offset))?;
-        let mut buf = Vec::with_capacity(len);
+        // Reserve what the file can give, not what the caller asks: `len` may come from a
+        // length field on disk (issue 13: allocation bounded by the file, not by its claims).
+        let left = f.metadata()?.len().saturating_sub(offset);
+        let mut buf = Vec::with_capacity(len.min(usize::try_from(left).unwrap_or(usize::MAX)));
         f.take(len as u64).read_to_end(&mut buf)?;
         Ok(buf)
     }
@@ -237,5 +240,27 @@ impl Fs for RealFs {
             Err(std::fs::TryLockError::WouldBlock) => Ok(None),
             Err(std::fs::TryLockError::Error(e)) => Err(e),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 13: `read_at` is given lengths read from disk; it reserves what the file holds.
+    #[test]
+    fn read_at_reserves_what_the_file_holds_not_what_is_asked() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("f");
+        std::fs::write(&p, b"0123456789").expect("write");
+        let got = RealFs.read_at(&p, 4, 1 << 30).expect("read");
+        assert_eq!(got, b"456789");
+        assert!(got.capacity() < 4096, "reserved {} bytes", got.capacity());
+        assert!(
+            RealFs
+                .read_at(&p, 99, 1 << 30)
+                .expect("past the end")
+                .is_empty()
+        );
     }
 }

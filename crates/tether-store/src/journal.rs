@@ -186,11 +186,15 @@ pub fn scan(
                         bad: (offset < file_len).then_some("torn record at end of journal"),
                     });
                 }
-                // Drop consumed bytes, then read at least enough for the record.
+                // Drop consumed bytes, then read at least enough for the record, but never
+                // past the end of the file: a forged length (up to MAX_RECORD) in a small
+                // file must not size a read, or a buffer, by what the file claims.
                 buf.drain(..rel);
                 buf_at = offset;
-                let need = want.saturating_sub(buf.len()).max(chunk);
                 let read_from = buf_at + buf.len() as u64;
+                let left =
+                    usize::try_from(file_len.saturating_sub(read_from)).unwrap_or(usize::MAX);
+                let need = want.saturating_sub(buf.len()).max(chunk).min(left);
                 let more = fs.read_at(path, read_from, need)?;
                 if more.is_empty() || read_from + (more.len() as u64) >= file_len {
                     eof = true;
@@ -237,6 +241,84 @@ mod tests {
             prop_assert!(end.valid_end >= valid);
             prop_assert_eq!(end.bad.is_none(), end.valid_end == end.file_len);
         }
+    }
+
+    /// Records the largest read asked of the file system.
+    #[derive(Debug)]
+    struct Recording {
+        inner: SimFs,
+        max_read: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Fs for Recording {
+        fn create_dir(&self, p: &Path) -> std::io::Result<bool> {
+            self.inner.create_dir(p)
+        }
+        fn check_private(&self, p: &Path, dir: bool) -> Result<bool, String> {
+            self.inner.check_private(p, dir)
+        }
+        fn list_dir(&self, p: &Path) -> std::io::Result<Vec<String>> {
+            self.inner.list_dir(p)
+        }
+        fn exists(&self, p: &Path) -> std::io::Result<bool> {
+            self.inner.exists(p)
+        }
+        fn read(&self, p: &Path) -> std::io::Result<Vec<u8>> {
+            self.inner.read(p)
+        }
+        fn read_at(&self, p: &Path, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
+            self.max_read
+                .fetch_max(len, std::sync::atomic::Ordering::SeqCst);
+            self.inner.read_at(p, offset, len)
+        }
+        fn len(&self, p: &Path) -> std::io::Result<u64> {
+            self.inner.len(p)
+        }
+        fn open_append(&self, p: &Path) -> std::io::Result<Box<dyn crate::fs::AppendFile>> {
+            self.inner.open_append(p)
+        }
+        fn write_synced(&self, p: &Path, data: &[u8]) -> std::io::Result<()> {
+            self.inner.write_synced(p, data)
+        }
+        fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+            self.inner.rename(from, to)
+        }
+        fn sync_dir(&self, p: &Path) -> std::io::Result<()> {
+            self.inner.sync_dir(p)
+        }
+        fn truncate_synced(&self, p: &Path, len: u64) -> std::io::Result<()> {
+            self.inner.truncate_synced(p, len)
+        }
+        fn remove_dir_all(&self, p: &Path) -> std::io::Result<()> {
+            self.inner.remove_dir_all(p)
+        }
+        fn try_lock(&self, p: &Path) -> std::io::Result<Option<Box<dyn crate::fs::LockGuard>>> {
+            self.inner.try_lock(p)
+        }
+    }
+
+    /// Found by review for issue 13: a record claiming a length near [`MAX_RECORD`] in a
+    /// file of a few bytes made the scan ask for (and `RealFs::read_at` reserve) that many
+    /// bytes. Reads are now bounded by what the file holds.
+    #[test]
+    fn a_forged_length_never_sizes_a_read_beyond_the_file() {
+        let fs = Recording {
+            inner: SimFs::new(),
+            max_read: 0.into(),
+        };
+        let path = Path::new("/j");
+        let mut bytes = encode(b"1");
+        bytes.extend_from_slice(b"{\"len\":1073741824,\"crc\":0,\"ev\":{}");
+        fs.write_synced(path, &bytes).unwrap();
+        let end = scan(&fs, path, 0, 64, |_, _| true).unwrap();
+        assert_eq!(end.valid_end, encode(b"1").len() as u64);
+        assert_eq!(end.bad, Some("torn record at end of journal"));
+        let max = fs.max_read.load(std::sync::atomic::Ordering::SeqCst);
+        assert!(
+            max <= bytes.len(),
+            "asked for {max} bytes of a {}-byte file",
+            bytes.len()
+        );
     }
 
     #[test]

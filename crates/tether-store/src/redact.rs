@@ -5,8 +5,10 @@
 //! "Persistence") for the credentials coding agents meet most: GitHub, OpenAI, Anthropic,
 //! AWS, Slack, PEM private keys, JWTs, Google Cloud, GitLab, npm, Hugging Face and Stripe.
 //! A match is replaced by `[REDACTED:<rule-id>]`, so a reader still sees that something was
-//! there and what kind. A `RegexSet` is tried first: strings that match no rule (nearly all
-//! of them) cost one scan.
+//! there and what kind. A rule whose pattern has a group named `secret` replaces only that
+//! group (a password inside a URL: `postgres://user:[REDACTED:url-password]@host/db`, so the
+//! user and host stay readable). A `RegexSet` is tried first: strings that match no rule
+//! (nearly all of them) cost one scan.
 
 use std::sync::OnceLock;
 
@@ -18,7 +20,8 @@ use serde_json::Value;
 pub struct Rule {
     /// Rule id, e.g. `github-pat`.
     pub id: &'static str,
-    /// The `regex` crate pattern.
+    /// The `regex` crate pattern. When it has a group named `secret`, only that group is
+    /// replaced; otherwise the whole match is.
     pub pattern: &'static str,
 }
 
@@ -88,6 +91,14 @@ pub const RULES: &[Rule] = &[
         id: "huggingface-access-token",
         pattern: r"\bhf_[A-Za-z]{34}\b",
     },
+    // Userinfo with a password in any URL (RFC 3986 §3.2.1 deprecates it, but database URLs,
+    // git remotes and proxies still carry one): `scheme://user:password@host`. The user may
+    // be empty (`redis://:password@host`); the password runs to the last `@` before the path,
+    // so an unescaped `@` inside it is still covered.
+    Rule {
+        id: "url-password",
+        pattern: r"\b[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s:/?#@\[\]]*:(?P<secret>[^\s/?#]+)@",
+    },
     Rule {
         id: "stripe-access-token",
         pattern: r"\b(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{10,99}\b",
@@ -128,9 +139,17 @@ pub fn redact_str(s: &mut String) -> usize {
         let re = &c.each[i];
         let replacement = format!("[REDACTED:{}]", RULES[i].id);
         let mut n = 0;
-        let replaced = re.replace_all(s, |_: &regex::Captures| {
+        let replaced = re.replace_all(s, |caps: &regex::Captures| {
             n += 1;
-            replacement.clone()
+            match (caps.get(0), caps.name("secret")) {
+                (Some(whole), Some(secret)) => {
+                    let text = whole.as_str();
+                    let (start, end) =
+                        (secret.start() - whole.start(), secret.end() - whole.start());
+                    format!("{}{replacement}{}", &text[..start], &text[end..])
+                }
+                _ => replacement.clone(),
+            }
         });
         if n > 0 {
             *s = replaced.into_owned();
@@ -244,7 +263,84 @@ mod tests {
             ("npm-access-token", format!("npm_{}", rep('n', 36))),
             ("huggingface-access-token", format!("hf_{}", rep('h', 34))),
             ("stripe-access-token", format!("sk_live_{}", rep('4', 24))),
+            ("url-password", format!("postgres://user:{}@", rep('p', 12))),
         ]
+    }
+
+    /// URL credentials: only the password goes; scheme, user, host and path stay.
+    #[test]
+    fn url_passwords_are_redacted_keeping_user_and_host() {
+        let pw = format!("pa{}ss", rep('w', 6));
+        let token = format!("tok{}", rep('9', 20));
+        let cases = [
+            (
+                format!("postgres://user:{pw}@host/db"),
+                "postgres://user:[REDACTED:url-password]@host/db".to_owned(),
+            ),
+            (
+                format!("https://user:{token}@host"),
+                "https://user:[REDACTED:url-password]@host".to_owned(),
+            ),
+            (
+                format!("DATABASE_URL=mysql://root:{pw}@127.0.0.1:3306/app?ssl=1 next"),
+                "DATABASE_URL=mysql://root:[REDACTED:url-password]@127.0.0.1:3306/app?ssl=1 next"
+                    .to_owned(),
+            ),
+            (
+                format!("redis://:{pw}@cache:6379/0"),
+                "redis://:[REDACTED:url-password]@cache:6379/0".to_owned(),
+            ),
+            (
+                format!("git remote add o https://x-access-token:{token}@github.com/o/r.git"),
+                "git remote add o https://x-access-token:[REDACTED:url-password]@github.com/o/r.git"
+                    .to_owned(),
+            ),
+            // An unescaped `@` inside the password: all of it goes.
+            (
+                format!("amqp://guest:{pw}@x@rabbit/vhost"),
+                "amqp://guest:[REDACTED:url-password]@rabbit/vhost".to_owned(),
+            ),
+            (
+                format!("mongodb+srv://admin:{pw}@cluster0.example.net/?retryWrites=true"),
+                "mongodb+srv://admin:[REDACTED:url-password]@cluster0.example.net/?retryWrites=true"
+                    .to_owned(),
+            ),
+            // Two in one string.
+            (
+                format!("a=postgres://u:{pw}@h1/d b=https://v:{token}@h2"),
+                "a=postgres://u:[REDACTED:url-password]@h1/d b=https://v:[REDACTED:url-password]@h2"
+                    .to_owned(),
+            ),
+        ];
+        for (input, expected) in cases {
+            let (out, n) = r(&input);
+            assert_eq!(out, expected, "input {input:?}");
+            assert_eq!(
+                n,
+                expected.matches("[REDACTED:url-password]").count(),
+                "{input}"
+            );
+        }
+        let mut v =
+            serde_json::json!({"env": {"DATABASE_URL": format!("postgres://user:{pw}@host/db")}});
+        assert_eq!(redact_value(&mut v), 1);
+        assert!(!v.to_string().contains(&pw), "{v}");
+    }
+
+    #[test]
+    fn urls_without_passwords_are_left_alone() {
+        for s in [
+            "https://host:8443/path@v2",
+            "ssh://git@github.com:22/o/r.git",
+            "https://user@host/db",
+            "http://[::1]:8080/x",
+            "see https://example.com/a:b@c for details",
+            "mailto:someone@example.com",
+            "time 12:30@home",
+        ] {
+            let (out, n) = r(s);
+            assert_eq!((out.as_str(), n), (s, 0), "false positive on {s:?}");
+        }
     }
 
     #[test]

@@ -31,6 +31,10 @@ const JOURNAL: &str = "journal.jsonl";
 const LOCK: &str = "lock";
 const BLOBS: &str = "blobs";
 const SCAN_CHUNK: usize = 1 << 20;
+/// Largest manifest read: 4 MiB (real ones are a few KiB). A bigger file is treated as
+/// unreadable, so the manifest is rebuilt from the journal instead of read whole into
+/// memory (issue 13: no allocation sized by a damaged file).
+pub const MAX_MANIFEST_BYTES: u64 = 4 << 20;
 
 /// Per-section format versions (seed 002 §5: "per-section version fields so modules can
 /// evolve independently").
@@ -308,6 +312,17 @@ impl Store {
     }
 
     /// Whether `path` exists and is private; `NotPrivate` if it exists and is not.
+    /// A manifest's bytes; empty (so unparseable, so rebuilt) when the file is larger than
+    /// [`MAX_MANIFEST_BYTES`].
+    fn read_manifest(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        let len = self.fs.len(path)?;
+        if len > MAX_MANIFEST_BYTES {
+            tracing::warn!(path = %path.display(), len, "manifest too large to be one; ignored");
+            return Ok(Vec::new());
+        }
+        self.fs.read(path)
+    }
+
     fn check(&self, path: &Path, dir: bool) -> Result<bool, StoreError> {
         self.fs
             .check_private(path, dir)
@@ -560,7 +575,9 @@ impl Store {
         let has_manifest = self.check(&mpath, false)?;
         let has_journal = self.check(&jpath, false)?;
         let raw: Option<Value> = if has_manifest {
-            let bytes = self.fs.read(&mpath).map_err(io("read manifest", &mpath))?;
+            let bytes = self
+                .read_manifest(&mpath)
+                .map_err(io("read manifest", &mpath))?;
             serde_json::from_slice(&bytes).ok()
         } else {
             None
@@ -1507,7 +1524,9 @@ impl Store {
             return Ok(None);
         }
         let raw: Option<Value> = if self.check(&mpath, false)? {
-            let bytes = self.fs.read(&mpath).map_err(io("read manifest", &mpath))?;
+            let bytes = self
+                .read_manifest(&mpath)
+                .map_err(io("read manifest", &mpath))?;
             serde_json::from_slice(&bytes).ok()
         } else {
             None
@@ -1685,8 +1704,7 @@ impl Store {
             return Ok(vec![]);
         }
         let manifest: Option<Manifest> = self
-            .fs
-            .read(&dir.join(MANIFEST))
+            .read_manifest(&dir.join(MANIFEST))
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok());
         let key = self.session_key(manifest.as_ref(), &dir)?;
@@ -1851,8 +1869,7 @@ impl Store {
                 Err(e) => {
                     // Still list it, from the manifest alone (e.g. its key is unavailable).
                     let m: Option<Manifest> = self
-                        .fs
-                        .read(&sdir.join(&name).join(MANIFEST))
+                        .read_manifest(&sdir.join(&name).join(MANIFEST))
                         .ok()
                         .and_then(|b| serde_json::from_slice(&b).ok());
                     tracing::warn!(session = %name, error = %e, "listing a session from its manifest only");

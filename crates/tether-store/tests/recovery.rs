@@ -135,7 +135,7 @@ fn a_flipped_bit_ends_the_valid_prefix_there() {
 
 #[test]
 fn a_corrupt_or_missing_manifest_is_rebuilt_from_the_journal() {
-    for damage in ["garbage", "missing", "past-end", "wrong-seq"] {
+    for damage in ["garbage", "missing", "past-end", "wrong-seq", "oversized"] {
         let tmp = Tmp::new();
         let ws = tmp.workspace();
         let snap = write_turns(&open(&tmp.root()), &ws, 4);
@@ -143,6 +143,12 @@ fn a_corrupt_or_missing_manifest_is_rebuilt_from_the_journal() {
         match damage {
             "garbage" => std::fs::write(&manifest, b"{\"schemaVersion\": 2, \"jour").unwrap(),
             "missing" => std::fs::remove_file(&manifest).unwrap(),
+            // Valid JSON, but larger than a manifest can be (issue 13): not read whole.
+            "oversized" => {
+                let mut bytes = std::fs::read(&manifest).unwrap();
+                bytes.resize(bytes.len() + (5 << 20), b' ');
+                std::fs::write(&manifest, bytes).unwrap();
+            }
             "past-end" | "wrong-seq" => {
                 let mut m: serde_json::Value =
                     serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();

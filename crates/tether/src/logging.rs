@@ -2,7 +2,12 @@
 //! protocol). `TETHER_LOG` sets the filter (`tracing_subscriber::EnvFilter` syntax), default
 //! `info`.
 
+use std::io::Write;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use tracing_appender::rolling::{RollingFileAppender, Rotation};
 
 use tracing_appender::non_blocking::WorkerGuard;
 use tracing_subscriber::EnvFilter;
@@ -39,12 +44,7 @@ pub fn init(file: Option<&Path>) -> Result<Option<WorkerGuard>, String> {
             let name = path
                 .file_name()
                 .map_or_else(|| "tether.log".into(), |n| n.to_string_lossy().into_owned());
-            let appender = tracing_appender::rolling::Builder::new()
-                .rotation(tracing_appender::rolling::Rotation::DAILY)
-                .filename_prefix(name)
-                .max_log_files(KEEP_LOG_FILES)
-                .build(dir)
-                .map_err(|e| format!("cannot open log file in {}: {e}", dir.display()))?;
+            let appender = PrivateLogFiles::open(dir, &name)?;
             // tracing-appender's default queue (128,000 lines) is a bounded channel whose
             // slots are all initialised up front: 4 MB resident from the first instant, a
             // third of an idle server's memory (benches/server.rs). The writer thread empties
@@ -70,6 +70,105 @@ pub fn init(file: Option<&Path>) -> Result<Option<WorkerGuard>, String> {
 #[must_use]
 pub fn default_log_file(data_dir: &Path) -> PathBuf {
     data_dir.join("logs").join("tether.log")
+}
+
+/// The daily-rotated log files, private to the user (0600) like everything else Tether
+/// writes (ARCHITECTURE, store invariant 5).
+///
+/// `tracing-appender` creates each day's file with the process umask (usually 0644) and has
+/// no mode option, so before a write in a new UTC day (the appender's rotation boundary) the
+/// day's file `<prefix>.<YYYY-MM-DD>` is created 0600 first; the appender then appends to it
+/// and the mode stays. Opening tightens files left loose by older versions.
+struct PrivateLogFiles {
+    inner: RollingFileAppender,
+    dir: PathBuf,
+    prefix: String,
+    /// The UTC day (days since the Unix epoch) whose file is known to be private.
+    day: u64,
+}
+
+impl PrivateLogFiles {
+    fn open(dir: &Path, prefix: &str) -> Result<Self, String> {
+        let day = utc_day();
+        let ensure = |e: std::io::Error| format!("cannot open log file in {}: {e}", dir.display());
+        if let Ok(entries) = std::fs::read_dir(dir) {
+            for entry in entries.flatten() {
+                if entry.file_name().to_string_lossy().starts_with(prefix) {
+                    make_private(&entry.path()).map_err(ensure)?;
+                }
+            }
+        }
+        create_private_file(&day_file(dir, prefix, day)).map_err(ensure)?;
+        let inner = tracing_appender::rolling::Builder::new()
+            .rotation(Rotation::DAILY)
+            .filename_prefix(prefix)
+            .max_log_files(KEEP_LOG_FILES)
+            .build(dir)
+            .map_err(|e| format!("cannot open log file in {}: {e}", dir.display()))?;
+        Ok(Self {
+            inner,
+            dir: dir.to_owned(),
+            prefix: prefix.to_owned(),
+            day,
+        })
+    }
+
+    /// Makes the current day's file exist and be private, once per day.
+    fn ensure_today(&mut self) {
+        let day = utc_day();
+        if day != self.day {
+            // Best effort: a failure here must not stop logging; the folder is 0700 anyway.
+            let _ = create_private_file(&day_file(&self.dir, &self.prefix, day));
+            self.day = day;
+        }
+    }
+}
+
+impl Write for PrivateLogFiles {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.ensure_today();
+        let n = self.inner.write(buf)?;
+        // The appender may have crossed midnight between the check and its own clock read.
+        self.ensure_today();
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Days since the Unix epoch, UTC (the appender rotates at UTC midnight).
+fn utc_day() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() / 86_400)
+}
+
+/// `<dir>/<prefix>.<YYYY-MM-DD>`: the appender's daily file name.
+fn day_file(dir: &Path, prefix: &str, day: u64) -> PathBuf {
+    let date = i64::try_from(day)
+        .ok()
+        .and_then(|d| chrono::DateTime::from_timestamp(d.saturating_mul(86_400), 0))
+        .unwrap_or_default();
+    dir.join(format!("{prefix}.{}", date.format("%Y-%m-%d")))
+}
+
+fn create_private_file(path: &Path) -> std::io::Result<()> {
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .open(path)?
+        .set_permissions(std::fs::Permissions::from_mode(0o600))
+}
+
+fn make_private(path: &Path) -> std::io::Result<()> {
+    let meta = std::fs::symlink_metadata(path)?;
+    if meta.is_file() && meta.permissions().mode() & 0o077 != 0 {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(())
 }
 
 fn create_private_dir(dir: &Path) -> Result<(), String> {

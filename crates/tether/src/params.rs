@@ -11,8 +11,9 @@ use tower_lsp_server::jsonrpc::{Error, ErrorCode};
 use crate::protocol::code;
 
 /// Parses `params` (a JSON object) as `T`. On failure returns `-32602` with `data: {field, reason}`, where
-/// `field` is the dotted path of the offending field (`workspace.root`, `prompt[0]`), or `""`
-/// when the params as a whole are wrong.
+/// `field` is the dotted path of the offending field (`workspace.root`, `prompt[0]`; an
+/// unknown field named by the empty string is `""` quoted), or `""` when the params as a
+/// whole are wrong.
 pub fn parse<T: DeserializeOwned>(params: Value) -> Result<T, Error> {
     if !params.is_object() {
         // JSON-RPC allows positional (array) params; Tether's methods take named ones only.
@@ -48,7 +49,8 @@ pub fn invalid_params(field: &str, reason: &str) -> Error {
 }
 
 /// serde reports a missing field at its parent's path and names it only in the message
-/// ("missing field `root`"): join the two so the error points at the field itself.
+/// ("missing field `root`"): join the two so the error points at the field itself. (An
+/// unknown field's path already ends with its name.)
 fn field_of(path: &str, reason: &str) -> String {
     let path = if path == "." { "" } else { path };
     let missing = reason
@@ -57,6 +59,9 @@ fn field_of(path: &str, reason: &str) -> String {
     match missing {
         Some(name) if path.is_empty() => name.to_owned(),
         Some(name) => format!("{path}.{name}"),
+        // An unknown field whose name is empty has its parent's path, which at the top level
+        // is "": the field would name nothing (found by the `editor_params` fuzz target).
+        None if path.is_empty() && reason.starts_with("unknown field ``") => "\"\"".to_owned(),
         None => path.to_owned(),
     }
 }
@@ -105,6 +110,26 @@ mod tests {
             reason.contains("retry") && reason.contains("new"),
             "{reason}"
         );
+    }
+
+    /// Regression (fuzz target `editor_params`, issue 13): an unknown field with an empty
+    /// name at the top level answered `field: ""`, which names no field.
+    #[test]
+    fn an_unknown_field_with_an_empty_name_is_named() {
+        let err = parse::<RecoveryChoiceParams>(json!({"": false})).unwrap_err();
+        assert_eq!(data(&err).0, "\"\"");
+    }
+
+    /// An unknown field of a `deny_unknown_fields` type is named by its own path.
+    #[test]
+    fn unknown_fields_are_named() {
+        let err =
+            parse::<RecoveryChoiceParams>(json!({"sessionId": "s", "choice": "retry", "bogus": 1}))
+                .unwrap_err();
+        assert_eq!(data(&err).0, "bogus");
+        let err =
+            parse::<ResumeParams>(json!({"workspace": {"root": "/w", "extra": true}})).unwrap_err();
+        assert_eq!(data(&err).0, "workspace.extra");
     }
 
     #[test]

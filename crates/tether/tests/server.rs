@@ -840,3 +840,68 @@ async fn binary_vanishing_client_mid_request_leaves_no_agent() {
         "no agent process may remain"
     );
 }
+
+/// Folders 0700 and files 0600 under `dirs`, every entry; returns how many were checked.
+fn assert_private(dirs: &[std::path::PathBuf]) -> usize {
+    use std::os::unix::fs::MetadataExt;
+    let mut checked = 0;
+    let mut loose = Vec::new();
+    let mut stack: Vec<_> = dirs.to_vec();
+    while let Some(p) = stack.pop() {
+        let meta = std::fs::symlink_metadata(&p).expect("stat");
+        let mode = meta.mode() & 0o777;
+        if meta.is_dir() {
+            if mode != 0o700 {
+                loose.push(format!("{} {mode:o}", p.display()));
+            }
+            stack.extend(
+                std::fs::read_dir(&p)
+                    .expect("dir")
+                    .map(|e| e.expect("entry").path()),
+            );
+        } else if mode != 0o600 {
+            loose.push(format!("{} {mode:o}", p.display()));
+        }
+        checked += 1;
+    }
+    assert!(loose.is_empty(), "not private: {loose:?}");
+    checked
+}
+
+/// Everything `tether serve` writes (the cache with a blob, the child registry, the logs) is
+/// private to the user, while the agent runs and after shutdown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binary_everything_written_is_private() {
+    let world = World::new(Mode::Binary);
+    let editor = world.editor().await;
+    let sid = started_session(&world, &editor).await;
+    prompt(&editor, &sid, "hello").await.expect("prompt");
+    let snapshot = json!({
+        "chatTurns": [{"id": "t1", "role": "user", "text": "x".repeat(100_000), "timestampUtc": "2026-11-22T01:00:00Z", "complete": true}],
+        "execTurns": [], "diffSessions": [], "approvals": {"pending": []},
+        "uiState": {"isStreamErrorVisible": false}, "context": {"workingDir": world.workspace}
+    });
+    let saved = editor
+        .request("session/persist", json!({"sessionId": sid, "workspace": world.ws(), "trigger": "turnFinalized", "snapshot": snapshot}))
+        .await
+        .expect("persist");
+    assert_eq!(saved["saved"], true, "{saved}");
+    let cache = world.path().join("cache");
+    let logs = world.path().join("logs");
+    assert!(
+        cache.join("children.json").is_file(),
+        "the registry is written"
+    );
+    let written = walk(&cache);
+    assert!(
+        written
+            .iter()
+            .any(|p| p.parent().is_some_and(|d| d.ends_with("blobs"))),
+        "a blob is written: {written:?}"
+    );
+    assert!(!walk(&logs).is_empty(), "a log file is written");
+    let running = assert_private(&[cache.clone(), logs.clone()]);
+    editor.shutdown(STEP).await.expect("shutdown");
+    let after = assert_private(&[cache, logs]);
+    assert!(running >= 10 && after >= 8, "walked {running} then {after}");
+}

@@ -55,8 +55,9 @@ pub struct ServerConfig {
     /// (seed 004's idle TTL).
     pub connection_ttl_secs: u64,
     /// How long an agent may stay silent mid-turn before the watchdog reports it, in
-    /// seconds. Agents retry internally for minutes without a word (FIELD-NOTES), so the
-    /// default is generous.
+    /// seconds; also how long an answer to `initialize`, `session/new`, `session/load` or
+    /// `session/resume` is awaited before the attempt fails as a hang. Agents retry
+    /// internally for minutes without a word (FIELD-NOTES), so the default is generous.
     pub watchdog_secs: u64,
     /// How long an agent may send nothing mid-turn before the editor is told it is silent
     /// (`session/status` `agentSilent`), in seconds. Short: it is information, not a

@@ -34,6 +34,8 @@ use super::ServeOptions;
 pub const MAX_FRAME_BYTES: usize = 64 << 20;
 /// Longest header line accepted: 8 KiB (garbage without newlines cannot grow memory).
 pub const MAX_HEADER_LINE: usize = 8 << 10;
+/// What the input guard reserves for a body before its bytes arrive.
+const BODY_CHUNK: usize = 64 << 10;
 /// Frames the outbox holds before senders wait.
 pub const OUTBOX_FRAMES: usize = 4096;
 
@@ -228,9 +230,16 @@ where
                 .await;
             continue;
         }
-        let mut body = vec![0; length];
-        if reader.read_exact(&mut body).await.is_err() {
-            break;
+        // The buffer grows with the bytes that arrive, not with what the header claims: a
+        // header promising 64 MiB followed by nothing costs nothing.
+        let mut body = Vec::with_capacity(length.min(BODY_CHUNK));
+        match (&mut reader)
+            .take(length as u64)
+            .read_to_end(&mut body)
+            .await
+        {
+            Ok(n) if n == length => {}
+            _ => break,
         }
         match check_message(&body) {
             Ok(()) => {
@@ -296,8 +305,26 @@ async fn read_headers<R: AsyncRead + Unpin>(
 /// Requests are checked by parsing the bytes into tower-lsp-server's own `Request`, as its
 /// codec does (from the text, so a duplicate key fails here as it would fail there); only a
 /// body that is not a plain request goes through the slower diagnosis that names the error.
+///
+/// The body must be UTF-8 as a whole: tower-lsp-server's codec decodes it with
+/// `str::from_utf8` first, while `serde_json::from_slice` does not check the bytes of a
+/// string it skips (an unknown field's value), so such a body passed the checks below and
+/// then ended the server's input (found by the `editor_frames` fuzz target, issue 13).
 fn check_message(body: &[u8]) -> Result<(), (Value, i64, String)> {
-    if let Ok(request) = serde_json::from_slice::<Request>(body)
+    let body = std::str::from_utf8(body).map_err(|e| {
+        (
+            Value::Null,
+            -32700,
+            format!("Parse error: the body is not UTF-8: {e}"),
+        )
+    })?;
+    // Decoded exactly as tower-lsp-server decodes it: anything it would fail on ends its
+    // input, so nothing is passed on unless this succeeds. (Decoding straight into
+    // `Request` is not the same: the codec's untagged `Message` buffers the whole value
+    // first, which hits serde_json's nesting limit where skipping an unknown field does
+    // not; found by the `editor_frames` fuzz target.)
+    let decoded = serde_json::from_str::<LspMessage>(body);
+    if let Ok(LspMessage::Request(request)) = &decoded
         && !request.method().is_empty()
         && request
             .params()
@@ -305,7 +332,7 @@ fn check_message(body: &[u8]) -> Result<(), (Value, i64, String)> {
     {
         return Ok(());
     }
-    let value: Value = serde_json::from_slice(body)
+    let value: Value = serde_json::from_str(body)
         .map_err(|e| (Value::Null, -32700, format!("Parse error: {e}")))?;
     let id = value
         .get("id")
@@ -336,17 +363,77 @@ fn check_message(body: &[u8]) -> Result<(), (Value, i64, String)> {
         {
             return Err(invalid("\"id\" must be a number or a string"));
         }
-        serde_json::from_slice::<Request>(body).map_err(|e| invalid(&e.to_string()))?;
-        return Ok(());
+        serde_json::from_str::<Request>(body).map_err(|e| invalid(&e.to_string()))?;
+        return decoded.map(drop).map_err(|e| invalid(&e.to_string()));
     }
     if object.contains_key("id") && (object.contains_key("result") ^ object.contains_key("error")) {
-        serde_json::from_slice::<tower_lsp_server::jsonrpc::Response>(body)
+        serde_json::from_str::<tower_lsp_server::jsonrpc::Response>(body)
             .map_err(|e| invalid(&e.to_string()))?;
-        return Ok(());
+        return decoded.map(drop).map_err(|e| invalid(&e.to_string()));
     }
     Err(invalid(
         "neither a request (\"method\") nor a response (\"id\" with \"result\" or \"error\")",
     ))
+}
+
+/// tower-lsp-server 0.23's own message type (`jsonrpc::Message`, crate-private there): its
+/// codec decodes every body into it.
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum LspMessage {
+    #[allow(dead_code)] // Only whether a response decodes matters.
+    Response(tower_lsp_server::jsonrpc::Response),
+    Request(Request),
+}
+
+/// Whether tower-lsp-server 0.23's codec decodes `body` (the same steps: UTF-8, then
+/// `serde_json::from_str` into its untagged `Message` of a response or a request). A body
+/// it rejects would end the server's input, so every body the input guard passes must
+/// decode here. For the fuzz targets and tests; not part of the API.
+#[doc(hidden)]
+pub fn tower_lsp_decodes(body: &[u8]) -> Result<(), String> {
+    let text = std::str::from_utf8(body).map_err(|e| e.to_string())?;
+    if text.is_empty() {
+        // The codec skips an empty body.
+        return Ok(());
+    }
+    serde_json::from_str::<LspMessage>(text)
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
+/// What the input guard made of `input` (what an editor sends, then end of input): the bytes it passed on to tower-lsp-server, and the frames it answered itself.
+/// For the fuzz targets and tests; not part of the API.
+#[doc(hidden)]
+pub async fn guard_bytes<R: AsyncRead + Unpin>(input: R) -> (Vec<u8>, Vec<Vec<u8>>) {
+    let (outbox, mut answers) = Outbox::new(OUTBOX_FRAMES);
+    let mut passed = Vec::new();
+    let drain = async {
+        let mut out = Vec::new();
+        while let Some(frame) = answers.recv().await {
+            out.push(frame);
+        }
+        out
+    };
+    let ((), answered) = tokio::join!(input_guard(input, &mut passed, outbox), drain);
+    (passed, answered)
+}
+
+/// Splits `Content-Length`-framed bytes (as [`frame`] writes them) into bodies; `None`
+/// when they are not exactly such frames. For the fuzz targets and tests.
+#[doc(hidden)]
+#[must_use]
+pub fn split_frames(mut bytes: &[u8]) -> Option<Vec<&[u8]>> {
+    let mut out = Vec::new();
+    while !bytes.is_empty() {
+        let rest = bytes.strip_prefix(b"Content-Length: ")?;
+        let end = rest.windows(4).position(|w| w == b"\r\n\r\n")?;
+        let length: usize = std::str::from_utf8(&rest[..end]).ok()?.parse().ok()?;
+        let body = rest.get(end + 4..end + 4 + length)?;
+        out.push(body);
+        bytes = &rest[end + 4 + length..];
+    }
+    Some(out)
 }
 
 fn error_frame(id: Value, code: i64, message: &str) -> Vec<u8> {
@@ -478,6 +565,75 @@ mod tests {
             let (got_id, got_code, _) = check_message(body.as_bytes()).unwrap_err();
             assert_eq!((&got_id, got_code), (id, *code), "{body}");
         }
+    }
+
+    /// Regression (fuzz target `editor_frames`, issue 13): invalid UTF-8 inside a string
+    /// that serde skips (an unknown field) passed the guard and then failed
+    /// tower-lsp-server's `str::from_utf8`, which ends its input stream: the server stopped.
+    #[test]
+    fn invalid_utf8_in_a_skipped_field_is_answered_not_passed() {
+        let body = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"junk\":\"\xff\"}";
+        assert!(
+            serde_json::from_slice::<Request>(body).is_ok(),
+            "serde_json alone does not check the skipped string"
+        );
+        assert!(
+            tower_lsp_decodes(body).is_err(),
+            "tower-lsp would fail on it"
+        );
+        let (id, code, message) = check_message(body).unwrap_err();
+        assert_eq!((id, code), (Value::Null, -32700), "{message}");
+        assert!(message.contains("UTF-8"), "{message}");
+    }
+
+    /// Regression (fuzz target `editor_frames`, issue 13): nesting near serde_json's limit
+    /// in an unknown field decodes straight into `Request` (the field is skipped) but not
+    /// into tower-lsp-server's untagged `Message`, which buffers it first.
+    #[test]
+    fn deep_nesting_in_an_unknown_field_is_answered_not_passed() {
+        let mut body = br#"{"jsonrpc":"2.0","id":1,"method":"x","sarams":"#.to_vec();
+        body.extend([b'['; 127]);
+        body.extend([b']'; 127]);
+        body.push(b'}');
+        assert!(
+            serde_json::from_slice::<Request>(&body).is_ok(),
+            "decoding straight into Request accepts it"
+        );
+        assert!(
+            tower_lsp_decodes(&body).is_err(),
+            "tower-lsp would fail on it"
+        );
+        let (id, code, message) = check_message(&body).unwrap_err();
+        assert_eq!((id, code), (Value::Null, -32700), "{message}");
+        assert!(message.contains("recursion limit"), "{message}");
+    }
+
+    /// Every body the guard passes on decodes in tower-lsp-server's codec, and every frame
+    /// it drops is answered: split, merged, headerless and oversized frames together.
+    #[tokio::test]
+    async fn the_guard_passes_only_what_tower_lsp_decodes() {
+        let ok = br#"{"jsonrpc":"2.0","id":1,"method":"x","params":{}}"#;
+        let mut input = Vec::new();
+        input.extend_from_slice(b"garbage line\r\n");
+        input.extend_from_slice(&frame_bytes(ok));
+        input.extend_from_slice(b"Content-Length: -5\r\n\r\n");
+        input.extend_from_slice(&frame_bytes(
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"y\",\"z\":\"\xc3\x28\"}",
+        ));
+        input.extend_from_slice(&frame_bytes(&[b'['; 100_000]));
+        input.extend_from_slice(&frame_bytes(ok));
+        input.extend_from_slice(b"Content-Length: 60000000\r\n\r\n{}");
+        let (passed, answered) = guard_bytes(&input[..]).await;
+        let bodies = split_frames(&passed).expect("whole frames");
+        assert_eq!(bodies, vec![&ok[..], &ok[..]]);
+        for body in bodies {
+            tower_lsp_decodes(body).expect("decodes");
+        }
+        assert_eq!(
+            answered.len(),
+            2,
+            "the bad UTF-8 and the deep nesting are answered"
+        );
     }
 
     /// A frame tower-lsp-server's codec would fail on (a duplicate key) is answered by the

@@ -1,0 +1,215 @@
+//! Params of every editor method, structure-aware: JSON built by `arbitrary` from the
+//! protocol's own field names and values (docs/protocol.md), nested at most as deep as a
+//! frame the input guard accepts (serde_json's limit of 128).
+//!
+//! Properties: parsing never panics; a failure is `-32602` with `data.field` (a string,
+//! naming a field whenever the params are an object) and a non-empty `data.reason`;
+//! `initializationOptions` errors name a field under `initializationOptions`.
+#![no_main]
+
+use arbitrary::Arbitrary;
+use libfuzzer_sys::fuzz_target;
+use serde_json::{Map, Number, Value};
+use tether::params::parse;
+use tether::protocol::{
+    ClearParams, PersistParams, PromptParams, RecoveryChoiceParams, ResumeParams, SessionRef,
+    WorkspaceParams,
+};
+use tether::server::config::ServerConfig;
+
+const KEYS: &[&str] = &[
+    "workspace",
+    "root",
+    "sessionId",
+    "agent",
+    "workDoneToken",
+    "choice",
+    "trigger",
+    "snapshot",
+    "prompt",
+    "type",
+    "text",
+    "chatTurns",
+    "execTurns",
+    "diffSessions",
+    "approvals",
+    "uiState",
+    "context",
+    "workingDir",
+    "id",
+    "role",
+    "timestampUtc",
+    "complete",
+    "pending",
+    "remembered",
+    "isStreamErrorVisible",
+    "streamErrorText",
+    "draftInput",
+    "cursor",
+    "tokenSummary",
+    "execId",
+    "header",
+    "command",
+    "status",
+    "exitCode",
+    "buffer",
+    "ansiBuffer",
+    "truncatedBytes",
+    "callId",
+    "kind",
+    "message",
+    "canRemember",
+    "queuedUtc",
+    "model",
+    "reasoning",
+    "approvalMode",
+    "telemetry",
+    "turnCount",
+    "execCount",
+    "metadata",
+    "linkedExecId",
+    "linkedDiffId",
+    "storage",
+    "dir",
+    "persist",
+    "encrypt",
+    "agents",
+    "args",
+    "env",
+    "protocol",
+    "defaultAgent",
+    "resume",
+    "maxAttempts",
+    "baseDelayMs",
+    "maxDelayMs",
+    "jitter",
+    "rateLimit",
+    "maxRetries",
+    "connectionTtlSecs",
+    "watchdogSecs",
+    "scripted",
+    "claude",
+];
+
+const STRINGS: &[&str] = &[
+    "",
+    "retry",
+    "new",
+    "turnFinalized",
+    "timer",
+    "edit",
+    "shutdown",
+    "acp",
+    "claudePrint",
+    "none",
+    "full",
+    "equal",
+    "decorrelated",
+    "/w",
+    "w",
+    "../../etc",
+    "user",
+    "assistant",
+    "2026-11-22T01:00:00Z",
+    "s-1",
+    "scripted",
+    "claude",
+    "text",
+    "exec",
+    "completed",
+];
+
+#[derive(Arbitrary, Debug)]
+enum Json {
+    Null,
+    Bool(bool),
+    Int(i64),
+    UInt(u64),
+    Float(f64),
+    Known(u8),
+    Str(String),
+    Arr(Vec<Json>),
+    Obj(Vec<(Key, Json)>),
+}
+
+#[derive(Arbitrary, Debug)]
+enum Key {
+    Known(u8),
+    Other(String),
+}
+
+impl Json {
+    fn to_value(&self, depth: usize) -> Value {
+        if depth >= 127 {
+            return Value::Null;
+        }
+        match self {
+            Json::Null => Value::Null,
+            Json::Bool(b) => Value::Bool(*b),
+            Json::Int(i) => Value::from(*i),
+            Json::UInt(u) => Value::from(*u),
+            Json::Float(f) => Number::from_f64(*f).map_or(Value::Null, Value::Number),
+            Json::Known(i) => Value::from(STRINGS[usize::from(*i) % STRINGS.len()]),
+            Json::Str(s) => Value::from(s.as_str()),
+            Json::Arr(items) => Value::Array(items.iter().map(|j| j.to_value(depth + 1)).collect()),
+            Json::Obj(fields) => {
+                let mut map = Map::new();
+                for (k, v) in fields {
+                    let key = match k {
+                        Key::Known(i) => KEYS[usize::from(*i) % KEYS.len()].to_owned(),
+                        Key::Other(s) => s.clone(),
+                    };
+                    map.insert(key, v.to_value(depth + 1));
+                }
+                Value::Object(map)
+            }
+        }
+    }
+}
+
+#[derive(Arbitrary, Debug)]
+struct Input {
+    method: u8,
+    params: Json,
+}
+
+fn check<T: serde::de::DeserializeOwned>(method: &str, params: &Value) {
+    let Err(err) = parse::<T>(params.clone()) else {
+        return;
+    };
+    assert_eq!(err.code.code(), -32602, "{method}: {err:?}");
+    let data = err.data.as_ref().expect("error data");
+    let field = data["field"].as_str().expect("data.field is a string");
+    let reason = data["reason"].as_str().expect("data.reason is a string");
+    assert!(!reason.is_empty(), "{method}: empty reason");
+    if params.is_object() {
+        assert!(
+            !field.is_empty(),
+            "{method}: -32602 names no field ({reason}) for {params}"
+        );
+    }
+}
+
+fuzz_target!(|input: Input| {
+    let params = input.params.to_value(0);
+    match input.method % 8 {
+        0 => check::<ResumeParams>("session/resume", &params),
+        1 => check::<RecoveryChoiceParams>("session/recoveryChoice", &params),
+        2 => check::<PersistParams>("session/persist", &params),
+        3 => check::<PromptParams>("session/prompt", &params),
+        4 => check::<SessionRef>("session/cancel", &params),
+        5 => check::<WorkspaceParams>("session/list", &params),
+        6 => check::<ClearParams>("session/clear", &params),
+        _ => {
+            if let Err(e) = ServerConfig::from_options(Some(params.clone())) {
+                assert!(
+                    e.field.starts_with("initializationOptions"),
+                    "initialize: field {:?} ({})",
+                    e.field,
+                    e.reason
+                );
+                assert!(!e.reason.is_empty());
+            }
+        }
+    }
+});
