@@ -84,7 +84,8 @@ impl Quirks {
     }
 }
 
-/// The table. Order matters only where one row's identifier contains another's; none does.
+/// The table, tried in order (the first row with a matching identifier wins; an agent's
+/// arguments may name another's model, so the more specific rows come first).
 pub const TABLE: &[Quirks] = &[
     Quirks {
         agent: "@zed-industries/claude-agent-acp",
@@ -136,7 +137,7 @@ pub const TABLE: &[Quirks] = &[
     Quirks {
         agent: "@google/gemini-cli",
         seen_in: "0.61.0",
-        identified_by: &["gemini-cli", "gemini.js", "/gemini"],
+        identified_by: &["gemini"],
         unknown_session: "-32603, data.details \"No previous sessions found for this project.\" \
                           or \"Invalid session identifier …\"",
         survives_api_error: true,
@@ -153,7 +154,7 @@ pub const TABLE: &[Quirks] = &[
     Quirks {
         agent: "@github/copilot",
         seen_in: "1.0.102",
-        identified_by: &["@github/copilot", "copilot-linux", "/copilot"],
+        identified_by: &["copilot"],
         unknown_session: "-32002 \"Resource not found\"",
         survives_api_error: true,
         load_replays: true,
