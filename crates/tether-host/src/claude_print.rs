@@ -265,14 +265,23 @@ fn unparseable(o: &Observation) -> Option<String> {
 /// 4 s), fall back to the cache marked stale, or fail when there is no cache. Waits are
 /// cancelled by `cancel` (then no further run starts and a running one is killed).
 ///
+/// Every retry is paid from `budget`, the retry token bucket shared by all of a server's
+/// sessions: it is locked only for each decision, never across an await, so sessions
+/// failing at the same time each pay their own retries.
+///
 /// # Errors
 /// [`OneShotError`] when there is nothing to show.
 pub async fn run_one_shot_with_recovery<R: RngCore>(
     job: &OneShotJob<'_>,
     rng: R,
-    budget: &mut RetryBudget,
+    budget: &std::sync::Mutex<RetryBudget>,
     cancel: &CancellationToken,
 ) -> Result<OneShotResult, OneShotError> {
+    let budget = || {
+        budget
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    };
     let mut machine = OneShotRun::new(
         job.rate_limit,
         job.session_id,
@@ -308,17 +317,17 @@ pub async fn run_one_shot_with_recovery<R: RngCore>(
                     Ok(result) => {
                         session_id = Some(result.session_id.clone());
                         fresh = Some(result);
-                        machine.on_success(now_ms(), budget)
+                        machine.on_success(now_ms(), &mut budget())
                     }
                     Err(e) => {
                         let o = e.observation();
                         match unparseable(&o) {
                             Some(detail) => {
-                                machine.on_unparseable_output(&detail, now_ms(), budget)
+                                machine.on_unparseable_output(&detail, now_ms(), &mut budget())
                             }
                             None => {
                                 let error = classify(&o, &ClassifyContext::at(now_ms())).error;
-                                machine.on_failure(error, now_ms(), budget)
+                                machine.on_failure(error, now_ms(), &mut budget())
                             }
                         }
                     }

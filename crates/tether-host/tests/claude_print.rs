@@ -268,10 +268,41 @@ mod recovery {
         run_one_shot_with_recovery(
             job,
             ChaCha8Rng::seed_from_u64(1),
-            &mut RetryBudget::default(),
+            &std::sync::Mutex::new(RetryBudget::default()),
             cancel,
         )
         .await
+    }
+
+    /// Two sessions rate limited at the same time pay every retry from the one shared
+    /// budget: together they spend twice what one spends alone.
+    #[tokio::test]
+    async fn two_sessions_failing_at_once_pay_from_one_budget() {
+        let fake = Fake::new();
+        let config = fake.config("ratelimit");
+        let spent = |b: &std::sync::Mutex<RetryBudget>| {
+            let b = b.lock().unwrap();
+            b.capacity() - b.available()
+        };
+        let cancel = CancellationToken::new();
+        let alone = std::sync::Mutex::new(RetryBudget::default());
+        let one = job(&config, Some("sid-a"), Some("cached a"));
+        let _ =
+            run_one_shot_with_recovery(&one, ChaCha8Rng::seed_from_u64(1), &alone, &cancel).await;
+        let spent_alone = spent(&alone);
+        assert!(spent_alone > 0, "a rate-limited run pays for its retries");
+
+        let shared = std::sync::Mutex::new(RetryBudget::default());
+        let two = job(&config, Some("sid-b"), Some("cached b"));
+        let (a, b) = tokio::join!(
+            run_one_shot_with_recovery(&one, ChaCha8Rng::seed_from_u64(1), &shared, &cancel),
+            run_one_shot_with_recovery(&two, ChaCha8Rng::seed_from_u64(2), &shared, &cancel),
+        );
+        assert!(
+            a.is_ok() && b.is_ok(),
+            "both fall back to their cache: {a:?} {b:?}"
+        );
+        assert_eq!(spent(&shared), 2 * spent_alone, "no debit may be lost");
     }
 
     #[tokio::test]

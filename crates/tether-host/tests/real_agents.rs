@@ -1105,7 +1105,7 @@ async fn claude_cli() {
     let started = Instant::now();
     let mut run = Run::new(RealAgent::ClaudeCli, &[]).await;
     let cancel = CancellationToken::new();
-    let mut budget = RetryBudget::default();
+    let budget = std::sync::Mutex::new(RetryBudget::default());
     let print = PrintOptions {
         registry: Some(run.registry.clone()),
         timeout: TURN,
@@ -1119,7 +1119,7 @@ async fn claude_cli() {
     let first = run_one_shot_with_recovery(
         &job("hello cli", None),
         ChaCha8Rng::seed_from_u64(1),
-        &mut budget,
+        &budget,
         &cancel,
     )
     .await
@@ -1134,7 +1134,7 @@ async fn claude_cli() {
     let resumed = run_one_shot_with_recovery(
         &job("again", Some(id)),
         ChaCha8Rng::seed_from_u64(2),
-        &mut budget,
+        &budget,
         &cancel,
     )
     .await
@@ -1171,7 +1171,7 @@ async fn claude_cli() {
     let unknown = run_one_shot_with_recovery(
         &job("fresh start", Some(UNKNOWN_SESSION)),
         ChaCha8Rng::seed_from_u64(3),
-        &mut budget,
+        &budget,
         &cancel,
     )
     .await
@@ -1222,7 +1222,7 @@ async fn claude_cli() {
     let limited = run_one_shot_with_recovery(
         &job("after a limit", Some(id)),
         ChaCha8Rng::seed_from_u64(4),
-        &mut budget,
+        &budget,
         &cancel,
     )
     .await
@@ -1264,10 +1264,9 @@ async fn claude_cli() {
         cached_output: Some("the cached answer"),
         ..job("server down", Some(id))
     };
-    let stale =
-        run_one_shot_with_recovery(&cached, ChaCha8Rng::seed_from_u64(5), &mut budget, &cancel)
-            .await
-            .expect("falls back to the cache");
+    let stale = run_one_shot_with_recovery(&cached, ChaCha8Rng::seed_from_u64(5), &budget, &cancel)
+        .await
+        .expect("falls back to the cache");
     run.fake.remove_fault(rule);
     let error = stale.error.clone().expect("why it is stale");
     run.note(

@@ -1610,12 +1610,12 @@ impl Sessions {
                 ..PrintOptions::default()
             },
         };
-        let mut budget = lock(&self.budget).clone();
+        // Paid from the one shared budget, locked per decision (never a copy written back
+        // later, which lost the debits other sessions made meanwhile).
         let outcome = tokio::select! {
-            r = run_one_shot_with_recovery(&job, self.seeded_rng(), &mut budget, &cancel) => r,
+            r = run_one_shot_with_recovery(&job, self.seeded_rng(), &self.budget, &cancel) => r,
             () = self.shutdown.cancelled() => Err(OneShotError::Cancelled),
         };
-        *lock(&self.budget) = budget;
         self.append_turn(
             TurnOf::print(session, agent_session_id.as_deref()),
             ChatRole::User,
