@@ -54,6 +54,10 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 /// Responses to the agent's requests held while its stdin is not being read (beyond the
 /// writer's queue of 256 lines); further ones are dropped with an error log.
 pub const MAX_QUEUED_RESPONSES: usize = 1024;
+/// Permission requests of one agent waiting for an answer at once; further ones are
+/// answered `cancelled` at once, so an agent flooding requests cannot pile up waiting tasks
+/// (and dialogs in the editor) without bound.
+pub const MAX_PENDING_PERMISSIONS: usize = 64;
 /// The head of a turn's agent text kept for [`TurnOutcome::agent_text`]: 64 KiB. In-band
 /// failures are reported at its start (`Error: …`, `API Error …`); the whole text went to
 /// the subscriber as updates.
@@ -381,6 +385,8 @@ struct Inner {
     sessions: Mutex<HashMap<String, SessionState>>,
     activity: Mutex<Activity>,
     closing: std::sync::atomic::AtomicBool,
+    /// Permission requests waiting for the subscriber (see [`MAX_PENDING_PERMISSIONS`]).
+    pending_permissions: Arc<std::sync::atomic::AtomicUsize>,
     /// See [`AcpOptions::request_timeout`].
     request_timeout: Duration,
     /// Responses waiting for room in `out` (see [`respond`]).
@@ -548,6 +554,7 @@ impl AcpConnection {
             }),
             closing: std::sync::atomic::AtomicBool::new(false),
             queued_responses: Arc::default(),
+            pending_permissions: Arc::default(),
             request_timeout: options.request_timeout,
             capacity: options.event_capacity.max(1),
             process: watch,
@@ -1131,6 +1138,26 @@ async fn route_update(inner: &Inner, mut params: Value) {
     deliver(inner, &tx, SessionEvent::Update { update }).await;
 }
 
+/// One of the [`MAX_PENDING_PERMISSIONS`] places, given back on drop.
+struct PermissionSlot(Arc<std::sync::atomic::AtomicUsize>);
+
+impl PermissionSlot {
+    fn take(count: &Arc<std::sync::atomic::AtomicUsize>) -> Option<Self> {
+        count
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < MAX_PENDING_PERMISSIONS).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Self(count.clone()))
+    }
+}
+
+impl Drop for PermissionSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// Appends what of `more` fits in `max` bytes of `text`, cut at a character boundary.
 fn push_bounded(text: &mut String, more: &str, max: usize) {
     let room = max.saturating_sub(text.len());
@@ -1203,6 +1230,18 @@ async fn handle_agent_request(inner: &Arc<Inner>, method: &str, id: Value, param
                 );
                 return;
             };
+            let Some(slot) = PermissionSlot::take(&inner.pending_permissions) else {
+                tracing::warn!(
+                    session = %sid,
+                    "over {MAX_PENDING_PERMISSIONS} permission requests unanswered; answered cancelled"
+                );
+                respond(
+                    inner,
+                    id,
+                    Ok(permission_response(PermissionDecision::Cancelled)),
+                );
+                return;
+            };
             let (reply_tx, reply_rx) = oneshot::channel();
             deliver(
                 inner,
@@ -1227,6 +1266,7 @@ async fn handle_agent_request(inner: &Arc<Inner>, method: &str, id: Value, param
                     d = reply_rx => d.unwrap_or(PermissionDecision::Cancelled),
                     () = cancelled => PermissionDecision::Cancelled,
                 };
+                drop(slot);
                 respond(&inner, id, Ok(permission_response(decision)));
             });
         }
@@ -1580,6 +1620,54 @@ mod tests {
             }) => assert_eq!(method.as_deref(), Some("session/new")),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// Issue 13: an agent flooding permission requests nobody answers gets `cancelled` for
+    /// every one past [`MAX_PENDING_PERMISSIONS`], at once.
+    #[tokio::test]
+    async fn unanswered_permission_requests_are_bounded() {
+        let (conn, mut out, mut input) = wire();
+        let cwd = std::env::temp_dir();
+        let agent = async {
+            let req = next_request(&mut input).await;
+            send(
+                &mut out,
+                &json!({"jsonrpc": "2.0", "id": req["id"], "result": {"sessionId": "s"}}),
+            )
+            .await;
+        };
+        let (session, ()) = tokio::join!(conn.new_session(&cwd), agent);
+        let mut session = session.unwrap();
+        let flood = MAX_PENDING_PERMISSIONS + 10;
+        let agent = async {
+            for i in 0..flood {
+                send(&mut out, &json!({"jsonrpc": "2.0", "id": 1000 + i, "method": "session/request_permission", "params": {"sessionId": "s", "toolCall": {"toolCallId": format!("t{i}")}, "options": [{"optionId": "allow", "kind": "allow_once", "name": "Allow"}]}})).await;
+            }
+            // The ten past the bound are answered without waiting for anyone.
+            let mut cancelled = Vec::new();
+            while cancelled.len() < 10 {
+                let answer = next_request(&mut input).await;
+                assert_eq!(
+                    answer["result"]["outcome"]["outcome"], "cancelled",
+                    "{answer}"
+                );
+                cancelled.push(answer["id"].as_u64().unwrap());
+            }
+            cancelled.sort_unstable();
+            assert_eq!(cancelled, (1064..1074).collect::<Vec<u64>>());
+        };
+        let held = async {
+            // Hold the first ones unanswered.
+            let mut held = Vec::new();
+            while held.len() < MAX_PENDING_PERMISSIONS {
+                if let Some(SessionEvent::Permission(p)) = session.events.recv().await {
+                    held.push(p);
+                }
+            }
+            held
+        };
+        let ((), held) = tokio::join!(agent, held);
+        assert_eq!(held.len(), MAX_PENDING_PERMISSIONS);
     }
 
     #[test]

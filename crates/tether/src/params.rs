@@ -11,9 +11,9 @@ use tower_lsp_server::jsonrpc::{Error, ErrorCode};
 use crate::protocol::code;
 
 /// Parses `params` (a JSON object) as `T`. On failure returns `-32602` with `data: {field, reason}`, where
-/// `field` is the dotted path of the offending field (`workspace.root`, `prompt[0]`; an
-/// unknown field named by the empty string is `""` quoted), or `""` when the params as a
-/// whole are wrong.
+/// `field` is the dotted path of the offending field (`workspace.root`, `prompt[0]`; a key
+/// that is empty or holds `.`, `[`, `]` or `"` is quoted: `""`, `"a.b"`), or `""` when the
+/// params as a whole are wrong.
 pub fn parse<T: DeserializeOwned>(params: Value) -> Result<T, Error> {
     if !params.is_object() {
         // JSON-RPC allows positional (array) params; Tether's methods take named ones only.
@@ -28,7 +28,7 @@ pub fn parse<T: DeserializeOwned>(params: Value) -> Result<T, Error> {
 /// Parses any JSON value as `T`, with the same field-naming errors as [`parse`].
 pub fn parse_any<T: DeserializeOwned>(params: Value) -> Result<T, Error> {
     serde_path_to_error::deserialize::<_, T>(params).map_err(|err| {
-        let path = err.path().to_string();
+        let path = dotted(err.path());
         let reason = err.inner().to_string();
         let field = field_of(&path, &reason);
         invalid_params(&field, &reason)
@@ -48,20 +48,51 @@ pub fn invalid_params(field: &str, reason: &str) -> Error {
     }
 }
 
+/// The dotted path of `path` (`workspace.root`, `prompt[0]`; `""` for the top level), as
+/// `serde_path_to_error` displays it, except that a key that is empty or holds `.`, `[`,
+/// `]` or `"` is written quoted (`"."`), so that every field has a name and no key reads
+/// as a path. Its own display gives the top level as `.` and a key `.` the same way (found
+/// by the `editor_params` fuzz target, issue 13).
+fn dotted(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    use std::fmt::Write;
+    let mut out = String::new();
+    for segment in path.iter() {
+        match segment {
+            Segment::Seq { index } => {
+                let _ = write!(out, "[{index}]");
+            }
+            Segment::Map { key } | Segment::Enum { variant: key } => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                if key.is_empty() || key.contains(['.', '[', ']', '"']) {
+                    let _ = write!(out, "{key:?}");
+                } else {
+                    out.push_str(key);
+                }
+            }
+            Segment::Unknown => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push('?');
+            }
+        }
+    }
+    out
+}
+
 /// serde reports a missing field at its parent's path and names it only in the message
 /// ("missing field `root`"): join the two so the error points at the field itself. (An
 /// unknown field's path already ends with its name.)
 fn field_of(path: &str, reason: &str) -> String {
-    let path = if path == "." { "" } else { path };
     let missing = reason
         .strip_prefix("missing field `")
         .and_then(|rest| rest.split('`').next());
     match missing {
         Some(name) if path.is_empty() => name.to_owned(),
         Some(name) => format!("{path}.{name}"),
-        // An unknown field whose name is empty has its parent's path, which at the top level
-        // is "": the field would name nothing (found by the `editor_params` fuzz target).
-        None if path.is_empty() && reason.starts_with("unknown field ``") => "\"\"".to_owned(),
         None => path.to_owned(),
     }
 }
@@ -112,12 +143,18 @@ mod tests {
         );
     }
 
-    /// Regression (fuzz target `editor_params`, issue 13): an unknown field with an empty
-    /// name at the top level answered `field: ""`, which names no field.
+    /// Regression (fuzz target `editor_params`, issue 13): an unknown field named `""` or
+    /// `.` at the top level answered `field: ""`, which names no field.
     #[test]
     fn an_unknown_field_with_an_empty_name_is_named() {
         let err = parse::<RecoveryChoiceParams>(json!({"": false})).unwrap_err();
         assert_eq!(data(&err).0, "\"\"");
+        // And one named `.`, which serde_path_to_error displays as the top level does.
+        let err = parse::<RecoveryChoiceParams>(json!({".": 1})).unwrap_err();
+        assert_eq!(data(&err).0, "\".\"");
+        let err =
+            parse::<ResumeParams>(json!({"workspace": {"root": "/w", "a.b": 1}})).unwrap_err();
+        assert_eq!(data(&err).0, "workspace.\"a.b\"");
     }
 
     /// An unknown field of a `deny_unknown_fields` type is named by its own path.
