@@ -309,7 +309,8 @@ async fn read_headers<R: AsyncRead + Unpin>(
 /// The body must be UTF-8 as a whole: tower-lsp-server's codec decodes it with
 /// `str::from_utf8` first, while `serde_json::from_slice` does not check the bytes of a
 /// string it skips (an unknown field's value), so such a body passed the checks below and
-/// then ended the server's input (found by the `editor_frames` fuzz target, issue 13).
+/// then ended the server's input (found by review while writing the `editor_frames` fuzz
+/// target, issue 13).
 fn check_message(body: &[u8]) -> Result<(), (Value, i64, String)> {
     let body = std::str::from_utf8(body).map_err(|e| {
         (
@@ -567,7 +568,7 @@ mod tests {
         }
     }
 
-    /// Regression (fuzz target `editor_frames`, issue 13): invalid UTF-8 inside a string
+    /// Regression (issue 13, found by review): invalid UTF-8 inside a string
     /// that serde skips (an unknown field) passed the guard and then failed
     /// tower-lsp-server's `str::from_utf8`, which ends its input stream: the server stopped.
     #[test]
