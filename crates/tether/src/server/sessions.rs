@@ -1235,7 +1235,9 @@ impl Sessions {
     async fn after_api_error(&self, live: &Arc<Live>, why: &Observation) -> Result<()> {
         let quirks = self.quirks_of(live);
         if quirks.survives_api_error || !live.can_load() {
-            let why = if quirks.identified_by.is_empty() {
+            let why = if !quirks.survives_api_error {
+                "the agent cannot load sessions, so it cannot be reloaded".to_owned()
+            } else if quirks.identified_by.is_empty() {
                 "no quirk recorded for this agent".to_owned()
             } else {
                 format!("{} {} survives a failed turn", quirks.agent, quirks.seen_in)
