@@ -136,8 +136,9 @@ where
         let cut_input = guard.abort_handle();
         let on_signal = shared.clone();
         let signalled = signalled.clone();
+        let installed = TerminationSignals::install();
         tokio::spawn(async move {
-            let name = termination_signal().await;
+            let name = installed.first().await;
             signalled.store(true, Ordering::SeqCst);
             tracing::warn!(
                 signal = name,
@@ -170,31 +171,45 @@ where
     let _ = tokio::time::timeout(std::time::Duration::from_secs(5), pump).await;
 }
 
-/// Waits for SIGTERM, SIGHUP or SIGINT (an editor that quits often ends its server with one
-/// of them) and returns its name. A signal whose handler cannot be installed is not waited
-/// for (logged).
-async fn termination_signal() -> &'static str {
-    use tokio::signal::unix::{Signal, SignalKind, signal};
-    fn install(kind: SignalKind, name: &str) -> Option<Signal> {
-        signal(kind)
-            .inspect_err(|e| tracing::warn!(signal = name, "cannot handle {name}: {e}"))
-            .ok()
+/// The termination signals `tether serve` handles: SIGTERM, SIGHUP and SIGINT (an editor
+/// that quits often ends its server with one of them). Installed at once (before the server
+/// answers anything), so none of them can end the process with its default action later; a
+/// signal whose handler cannot be installed is logged and not waited for.
+struct TerminationSignals(Vec<(tokio::signal::unix::Signal, &'static str)>);
+
+impl TerminationSignals {
+    fn install() -> Self {
+        use tokio::signal::unix::{SignalKind, signal};
+        let kinds = [
+            (SignalKind::terminate(), "SIGTERM"),
+            (SignalKind::hangup(), "SIGHUP"),
+            (SignalKind::interrupt(), "SIGINT"),
+        ];
+        Self(
+            kinds
+                .into_iter()
+                .filter_map(|(kind, name)| match signal(kind) {
+                    Ok(stream) => Some((stream, name)),
+                    Err(e) => {
+                        tracing::warn!(signal = name, "cannot handle {name}: {e}");
+                        None
+                    }
+                })
+                .collect(),
+        )
     }
-    async fn recv(stream: &mut Option<Signal>) {
-        match stream {
-            Some(s) => {
-                s.recv().await;
+
+    /// Waits for the first of them and returns its name.
+    async fn first(mut self) -> &'static str {
+        std::future::poll_fn(|cx| {
+            for (stream, name) in &mut self.0 {
+                if stream.poll_recv(cx).is_ready() {
+                    return std::task::Poll::Ready(*name);
+                }
             }
-            None => std::future::pending().await,
-        }
-    }
-    let mut term = install(SignalKind::terminate(), "SIGTERM");
-    let mut hup = install(SignalKind::hangup(), "SIGHUP");
-    let mut int = install(SignalKind::interrupt(), "SIGINT");
-    tokio::select! {
-        () = recv(&mut term) => "SIGTERM",
-        () = recv(&mut hup) => "SIGHUP",
-        () = recv(&mut int) => "SIGINT",
+            std::task::Poll::Pending
+        })
+        .await
     }
 }
 
