@@ -14,8 +14,8 @@ use sha2::{Digest, Sha256};
 use crate::ansi::{cap_tail, strip_ansi};
 use crate::codec::{Codec, DecodeError};
 use crate::config::{
-    Clock, LoadedSession, PersistReport, PersistTrigger, SCHEMA_VERSION, SessionSummary, StaleDiff,
-    StaleMarks, StaleReason, StoreConfig, SystemClock, WorkspaceSummary, rfc3339,
+    ChatPage, Clock, LoadedSession, PersistReport, PersistTrigger, SCHEMA_VERSION, SessionSummary,
+    StaleDiff, StaleMarks, StaleReason, StoreConfig, SystemClock, WorkspaceSummary, rfc3339,
 };
 use crate::crypto::{Key, KeyProvider, KeychainKeyProvider};
 use crate::error::{StoreError, StoreWarning};
@@ -1716,6 +1716,84 @@ impl Store {
             .collect())
     }
 
+    /// The `limit` chat turns before absolute index `before` (`session/history`): turns
+    /// `[before - limit, before)`, clipped to the transcript. Served from the open
+    /// session's memory window when the page lies inside it (O(limit)); otherwise the
+    /// journal is streamed as in [`Store::chat_history`] (time O(journal), memory
+    /// O(limit)), without taking the session's lock or repairing it. A snapshot still held
+    /// for coalescing is not part of the page until it is written; it only ever holds the
+    /// recent window, which a client already shows. An unknown session is an empty page.
+    ///
+    /// # Errors
+    /// As [`Store::load`].
+    pub fn chat_page(
+        &self,
+        ws: &Workspace,
+        session_id: &str,
+        before: u64,
+        limit: usize,
+    ) -> Result<ChatPage, StoreError> {
+        validate_session_id(session_id)?;
+        let inner = self.inner();
+        let key = (ws.id().to_owned(), session_id.to_owned());
+        if let Some(h) = inner.handles.get(&key).filter(|h| !h.poisoned) {
+            let total = h.state.chat_total();
+            let end = before.min(total);
+            let start = end.saturating_sub(limit as u64);
+            if start >= h.state.chat_base {
+                let from = usize::try_from(start - h.state.chat_base).unwrap_or(usize::MAX);
+                let upto = usize::try_from(end - h.state.chat_base).unwrap_or(usize::MAX);
+                let turns = h
+                    .state
+                    .chat
+                    .get(from..upto)
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(|v| serde_json::from_value(v.clone()).ok())
+                    .collect();
+                return Ok(ChatPage {
+                    base: start,
+                    turns,
+                    total,
+                    from_memory: true,
+                });
+            }
+        }
+        let dir = self.session_dir(ws, session_id);
+        let jpath = dir.join(JOURNAL);
+        let empty = ChatPage {
+            base: 0,
+            turns: Vec::new(),
+            total: 0,
+            from_memory: false,
+        };
+        if !self.check(&dir, true)? || !self.check(&jpath, false)? {
+            return Ok(empty);
+        }
+        let manifest: Option<Manifest> = self
+            .read_manifest(&dir.join(MANIFEST))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        let key = self.session_key(manifest.as_ref(), &dir)?;
+        let codec = self.codec(&dir, ws, session_id, key.as_ref());
+        // Two streaming passes: the page's place depends on the total, known only at the
+        // journal's end, and a later truncation can move it below turns already passed.
+        let total = chat_total_in_journal(&codec, &jpath)?;
+        let end = before.min(total);
+        let start = end.saturating_sub(limit as u64);
+        let turns = read_chat_range(&codec, &jpath, start, end)?;
+        drop(inner);
+        Ok(ChatPage {
+            base: start,
+            turns: turns
+                .into_values()
+                .filter_map(|v| serde_json::from_value(v).ok())
+                .collect(),
+            total,
+            from_memory: false,
+        })
+    }
+
     /// The absolute index of the first of `ids` (a base-less snapshot's turns, in order)
     /// in the session's current transcript, found by streaming its journal: the rare path
     /// of [`infer_base`] when none of them is held in memory. Memory is bounded by the
@@ -2311,6 +2389,29 @@ fn read_chat_range(
     })
     .map_err(io("read journal", jpath))?;
     Ok(turns)
+}
+
+/// The number of chat turns the journal describes, by streaming it once.
+fn chat_total_in_journal(codec: &Codec<'_>, jpath: &Path) -> Result<u64, StoreError> {
+    let mut total = 0u64;
+    let mut warnings = Vec::new();
+    journal::scan(codec.fs, jpath, 0, SCAN_CHUNK, |_, ev| {
+        match codec.decode(ev, true, &mut warnings) {
+            Ok(Event {
+                body: Body::Chat { from, turns },
+                ..
+            }) => total = from.saturating_add(turns.len() as u64),
+            Ok(Event {
+                body: Body::Checkpoint(c),
+                ..
+            }) => total = c.chat_base.saturating_add(c.chat.len() as u64),
+            Ok(_) => {}
+            Err(_) => return false,
+        }
+        true
+    })
+    .map_err(io("read journal", jpath))?;
+    Ok(total)
 }
 
 struct Replay {

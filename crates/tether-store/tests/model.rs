@@ -185,7 +185,25 @@ fn check(ops: Vec<Op>, send: u8) -> Result<(), TestCaseError> {
     prop_assert_eq!(&got[..], &execs[e_start..]);
     prop_assert_eq!(loaded.stats.total_resumes, resumes);
     let history = store.chat_history(&ws, "m", 0, usize::MAX).unwrap();
-    prop_assert_eq!(history, model.chat_turns);
+    prop_assert_eq!(&history, &model.chat_turns);
+    // `session/history` pages walk the whole transcript back from its end, whether they
+    // come from the open session's memory or from the journal.
+    let mut before = u64::MAX;
+    let mut paged: Vec<ChatTurn> = Vec::new();
+    loop {
+        let page = store.chat_page(&ws, "m", before, 3).unwrap();
+        prop_assert_eq!(page.total, model.chat_turns.len() as u64);
+        if page.turns.is_empty() {
+            break;
+        }
+        prop_assert_eq!(page.base + page.turns.len() as u64, before.min(page.total));
+        before = page.base;
+        let mut older = page.turns;
+        older.append(&mut paged);
+        paged = older;
+    }
+    prop_assert_eq!(before.min(model.chat_turns.len() as u64), 0);
+    prop_assert_eq!(paged, model.chat_turns);
     Ok(())
 }
 

@@ -279,6 +279,76 @@ fn unchanged_snapshot_appends_nothing_and_new_turn_appends_only_itself() {
     assert_eq!(milestone(&store, &ws, &loaded.snapshot).bytes, 0);
 }
 
+/// `session/history` pages: from the open session's memory when the page is inside its
+/// window, from the journal otherwise (also with no session open and after a truncation
+/// moved the end of the transcript below turns the journal wrote earlier).
+#[test]
+fn chat_pages_come_from_memory_inside_the_window_and_from_the_journal_outside_it() {
+    let tmp = Tmp::new();
+    let ws = tmp.workspace();
+    let cfg = || StoreConfig {
+        resume_window_turns: 10,
+        checkpoint_min_bytes: 2_000,
+        ..config(&tmp.root())
+    };
+    let store = Store::open(cfg()).unwrap();
+    let mut snap = snapshot(0);
+    for i in 0..60 {
+        snap.chat_turns.push(chat(i, &format!("text of turn {i}")));
+        milestone(&store, &ws, &snap);
+    }
+    drop(store);
+    let texts = |p: &ChatPage| p.turns.iter().map(|t| t.id.clone()).collect::<Vec<_>>();
+    let ids = |r: std::ops::Range<u64>| r.map(|i| chat(i, "").id).collect::<Vec<_>>();
+
+    // No session open: the journal is read.
+    let store = Store::open(cfg()).unwrap();
+    let page = store.chat_page(&ws, SID, u64::MAX, 15).unwrap();
+    assert_eq!((page.base, page.total, page.from_memory), (45, 60, false));
+    assert_eq!(texts(&page), ids(45..60));
+    assert_eq!(page.turns[0], snap.chat_turns[45], "turns read back whole");
+
+    // Loaded: the recent window (twice the resume window) is in memory.
+    let loaded = store.load(&ws, SID).unwrap().unwrap();
+    assert_eq!(loaded.snapshot.chat_turns_base, 50);
+    let page = store.chat_page(&ws, SID, 50, 8).unwrap();
+    assert_eq!((page.base, page.total, page.from_memory), (42, 60, true));
+    assert_eq!(texts(&page), ids(42..50));
+    // Below the memory window: the journal, the same answer shape.
+    let page = store.chat_page(&ws, SID, 20, 8).unwrap();
+    assert_eq!((page.base, page.from_memory), (12, false));
+    assert_eq!(texts(&page), ids(12..20));
+    // The start of the transcript: a short page, base 0; nothing before it.
+    let page = store.chat_page(&ws, SID, 3, 8).unwrap();
+    assert_eq!((page.base, texts(&page)), (0, ids(0..3)));
+    assert!(store.chat_page(&ws, SID, 0, 8).unwrap().turns.is_empty());
+
+    // Truncate to 30 turns and add two new ones: the journal's last records end the
+    // transcript at 32, below turns an earlier record wrote.
+    let mut cut = SessionSnapshot {
+        chat_turns_base: 25,
+        chat_turns: snap.chat_turns[25..30].to_vec(),
+        ..snap.clone()
+    };
+    cut.chat_turns.push(chat(1000, "new after the cut"));
+    cut.chat_turns.push(chat(1001, "another"));
+    milestone(&store, &ws, &cut);
+    drop(store);
+    let store = Store::open(cfg()).unwrap();
+    let page = store.chat_page(&ws, SID, u64::MAX, 10).unwrap();
+    assert_eq!((page.base, page.total, page.from_memory), (22, 32, false));
+    let mut want = ids(22..30);
+    want.extend([chat(1000, "").id, chat(1001, "").id]);
+    assert_eq!(texts(&page), want);
+
+    // An unknown session is an empty page; a hostile id is refused.
+    let none = store
+        .chat_page(&ws, "no-such-session", u64::MAX, 10)
+        .unwrap();
+    assert_eq!((none.base, none.total, none.turns.len()), (0, 0, 0));
+    assert!(store.chat_page(&ws, "../escape", 10, 10).is_err());
+}
+
 #[test]
 fn resume_window_keeps_recent_turns_and_history_pages_the_rest() {
     let tmp = Tmp::new();

@@ -35,6 +35,9 @@ pub mod method {
     pub const LIST: &str = "session/list";
     /// Request: "Clear Saved Session". [`super::ClearParams`] → [`super::ClearResult`].
     pub const CLEAR: &str = "session/clear";
+    /// Request: older chat turns of a cached session, for scrolling back past the restored
+    /// window. [`super::HistoryParams`] → [`super::HistoryResult`].
+    pub const HISTORY: &str = "session/history";
 }
 
 /// Method names, server → client notifications and requests.
@@ -317,6 +320,46 @@ pub struct SessionSummary {
 pub struct ListResult {
     /// Most recent first.
     pub sessions: Vec<SessionSummary>,
+}
+
+/// `session/history` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HistoryParams {
+    /// The workspace.
+    pub workspace: Workspace,
+    /// The cached session.
+    pub session_id: String,
+    /// Absolute chat turn index (0-based, in the whole transcript) the page ends before:
+    /// the `chatTurnsBase` of what the client shows. Absent = the end of the transcript.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_turn: Option<u64>,
+    /// Turns wanted, 1 to [`HISTORY_MAX_LIMIT`]; absent = [`HISTORY_DEFAULT_LIMIT`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+}
+
+/// `session/history` page size when the client gives none: the restored window's size.
+pub const HISTORY_DEFAULT_LIMIT: u32 = 50;
+
+/// The largest `session/history` page: bounds the reply (and the server's memory) per
+/// request whatever a client asks.
+pub const HISTORY_MAX_LIMIT: u32 = 500;
+
+/// `session/history` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryResult {
+    /// The session.
+    pub session_id: String,
+    /// Absolute index of `chatTurns[0]`; the client's new `chatTurnsBase`. 0 means the
+    /// page reaches the start of the transcript.
+    pub chat_turns_base: u64,
+    /// The turns `[chatTurnsBase, beforeTurn)`, oldest first (the `ChatTurn` of
+    /// `session/restored`).
+    pub chat_turns: Vec<tether_store::ChatTurn>,
+    /// Chat turns in the whole cached transcript.
+    pub total_chat_turns: u64,
 }
 
 /// `session/clear` params.

@@ -48,6 +48,7 @@ both_modes!(
     permission_questions_are_forwarded,
     flood_of_updates_is_forwarded_completely,
     persist_milestone_and_coalesced_then_clear,
+    history_pages_back_to_the_first_turn,
     robustness_bad_frames_methods_and_params,
     cancel_abandons_a_rate_limit_wait,
     missing_agent_command_is_named_with_how_to_install_it,
@@ -669,6 +670,77 @@ async fn persist_milestone_and_coalesced_then_clear(mode: Mode) {
         .await
         .unwrap();
     assert_eq!(listed["sessions"], json!([]));
+    editor.shutdown(STEP).await.unwrap();
+}
+
+/// `session/history` walks a 120-turn session back from its end in pages, from the same
+/// server that saved it and from a fresh one (the journal), and refuses bad params.
+async fn history_pages_back_to_the_first_turn(mode: Mode) {
+    let world = World::new(mode);
+    let turns: Vec<Value> = (0..120)
+        .map(|i| json!({"id": format!("t{i}"), "role": if i % 2 == 0 {"user"} else {"assistant"}, "text": format!("turn {i}"), "timestampUtc": "2026-11-22T01:00:00Z", "complete": true}))
+        .collect();
+    let snapshot = json!({
+        "chatTurns": turns, "execTurns": [], "diffSessions": [], "approvals": {"pending": []},
+        "uiState": {"isStreamErrorVisible": false}, "context": {"workingDir": world.workspace}
+    });
+    let page = async |editor: &Editor, mut params: Value| {
+        params["workspace"] = world.ws();
+        editor.request("session/history", params).await
+    };
+    let walk_back = async |editor: &Editor| {
+        let mut before: Option<u64> = None;
+        let mut ids: Vec<String> = Vec::new();
+        let mut bases = Vec::new();
+        loop {
+            let mut params = json!({"sessionId": "s-h", "limit": 50});
+            if let Some(b) = before {
+                params["beforeTurn"] = json!(b);
+            }
+            let got = page(editor, params).await.unwrap();
+            assert_eq!(got["totalChatTurns"], 120, "{got}");
+            let list = got["chatTurns"].as_array().unwrap().clone();
+            if list.is_empty() {
+                break;
+            }
+            let base = got["chatTurnsBase"].as_u64().unwrap();
+            bases.push(base);
+            let mut older: Vec<String> = list
+                .iter()
+                .map(|t| t["id"].as_str().unwrap().to_owned())
+                .collect();
+            older.append(&mut ids);
+            ids = older;
+            before = Some(base);
+        }
+        assert_eq!(bases, vec![70, 20, 0]);
+        assert_eq!(ids, (0..120).map(|i| format!("t{i}")).collect::<Vec<_>>());
+    };
+    let editor = world.editor().await;
+    let saved = editor
+        .request("session/persist", json!({"sessionId": "s-h", "workspace": world.ws(), "trigger": "turnFinalized", "snapshot": snapshot}))
+        .await
+        .unwrap();
+    assert_eq!(saved["saved"], true, "{saved}");
+    walk_back(&editor).await;
+    for (params, field) in [
+        (json!({"sessionId": "s-h", "limit": 0}), "limit"),
+        (json!({"sessionId": "s-h", "limit": 501}), "limit"),
+        (json!({"sessionId": "../../etc"}), "sessionId"),
+    ] {
+        let (code, data) = error_of(page(&editor, params.clone()).await);
+        assert_eq!(code, -32602, "{params}");
+        assert_eq!(data.unwrap()["field"], field, "{params}");
+    }
+    let unknown = page(&editor, json!({"sessionId": "never-cached"}))
+        .await
+        .unwrap();
+    assert_eq!(unknown["chatTurns"], json!([]));
+    assert_eq!(unknown["totalChatTurns"], 0);
+    editor.shutdown(STEP).await.unwrap();
+    // A fresh server has the session open nowhere: the pages come from its journal.
+    let editor = world.editor().await;
+    walk_back(&editor).await;
     editor.shutdown(STEP).await.unwrap();
 }
 

@@ -72,6 +72,7 @@ routes! {
     method::CANCEL => Backend::cancel,
     method::LIST => Backend::list,
     method::CLEAR => Backend::clear,
+    method::HISTORY => Backend::history,
 }
 
 /// Builds the service, its client socket, and the shared state the caller shuts down when
@@ -150,6 +151,11 @@ impl Backend {
     async fn clear(&self, params: Value) -> Result<Value> {
         let p = params::parse(params)?;
         to_value(self.sessions()?.clear(p).await)
+    }
+
+    async fn history(&self, params: Value) -> Result<Value> {
+        let p = params::parse(params)?;
+        to_value(self.sessions()?.history(p).await)
     }
 }
 

@@ -40,10 +40,11 @@ use super::notifier::Notifier;
 use super::silence::{SilenceDecision, SilenceWatch};
 use crate::params::invalid_params;
 use crate::protocol::{
-    BannerKind, BannerParams, BreakerView, Choice, ClearParams, ClearResult, ListResult,
-    PersistResult, ProgressToken, PromptParams, PromptResult, Reconciliation, Recovery,
-    RecoveryAction, RecoveryChoiceParams, ResumeOutcome, ResumeParams, ResumeResult, SessionRef,
-    SessionSummary, StatusParams, StatusState, WorkspaceParams, code,
+    BannerKind, BannerParams, BreakerView, Choice, ClearParams, ClearResult, HISTORY_DEFAULT_LIMIT,
+    HISTORY_MAX_LIMIT, HistoryParams, HistoryResult, ListResult, PersistResult, ProgressToken,
+    PromptParams, PromptResult, Reconciliation, Recovery, RecoveryAction, RecoveryChoiceParams,
+    ResumeOutcome, ResumeParams, ResumeResult, SessionRef, SessionSummary, StatusParams,
+    StatusState, WorkspaceParams, code,
 };
 
 /// Why the server could not start its session state.
@@ -508,7 +509,7 @@ impl Sessions {
                             breaker.refill_budget(&mut lock(&self.budget));
                             self.log(&id, format!("breaker: {done}")).await;
                             return Ok(self
-                                .finish_resumed(&ctx, &breaker, attached, failures > 0)
+                                .finish_resumed(&ctx, &breaker, attached, failures)
                                 .await);
                         }
                         Err(observation) => {
@@ -748,7 +749,7 @@ impl Sessions {
         ctx: &ResumeCtx,
         breaker: &Breaker,
         attached: Attached,
-        recovered: bool,
+        failures: u32,
     ) -> ResumeResult {
         let id = &ctx.session_id;
         self.notifier.banner_cleared(&format!("stale:{id}")).await;
@@ -767,15 +768,17 @@ impl Sessions {
             },
         )
         .await;
-        if recovered {
+        if failures > 0 {
+            // The breaker's attempt count leaves out loads that only waited out a rate
+            // limit; the failures counted here are every attempt that did not attach.
             self.notifier
                 .banner(BannerParams {
                     id: format!("recovered:{}", attached.session_id),
                     session_id: Some(attached.session_id.clone()),
                     kind: BannerKind::RecoveredLive,
                     message: format!(
-                        "Session recovered after {} failed attempt(s).",
-                        snap.attempts.saturating_sub(1)
+                        "Session recovered after {failures} failed attempt{}.",
+                        if failures == 1 { "" } else { "s" }
                     ),
                     dismissible: true,
                 })
@@ -1842,6 +1845,60 @@ impl Sessions {
             .map_err(|e| request_failed(e.to_string(), json!({"kind": "internal"})))?
             .map_err(|e| store_error(&e))?;
         Ok(ClearResult { removed })
+    }
+
+    /// `session/history`: the chat turns before `beforeTurn`, from the cache (the open
+    /// session's memory when the page is inside it, else a streaming read of its journal).
+    ///
+    /// # Errors
+    /// `-32602` for a relative root, a bad session id or a `limit` outside
+    /// 1..=[`HISTORY_MAX_LIMIT`]; `-32803` when the cache cannot be read.
+    pub async fn history(&self, params: HistoryParams) -> Result<HistoryResult> {
+        let workspace = absolute_root(&params.workspace.root)?;
+        tether_store::validate_session_id(&params.session_id)
+            .map_err(|e| invalid_params("sessionId", &e.to_string()))?;
+        let limit = params.limit.unwrap_or(HISTORY_DEFAULT_LIMIT);
+        if !(1..=HISTORY_MAX_LIMIT).contains(&limit) {
+            return Err(invalid_params(
+                "limit",
+                &format!("must be 1 to {HISTORY_MAX_LIMIT}, got {limit}"),
+            ));
+        }
+        let before = params.before_turn.unwrap_or(u64::MAX);
+        let session_id = params.session_id;
+        let Some(store) = self.store.clone() else {
+            return Ok(HistoryResult {
+                session_id,
+                chat_turns_base: 0,
+                chat_turns: Vec::new(),
+                total_chat_turns: 0,
+            });
+        };
+        let ws = workspace_of(&workspace)?;
+        let sid = session_id.clone();
+        let started = std::time::Instant::now();
+        let page =
+            tokio::task::spawn_blocking(move || store.chat_page(&ws, &sid, before, limit as usize))
+                .await
+                .map_err(|e| request_failed(e.to_string(), json!({"kind": "internal"})))?
+                .map_err(|e| store_error(&e))?;
+        tracing::debug!(
+            session = %session_id,
+            before = ?params.before_turn,
+            limit,
+            base = page.base,
+            turns = page.turns.len(),
+            total = page.total,
+            from_memory = page.from_memory,
+            ms = started.elapsed().as_millis() as u64,
+            "session/history page"
+        );
+        Ok(HistoryResult {
+            session_id,
+            chat_turns_base: page.base,
+            chat_turns: page.turns,
+            total_chat_turns: page.total,
+        })
     }
 
     // ---- reporting ------------------------------------------------------------------
