@@ -131,6 +131,12 @@ async function doStart(context: vscode.ExtensionContext): Promise<void> {
   });
   if (!server.ok) {
     out.error(server.error);
+    // Where VS Code looked for the setting: tells a missing user setting from a settings
+    // file the window could not read.
+    const seen = vscode.workspace.getConfiguration('tether').inspect('serverPath');
+    out.info(
+      `tether.serverPath as this window sees it: ${JSON.stringify({ global: seen?.globalValue, workspace: seen?.workspaceValue, folder: seen?.workspaceFolderValue, default: seen?.defaultValue })}`,
+    );
     ui.setStatus(LocalStatus.serverUnavailable(server.error));
     void vscode.window.showErrorMessage(`Tether: ${server.error}`, 'Open Settings', 'Show Logs').then((a) => {
       if (a === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'tether.serverPath');

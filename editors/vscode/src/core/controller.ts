@@ -34,7 +34,7 @@ import {
 import { choiceForClick, outcomeIntent, REOFFER, type DialogIntent } from './recovery';
 import { SnapshotModel } from './snapshot';
 import { LocalStatus, shortId, StatusTracker, type ProgressIntent, type StatusView } from './status';
-import { historyTurns, isMethodNotFound, sessionPicks, type SessionPick } from './sessions';
+import { historyPage, isMethodNotFound, sessionPicks, type SessionPick } from './sessions';
 import { TranscriptModel, type ViewOp } from './transcript';
 
 /** What the controller asks of the editor. Every method must not throw. */
@@ -248,12 +248,12 @@ export class SessionController {
     this.ui.log(`session/history ${ask.sessionId} before ${ask.beforeTurn} (${ask.limit})`);
     try {
       const raw = await this.server.request(Methods.history, { ...ask, workspace: { root } });
-      const turns = historyTurns(raw);
-      if (!turns) {
+      const older = historyPage(raw);
+      if (!older) {
         this.ui.log('session/history: the answer holds no turns');
         return this.transcript.olderUnavailable('Older turns could not be read from the server.');
       }
-      this.transcript.olderLoaded(turns);
+      this.transcript.olderLoaded(older.turns, older.base);
     } catch (err) {
       this.ui.log(`session/history failed: ${errText(err)}`);
       this.transcript.olderUnavailable(isMethodNotFound(err) ? OLDER_UNAVAILABLE : `Older turns could not be loaded: ${errText(err)}`);

@@ -58,11 +58,19 @@ export function sessionPicks(raw: unknown, now: number): SessionPick[] {
   });
 }
 
-/** The chat turns of a `session/history` answer (`{chatTurns}`, `{turns}` or a bare array), newest last. */
-export function historyTurns(raw: unknown): ChatTurn[] | undefined {
-  const list = Array.isArray(raw) ? raw : isObj(raw) ? (raw.chatTurns ?? raw.turns) : undefined;
-  if (!Array.isArray(list)) return undefined;
-  return list.filter((t): t is ChatTurn => isObj(t) && typeof t.text === 'string' && typeof t.role === 'string');
+/** A `session/history` page: its chat turns, oldest first, and the absolute index of the first. */
+export interface HistoryPage {
+  turns: ChatTurn[];
+  /** `chatTurnsBase`: the view's new base; absent from a server that does not send it. */
+  base?: number;
+}
+
+/** Reads a `session/history` answer (`{chatTurns, chatTurnsBase, totalChatTurns}`, docs/protocol.md). */
+export function historyPage(raw: unknown): HistoryPage | undefined {
+  if (!isObj(raw) || !Array.isArray(raw.chatTurns)) return undefined;
+  const turns = raw.chatTurns.filter((t): t is ChatTurn => isObj(t) && typeof t.text === 'string' && typeof t.role === 'string');
+  const base = raw.chatTurnsBase;
+  return typeof base === 'number' && Number.isSafeInteger(base) && base >= 0 ? { turns, base } : { turns };
 }
 
 /** Whether a request failed because the server does not know the method (JSON-RPC -32601). */

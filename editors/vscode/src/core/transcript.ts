@@ -365,10 +365,13 @@ export class TranscriptModel {
     return { sessionId: this.sessionIdValue, beforeTurn: this.baseValue, limit: HISTORY_PAGE };
   }
 
-  /** A `session/history` page: older chat turns, newest last. */
-  olderLoaded(turns: ChatTurn[]): void {
+  /**
+   * A `session/history` page: older chat turns, oldest first, and their `chatTurnsBase`
+   * (the server's; without it, the old base less the page's length).
+   */
+  olderLoaded(turns: ChatTurn[], base?: number): void {
     const page = this.fromSnapshot(turns, []).filter((i) => !this.byId.has(i.id));
-    this.baseValue = Math.max(0, this.baseValue - turns.length);
+    this.baseValue = base !== undefined && base < this.baseValue ? base : Math.max(0, this.baseValue - turns.length);
     for (const i of page) this.byId.set(i.id, i);
     this.items = page.concat(this.items);
     this.olderValue = this.baseValue > 0 && turns.length > 0 ? { state: 'available', count: this.baseValue } : { state: 'none' };

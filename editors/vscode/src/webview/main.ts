@@ -273,7 +273,15 @@ let userScrollAt = -Infinity;
 const userScrolls = (): void => {
   userScrollAt = performance.now();
 };
-log.addEventListener('wheel', userScrolls, { passive: true });
+log.addEventListener(
+  'wheel',
+  (e) => {
+    userScrolls();
+    // At the top a wheel up scrolls nothing, so no scroll event comes: ask here too.
+    if (e.deltaY < 0 && log.scrollTop <= 40) maybeLoadOlder();
+  },
+  { passive: true },
+);
 log.addEventListener('touchstart', userScrolls, { passive: true });
 log.addEventListener('pointerdown', userScrolls);
 log.addEventListener('keydown', userScrolls);

@@ -109,6 +109,22 @@ async function waitInView(view, selector, timeout = 10_000) {
 /** The code-server and page of the test running now, for the failure diagnostics. */
 let current;
 
+/**
+ * Wheels the session view up until it asks for older turns (the #older line says it is
+ * loading) or already shows `want` saved turns, then waits for those turns to be drawn.
+ */
+async function scrollUpForOlder(page, view, want) {
+  const shown = 'document.querySelectorAll(".turn.restored.user, .turn.restored.agent").length';
+  for (let i = 0; i < 60; i++) {
+    if ((await view.evaluate(shown)) >= want) break;
+    if ((await view.locator('#older[data-state="loading"]').count()) > 0) break;
+    await page.mouse.wheel(0, -5000);
+  }
+  await view.waitForFunction((n) => document.querySelectorAll('.turn.restored.user, .turn.restored.agent').length >= n, want, {
+    timeout: 20_000,
+  });
+}
+
 async function launch(name, settings, workspace = tempDir(`${name}-ws`)) {
   const cs = await startCodeServer({ name, settings, workspace });
   cleanups.push(cs.stop);
@@ -560,12 +576,17 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     await view.locator('#older', { hasText: '70 older turns: scroll up to load them' }).waitFor({ timeout: 10_000 });
     await screenshot(page, '12-view-confirmed');
 
-    // 4. Scrolling to the top asks for older turns (session/history); this server has no
-    //    such method, so the view says they are not available.
+    // 4. Scrolling to the top pages older turns in from the server's cache (session/history):
+    //    the 50 before the window, then the first 20, oldest at the top.
     await view.locator('#log').hover();
-    for (let i = 0; i < 40 && (await view.locator('#log').evaluate((el) => el.scrollTop)) > 0; i++) await page.mouse.wheel(0, -5000);
-    await view.locator('#older', { hasText: 'Older turns are not available' }).waitFor({ timeout: 20_000 });
-    await screenshot(page, '13-view-older-unavailable');
+    await scrollUpForOlder(page, view, 100);
+    await view.locator('#older', { hasText: '20 older turns: scroll up to load them' }).waitFor({ timeout: 10_000 });
+    assert.match(await view.locator('.turn.restored.user').first().textContent(), /Question 11:/);
+    await screenshot(page, '13-view-older-loaded');
+    await scrollUpForOlder(page, view, 120);
+    await view.locator('#older').waitFor({ state: 'hidden', timeout: 10_000 });
+    assert.equal(await view.locator('.turn.restored.user, .turn.restored.agent').count(), 120);
+    assert.match(await view.locator('.turn.restored.user').first().textContent(), /Question 1: how does module 1 work\?/);
 
     // 5. A prompt typed in the box: drawn at once, the answer streams in (first half, then
     //    the whole), Send waits and Cancel is offered meanwhile; Markdown is rendered.

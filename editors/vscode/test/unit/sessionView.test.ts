@@ -4,7 +4,7 @@ import type { BannerView } from '../../src/core/banners';
 import { OLDER_UNAVAILABLE, SessionController, type ServerPort, type UiPort, type ViewPort } from '../../src/core/controller';
 import type { PermissionPick } from '../../src/core/permission';
 import type { ResumeResult } from '../../src/core/protocol';
-import { ago, historyTurns, isMethodNotFound, sessionPicks } from '../../src/core/sessions';
+import { ago, historyPage, isMethodNotFound, sessionPicks } from '../../src/core/sessions';
 import type { ViewOp } from '../../src/core/transcript';
 
 /** A UI that records only what these tests read; the quick pick waits until it is closed. */
@@ -244,12 +244,16 @@ describe('Show Sessions', () => {
     assert.equal(ago('2026-11-01T00:00:00Z', now), '2026-11-01');
   });
 
-  it('reads a session/history answer in its possible shapes', () => {
+  it('reads a session/history answer (docs/protocol.md)', () => {
     const t = { id: 'a', role: 'user', text: 'x', timestampUtc: '', complete: true };
-    assert.deepEqual(historyTurns({ chatTurns: [t, { bad: 1 }] }), [t]);
-    assert.deepEqual(historyTurns({ turns: [t] }), [t]);
-    assert.deepEqual(historyTurns([t]), [t]);
-    assert.equal(historyTurns({}), undefined);
+    assert.deepEqual(historyPage({ sessionId: 's', chatTurnsBase: 20, chatTurns: [t, { bad: 1 }], totalChatTurns: 120 }), {
+      turns: [t],
+      base: 20,
+    });
+    assert.deepEqual(historyPage({ chatTurns: [t], chatTurnsBase: -1 }), { turns: [t] }, 'a hostile base is ignored');
+    assert.deepEqual(historyPage({ chatTurns: [] }), { turns: [] });
+    assert.equal(historyPage({ turns: [t] }), undefined);
+    assert.equal(historyPage([t]), undefined);
     assert.equal(isMethodNotFound({ code: -32601, message: 'x' }), true);
     assert.equal(isMethodNotFound(new Error('x')), false);
   });

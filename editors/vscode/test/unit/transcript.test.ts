@@ -315,6 +315,19 @@ describe('TranscriptModel: older turns', () => {
     );
   });
 
+  it("takes the server's chatTurnsBase as the new base and asks again below it", () => {
+    const { m } = model();
+    m.restored('s1', { chatTurns: snapshot.chatTurns, chatTurnsBase: 120 });
+    m.beginLoadOlder();
+    const turn = (i: number) => ({ id: `o${i}`, role: 'user' as const, text: `older ${i}`, timestampUtc: '', complete: true });
+    // The server sent fewer turns than the page spans (one could not be read): its base wins.
+    m.olderLoaded([turn(71), turn(72)], 70);
+    assert.deepEqual(m.older, { state: 'available', count: 70 });
+    assert.deepEqual(m.beginLoadOlder(), { sessionId: 's1', beforeTurn: 70, limit: 50 });
+    m.olderLoaded([turn(0)], 0);
+    assert.deepEqual(m.older, { state: 'none' });
+  });
+
   it('says older turns are not available when the server cannot send them', () => {
     const { m, ops } = model();
     m.restored('s1', { chatTurns: [], chatTurnsBase: 10 });
