@@ -204,6 +204,11 @@ pub struct SessionSummary {
     /// Title, when recorded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// The text of the transcript's first user turn on one line, at most
+    /// [`FIRST_PROMPT_CHARS`] characters, when known (a session whose checkpoint predates
+    /// it and whose first turns are out of the window has none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_prompt: Option<String>,
     /// Time of the last write.
     pub updated_utc: String,
     /// Time the session was created.
@@ -251,6 +256,9 @@ pub struct StaleMarks {
     /// Exec turns saved while running.
     pub exec_ids: Vec<String>,
 }
+
+/// The longest `SessionSummary::first_prompt`, in characters (with the ellipsis).
+pub const FIRST_PROMPT_CHARS: usize = 100;
 
 /// A session read back for a resume: the snapshot (most recent turns), its metadata,
 /// stale marks and what happened on the way.

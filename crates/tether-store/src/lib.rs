@@ -33,8 +33,9 @@ mod state;
 mod store;
 
 pub use config::{
-    ChatPage, Clock, LoadedSession, PersistReport, PersistTrigger, SCHEMA_VERSION, SessionSummary,
-    StaleDiff, StaleMarks, StaleReason, StoreConfig, SystemClock, WorkspaceSummary,
+    ChatPage, Clock, FIRST_PROMPT_CHARS, LoadedSession, PersistReport, PersistTrigger,
+    SCHEMA_VERSION, SessionSummary, StaleDiff, StaleMarks, StaleReason, StoreConfig, SystemClock,
+    WorkspaceSummary,
 };
 pub use crypto::{Key, KeyProvider, KeyUnavailable, KeychainKeyProvider, MemoryKeyProvider};
 pub use error::{StoreError, StoreWarning};

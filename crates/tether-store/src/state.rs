@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::config::FIRST_PROMPT_CHARS;
 use crate::model::{
     Approvals, ChatTurn, DiffSession, ExecTurn, Extra, SessionContext, SessionMeta,
     SessionSnapshot, SessionStats, Telemetry, UiState,
@@ -123,6 +124,71 @@ pub(crate) struct Checkpoint {
     pub meta: SessionMeta,
     pub stats: SessionStats,
     pub created_utc: String,
+    /// Absent from checkpoints written before it was recorded: then `Unknown`.
+    #[serde(default = "FirstPrompt::unknown")]
+    pub first_prompt: FirstPrompt,
+}
+
+/// Where the transcript's first user turn is, as far as the journal read so far tells:
+/// what `session/list` shows for a session without a title. Kept through checkpoints, so
+/// a reader that starts at the last checkpoint still knows it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "k", rename_all = "camelCase")]
+pub enum FirstPrompt {
+    /// The transcript has no user turn (a new session, or one read from its start).
+    #[default]
+    None,
+    /// Chat turn `index` is the first user turn; `excerpt` is its text on one line, at
+    /// most [`FIRST_PROMPT_CHARS`] characters, as stored (secrets already redacted).
+    At { index: u64, excerpt: String },
+    /// Not known: the state starts at a checkpoint that did not record it, and the turns
+    /// before its window are not read.
+    Unknown,
+}
+
+impl FirstPrompt {
+    fn unknown() -> Self {
+        FirstPrompt::Unknown
+    }
+
+    /// The excerpt, when a first user turn is known.
+    pub fn excerpt(&self) -> Option<&str> {
+        match self {
+            FirstPrompt::At { excerpt, .. } => Some(excerpt),
+            FirstPrompt::None | FirstPrompt::Unknown => None,
+        }
+    }
+
+    /// After chat turns from absolute index `from` on were replaced by `turns`: a first
+    /// user turn before `from` stays; otherwise it is the first user turn of `turns`, or
+    /// none (everything before `from` had none). Unknown stays unknown unless `from` is 0.
+    fn after_splice(&self, from: u64, turns: &[Value]) -> FirstPrompt {
+        match self {
+            FirstPrompt::At { index, .. } if *index < from => return self.clone(),
+            FirstPrompt::Unknown if from > 0 => return FirstPrompt::Unknown,
+            _ => {}
+        }
+        turns
+            .iter()
+            .enumerate()
+            .find(|(_, t)| t.get("role").and_then(Value::as_str) == Some("user"))
+            .map_or(FirstPrompt::None, |(k, t)| FirstPrompt::At {
+                index: from + k as u64,
+                excerpt: one_line(t.get("text").and_then(Value::as_str).unwrap_or_default()),
+            })
+    }
+}
+
+/// `text` on one line (whitespace runs as one space), cut to [`FIRST_PROMPT_CHARS`]
+/// characters with an ellipsis.
+fn one_line(text: &str) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.chars().count() <= FIRST_PROMPT_CHARS {
+        return line;
+    }
+    let mut cut: String = line.chars().take(FIRST_PROMPT_CHARS - 1).collect();
+    cut.push('…');
+    cut
 }
 
 /// What one journal line records.
@@ -172,6 +238,7 @@ pub(crate) struct State {
     pub section_seen: BTreeMap<String, SectionVal>,
     pub meta: SessionMeta,
     pub stats: SessionStats,
+    pub first_prompt: FirstPrompt,
 }
 
 /// What a body's turns looked like in the caller's form, when the writer knows it;
@@ -251,6 +318,7 @@ impl State {
             meta: self.meta.clone(),
             stats: self.stats.clone(),
             created_utc: self.created_utc.clone(),
+            first_prompt: self.first_prompt.clone(),
         }
     }
 
@@ -276,6 +344,14 @@ impl State {
                 self.sections = c.sections;
                 self.meta = c.meta;
                 self.stats = c.stats;
+                self.first_prompt = match c.first_prompt {
+                    // An older checkpoint whose window starts at the transcript's start
+                    // still tells.
+                    FirstPrompt::Unknown if self.chat_base == 0 => {
+                        FirstPrompt::None.after_splice(0, &self.chat)
+                    }
+                    known => known,
+                };
                 // A checkpoint may carry a longer window than this reader keeps.
                 trim(
                     &mut self.chat_base,
@@ -295,6 +371,7 @@ impl State {
                     Fps::Chat(t) if t.len() == turns.len() => t.into_iter().map(Some).collect(),
                     _ => turns.iter().map(typed_chat).collect(),
                 };
+                self.first_prompt = self.first_prompt.after_splice(from, &turns);
                 splice(
                     &mut self.chat_base,
                     &mut self.chat,
@@ -341,6 +418,85 @@ impl State {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn first_prompt_follows_every_kind_of_splice() {
+        let user = |t: &str| json!({"role": "user", "text": t});
+        let agent = json!({"role": "assistant", "text": "hi"});
+        let at = |index: u64, excerpt: &str| FirstPrompt::At {
+            index,
+            excerpt: excerpt.into(),
+        };
+        // (before, from, turns, after)
+        let cases: Vec<(FirstPrompt, u64, Vec<Value>, FirstPrompt)> = vec![
+            // A first user turn arrives after a greeting.
+            (
+                FirstPrompt::None,
+                0,
+                vec![agent.clone(), user("a  b\nc")],
+                at(1, "a b c"),
+            ),
+            // Appending after it changes nothing.
+            (at(1, "a"), 5, vec![user("later")], at(1, "a")),
+            // Replacing from its index on takes the replacement's first user turn.
+            (at(1, "a"), 1, vec![agent.clone(), user("b")], at(2, "b")),
+            // Truncating it away with nothing new: none.
+            (at(3, "a"), 2, vec![], FirstPrompt::None),
+            // No user turn yet and an append from the middle: none still (nothing before).
+            (FirstPrompt::None, 4, vec![agent.clone()], FirstPrompt::None),
+            (FirstPrompt::None, 4, vec![user("x")], at(4, "x")),
+            // Unknown stays unknown unless the whole transcript is rewritten.
+            (
+                FirstPrompt::Unknown,
+                7,
+                vec![user("x")],
+                FirstPrompt::Unknown,
+            ),
+            (FirstPrompt::Unknown, 0, vec![user("x")], at(0, "x")),
+            (FirstPrompt::Unknown, 0, vec![], FirstPrompt::None),
+        ];
+        for (before, from, turns, after) in cases {
+            assert_eq!(
+                before.after_splice(from, &turns),
+                after,
+                "{before:?} then {from}: {turns:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_checkpoint_without_the_first_prompt_reads_as_unknown_unless_it_starts_at_zero() {
+        let old = |chat_base: u64| {
+            let mut v = serde_json::to_value(Checkpoint {
+                chat_base,
+                chat: vec![json!({"role": "user", "text": "q"})],
+                ..Checkpoint::default()
+            })
+            .unwrap();
+            v.as_object_mut().unwrap().remove("firstPrompt");
+            serde_json::from_value::<Checkpoint>(v).unwrap()
+        };
+        for (base, want) in [
+            (5, FirstPrompt::Unknown),
+            (
+                0,
+                FirstPrompt::At {
+                    index: 0,
+                    excerpt: "q".into(),
+                },
+            ),
+        ] {
+            let mut s = State::default();
+            s.apply(
+                1,
+                "t",
+                Body::Checkpoint(Box::new(old(base))),
+                Fps::Compute,
+                10,
+            );
+            assert_eq!(s.first_prompt, want, "checkpoint at {base}");
+        }
+    }
 
     #[test]
     fn splice_appends_replaces_truncates_and_windows() {

@@ -1381,6 +1381,16 @@ impl Store {
         session_id: &str,
         make: impl FnOnce(&State) -> Body,
     ) -> Result<State, StoreError> {
+        self.write_body_if(ws, session_id, |s| Some(make(s)))
+    }
+
+    /// As `write_body`, writing nothing when `make` returns `None` (no change).
+    fn write_body_if(
+        &self,
+        ws: &Workspace,
+        session_id: &str,
+        make: impl FnOnce(&State) -> Option<Body>,
+    ) -> Result<State, StoreError> {
         validate_session_id(session_id)?;
         let mut inner = self.inner();
         self.check_enabled(&inner)?;
@@ -1390,7 +1400,10 @@ impl Store {
             let h = self
                 .handle(&mut inner, ws, session_id, true, &mut warnings)?
                 .expect("create=true always yields a session");
-            let body = redacted(make(&h.state))?;
+            let Some(body) = make(&h.state) else {
+                return Ok(h.state.clone());
+            };
+            let body = redacted(body)?;
             self.write_changes(
                 h,
                 vec![Change {
@@ -1424,9 +1437,10 @@ impl Store {
         Ok(state.stats)
     }
 
-    /// Replaces the session's metadata (agent, agent session id, title), durably. The agent
-    /// session id may change over a session's life (seed 001 §3 replaces a corrupt one);
-    /// read it back with [`Store::load`] rather than caching it.
+    /// Replaces the session's metadata (agent, agent session id, title), durably; writes
+    /// nothing when it is unchanged. The agent session id may change over a session's life
+    /// (a corrupt one is replaced); read it back with [`Store::load`] rather than caching
+    /// it.
     ///
     /// # Errors
     /// As [`Store::persist`].
@@ -1436,8 +1450,9 @@ impl Store {
         session_id: &str,
         meta: &SessionMeta,
     ) -> Result<(), StoreError> {
-        let meta = meta.clone();
-        self.write_body(ws, session_id, |_| Body::Meta { meta })?;
+        self.write_body_if(ws, session_id, |s| {
+            (*meta != s.meta).then(|| Body::Meta { meta: meta.clone() })
+        })?;
         Ok(())
     }
 
@@ -1956,6 +1971,7 @@ impl Store {
                             session_id: name.clone(),
                             agent: m.agent,
                             title: m.title,
+                            first_prompt: None,
                             updated_utc: m.updated_utc,
                             created_utc: m.created_utc,
                             turn_count: m.turn_count,
@@ -2236,6 +2252,7 @@ fn summary(sid: &str, s: &State, encrypted: bool) -> SessionSummary {
         session_id: sid.to_owned(),
         agent: s.meta.agent.clone(),
         title: s.meta.title.clone(),
+        first_prompt: s.first_prompt.excerpt().map(str::to_owned),
         updated_utc: s.updated_utc.clone(),
         created_utc: s.created_utc.clone(),
         turn_count: s.chat_total(),

@@ -203,7 +203,25 @@ fn check(ops: Vec<Op>, send: u8) -> Result<(), TestCaseError> {
         paged = older;
     }
     prop_assert_eq!(before.min(model.chat_turns.len() as u64), 0);
-    prop_assert_eq!(paged, model.chat_turns);
+    prop_assert_eq!(&paged, &model.chat_turns);
+    // `session/list`'s first prompt: the first user turn, on one bounded line.
+    let want = model
+        .chat_turns
+        .iter()
+        .find(|t| t.role == ChatRole::User)
+        .map(|t| {
+            let line = t.text.split_whitespace().collect::<Vec<_>>().join(" ");
+            if line.chars().count() <= FIRST_PROMPT_CHARS {
+                line
+            } else {
+                let mut cut: String = line.chars().take(FIRST_PROMPT_CHARS - 1).collect();
+                cut.push('…');
+                cut
+            }
+        });
+    let listed = store.list(&ws).unwrap();
+    prop_assert_eq!(listed.len(), 1);
+    prop_assert_eq!(&listed[0].first_prompt, &want);
     Ok(())
 }
 

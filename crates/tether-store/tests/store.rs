@@ -246,6 +246,19 @@ fn stats_and_metadata_round_trip_and_agent_session_id_can_change() {
     store.set_meta(&ws, SID, &meta).unwrap();
     meta.agent_session_id = Some("acp-bbb".into());
     store.set_meta(&ws, SID, &meta).unwrap();
+    // The same metadata again writes nothing.
+    let journal_len = || {
+        std::fs::metadata(find_file(&tmp.root(), "journal.jsonl"))
+            .unwrap()
+            .len()
+    };
+    let before = journal_len();
+    store.set_meta(&ws, SID, &meta).unwrap();
+    assert_eq!(
+        journal_len(),
+        before,
+        "an unchanged set_meta appends nothing"
+    );
     drop(store);
     let loaded = open(&tmp.root()).load(&ws, SID).unwrap().unwrap();
     assert_eq!(loaded.stats.total_resumes, 2);
@@ -1038,4 +1051,77 @@ fn a_window_that_lost_its_base_does_not_truncate_history() {
         store.chat_history(&ws, SID, 0, 1000).unwrap(),
         full.chat_turns
     );
+}
+
+/// `session/list` shows the first user turn of a session without a title: found in the
+/// turns as written, kept through checkpoints and reopening, moved by a truncation that
+/// removes it, and never longer than one bounded line.
+#[test]
+fn the_first_prompt_is_listed_and_follows_truncation() {
+    let tmp = Tmp::new();
+    let ws = tmp.workspace();
+    let cfg = || StoreConfig {
+        resume_window_turns: 4,
+        checkpoint_min_bytes: 500,
+        ..config(&tmp.root())
+    };
+    let store = Store::open(cfg()).unwrap();
+    let first = |store: &Store| store.list(&ws).unwrap()[0].first_prompt.clone();
+    // An assistant greeting first: the first prompt is the first *user* turn (index 1).
+    let mut snap = snapshot(0);
+    let mut greeting = chat(1, "Hello! How can I help?");
+    greeting.role = ChatRole::Assistant;
+    snap.chat_turns.push(greeting);
+    let mut ask = chat(2, "why does\n\n   the build   fail?");
+    ask.role = ChatRole::User;
+    snap.chat_turns.push(ask);
+    milestone(&store, &ws, &snap);
+    assert_eq!(first(&store).as_deref(), Some("why does the build fail?"));
+    // Many more turns: checkpoints roll the window far past the first prompt.
+    for i in 3..40 {
+        snap.chat_turns
+            .push(chat(i, &format!("turn {i} {}", "y".repeat(40))));
+        milestone(&store, &ws, &snap);
+    }
+    drop(store);
+    let store = Store::open(cfg()).unwrap();
+    assert_eq!(
+        first(&store).as_deref(),
+        Some("why does the build fail?"),
+        "known from the checkpoint after reopening"
+    );
+    // A truncation that removes it: the first user turn of what replaces it.
+    let loaded = store.load(&ws, SID).unwrap().unwrap();
+    let mut cut = loaded.snapshot.clone();
+    cut.chat_turns_base = 1;
+    let mut long = chat(100, &"é".repeat(300));
+    long.role = ChatRole::User;
+    cut.chat_turns = vec![long];
+    milestone(&store, &ws, &cut);
+    let excerpt = first(&store).unwrap();
+    assert_eq!(excerpt.chars().count(), FIRST_PROMPT_CHARS);
+    assert!(excerpt.ends_with('…'));
+    // Cut to the greeting alone: no user turn, no first prompt.
+    let mut only = cut.clone();
+    only.chat_turns.clear();
+    milestone(&store, &ws, &only);
+    assert_eq!(first(&store), None);
+}
+
+/// The one file named `name` under `dir` (panics when there is not exactly one).
+fn find_file(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
+    fn walk(dir: &std::path::Path, name: &str, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, name, out);
+            } else if path.file_name().is_some_and(|n| n == name) {
+                out.push(path);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk(dir, name, &mut found);
+    assert_eq!(found.len(), 1, "{name} under {}: {found:?}", dir.display());
+    found.remove(0)
 }

@@ -306,9 +306,15 @@ pub struct SessionSummary {
     pub session_id: String,
     /// The agent's configured name.
     pub agent: String,
-    /// A title, when the agent or the first prompt gave one.
+    /// A title, when one was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// The text of the session's first user turn on one line, at most
+    /// [`tether_store::FIRST_PROMPT_CHARS`] characters, secrets redacted as stored: what a
+    /// list shows for a session without a title. Absent when there is none or it is not
+    /// known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_prompt: Option<String>,
     /// When it was last written, RFC 3339 UTC.
     pub updated_utc: String,
     /// Chat turns cached.

@@ -156,6 +156,16 @@ async fn new_workspace_starts_then_prompts_and_lists(mode: Mode) {
     assert_eq!(sessions[0]["sessionId"], sid.as_str());
     assert_eq!(sessions[0]["agent"], "scripted");
     assert_eq!(sessions[0]["turnCount"], 2);
+    assert_eq!(sessions[0]["firstPrompt"], "hello there");
+    // A later prompt, long and on several lines, leaves the first prompt as it was.
+    let long = format!("second\n\n  prompt {}", "x".repeat(200));
+    prompt(&editor, &sid, &long).await.unwrap();
+    let listed = editor
+        .request("session/list", json!({"workspace": world.ws()}))
+        .await
+        .unwrap();
+    assert_eq!(listed["sessions"][0]["firstPrompt"], "hello there");
+    assert_eq!(listed["sessions"][0]["turnCount"], 4);
     editor.shutdown(STEP).await.unwrap();
 }
 

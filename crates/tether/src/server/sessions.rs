@@ -1818,6 +1818,7 @@ impl Sessions {
                     session_id: s.session_id,
                     agent: s.agent.unwrap_or_default(),
                     title: s.title,
+                    first_prompt: s.first_prompt,
                     updated_utc: s.updated_utc,
                     turn_count: s.turn_count,
                 })

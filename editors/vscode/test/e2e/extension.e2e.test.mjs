@@ -644,6 +644,8 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     const rowText = await row.textContent();
     assert.match(rowText, /scripted/);
     assert.match(rowText, /updated .* · \d+ turns · /);
+    // Untitled, so labelled with its first prompt (the first saved user turn, on one line).
+    assert.match(rowText, /^Question 1: how does \*module 1\* work\?/);
     await screenshot(page, '19-show-sessions');
     await page.keyboard.press('Enter');
     await sessions.waitFor({ state: 'hidden', timeout: 10_000 });
