@@ -209,6 +209,97 @@ pub struct ResumeResult {
     pub stale: bool,
 }
 
+/// One constructor per outcome, so every `session/resume` and `session/recoveryChoice`
+/// answer of a kind carries the same fields.
+impl ResumeResult {
+    /// The agent took `session_id` back; `stale` when the editor still shows cache the
+    /// agent has not confirmed (a one-shot CLI's cache until its next prompt).
+    #[must_use]
+    pub fn resumed(
+        session_id: String,
+        breaker: BreakerView,
+        reconciliation: Option<Reconciliation>,
+        stale: bool,
+    ) -> Self {
+        Self {
+            outcome: ResumeOutcome::Resumed,
+            session_id: Some(session_id),
+            previous_session_id: None,
+            breaker,
+            error: None,
+            recovery: None,
+            reconciliation,
+            stale,
+        }
+    }
+
+    /// A new session `session_id` started; `previous` is the session it replaced (then the
+    /// editor also got `session/expired`) and `error` the failure that led there, if any.
+    #[must_use]
+    pub fn started(
+        session_id: String,
+        previous: Option<String>,
+        breaker: BreakerView,
+        error: Option<ClassifiedError>,
+        reconciliation: Option<Reconciliation>,
+        stale: bool,
+    ) -> Self {
+        Self {
+            outcome: ResumeOutcome::Started,
+            session_id: Some(session_id),
+            previous_session_id: previous,
+            breaker,
+            error,
+            recovery: None,
+            reconciliation,
+            stale,
+        }
+    }
+
+    /// Retries are spent: the user chooses with `recovery`; `error` is the last failure.
+    #[must_use]
+    pub fn needs_choice(
+        session_id: String,
+        breaker: BreakerView,
+        error: Option<ClassifiedError>,
+        recovery: Recovery,
+        stale: bool,
+    ) -> Self {
+        Self {
+            outcome: ResumeOutcome::NeedsChoice,
+            session_id: Some(session_id),
+            previous_session_id: None,
+            breaker,
+            error,
+            recovery: Some(recovery),
+            reconciliation: None,
+            stale,
+        }
+    }
+
+    /// No retry can mend `error`; `recovery` may still offer an action (log in).
+    #[must_use]
+    pub fn failed(
+        session_id: Option<String>,
+        previous: Option<String>,
+        breaker: BreakerView,
+        error: ClassifiedError,
+        recovery: Option<Recovery>,
+        stale: bool,
+    ) -> Self {
+        Self {
+            outcome: ResumeOutcome::Failed,
+            session_id,
+            previous_session_id: previous,
+            breaker,
+            error: Some(error),
+            recovery,
+            reconciliation: None,
+            stale,
+        }
+    }
+}
+
 /// The user's answer to a recovery dialog.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

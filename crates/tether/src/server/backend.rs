@@ -17,8 +17,8 @@ use tower_lsp_server::{Client, ClientSocket, LanguageServer, LspService, LspServ
 
 use super::ServeOptions;
 use super::config::ServerConfig;
+use super::hub::Hub;
 use super::notifier::{ClientRenders, Notifier};
-use super::sessions::Sessions;
 use super::transport::Outbox;
 use crate::params;
 use crate::protocol::{PROTOCOL_VERSION, method};
@@ -31,7 +31,7 @@ pub const MAX_CONCURRENT_REQUESTS: usize = 64;
 /// The server state shared by the backend and the process that serves it.
 #[derive(Debug, Default)]
 pub struct Shared {
-    sessions: OnceLock<Arc<Sessions>>,
+    sessions: OnceLock<Arc<Hub>>,
 }
 
 impl Shared {
@@ -96,7 +96,7 @@ pub fn build_service(
 }
 
 impl Backend {
-    fn sessions(&self) -> Result<&Arc<Sessions>> {
+    fn sessions(&self) -> Result<&Arc<Hub>> {
         self.shared.sessions.get().ok_or_else(|| Error {
             code: ErrorCode::from(-32002),
             message: "server not initialized".into(),
@@ -180,7 +180,7 @@ impl LanguageServer for Backend {
             .map_err(|e| params::invalid_params(&e.field, &e.reason))?;
         let renders = ClientRenders::from_experimental(params.capabilities.experimental.as_ref());
         let notifier = Notifier::new(self.client.clone(), self.outbox.clone(), renders);
-        let sessions = Sessions::start(config, notifier, &self.options).map_err(|e| Error {
+        let sessions = Hub::start(config, notifier, &self.options).map_err(|e| Error {
             code: ErrorCode::from(crate::protocol::code::REQUEST_FAILED),
             message: e.message.clone().into(),
             data: Some(json!({"kind": e.kind, "path": e.path})),

@@ -1,15 +1,15 @@
 //! `tether serve`: the stdio JSON-RPC server (LSP base protocol), built on
 //! `tower-lsp-server`.
 //!
-//! [`backend`] implements the LSP lifecycle and routes Tether's methods; [`sessions`] holds
+//! [`backend`] implements the LSP lifecycle and routes Tether's methods; [`hub`] holds
 //! the session state (breakers, live agents, the cache) and drives recoveries; [`notifier`]
 //! sends what the editor renders.
 
 pub mod backend;
 pub mod config;
+pub mod hub;
 pub mod live;
 pub mod notifier;
-pub mod sessions;
 pub mod silence;
 pub mod transport;
 

@@ -1,0 +1,115 @@
+//! One agent attempt, shared by resume and crash restart: spawn the agent, then
+//! `session/load` (or resume, or new), replay its history to the editor, repair dangling
+//! tool calls, and register the live session.
+
+use std::sync::Arc;
+
+use tether_host::acp::AcpConnection;
+use tether_recovery::Observation;
+
+use crate::server::live::{Live, shutdown_conn};
+
+use super::{Hub, ResumeCtx, lock, spawn_observation};
+
+impl Hub {
+    /// One agent attempt: start the agent and take the session back (load, resume, or a new
+    /// session when the agent can do neither, or when the breaker says start fresh).
+    pub(super) async fn attempt(
+        &self,
+        ctx: &ResumeCtx,
+        fresh: bool,
+    ) -> std::result::Result<Attached, Observation> {
+        let (_, config) = self
+            .agent_config(Some(&ctx.agent))
+            .map_err(|e| spawn_observation(&e.message))?;
+        let options = self
+            .acp_options()
+            .await
+            .map_err(|e| spawn_observation(&e))?;
+        let conn = AcpConnection::start(&config, options).await.map_err(|e| {
+            e.observation()
+                .unwrap_or_else(|| spawn_observation(&e.to_string()))
+        })?;
+        let info = conn.info().clone();
+        if fresh || !(info.load_session || info.resume) {
+            let session = match conn.new_session(&ctx.workspace).await {
+                Ok(s) => s,
+                Err(e) => {
+                    tokio::spawn(shutdown_conn(Arc::new(conn)));
+                    return Err(e
+                        .observation()
+                        .unwrap_or_else(|| spawn_observation(&e.to_string())));
+                }
+            };
+            let id = session.id.clone();
+            let live = Live::start(
+                id.clone(),
+                ctx.agent.clone(),
+                &ctx.workspace,
+                conn,
+                session.events,
+                self.notifier.clone(),
+            )
+            .await;
+            lock(&self.live).insert(id.clone(), live);
+            self.remember(&ctx.workspace, &id, &ctx.agent).await;
+            return Ok(Attached {
+                session_id: id,
+                replayed: 0,
+                repairs: 0,
+                fresh: true,
+            });
+        }
+        let result = if info.load_session {
+            conn.load_session(&ctx.session_id, &ctx.workspace)
+                .await
+                .map(|loaded| (loaded.session, loaded.replay, loaded.repairs))
+        } else {
+            conn.resume_session(&ctx.session_id, &ctx.workspace)
+                .await
+                .map(|s| (s, Vec::new(), Vec::new()))
+        };
+        match result {
+            Ok((session, replay, repairs)) => {
+                let (replayed, repaired) = (replay.len(), repairs.len());
+                for update in replay {
+                    self.notifier.update(&session.id, update, true).await;
+                }
+                for update in repairs {
+                    self.notifier.update(&session.id, update, false).await;
+                }
+                let id = session.id.clone();
+                let live = Live::start(
+                    id.clone(),
+                    ctx.agent.clone(),
+                    &ctx.workspace,
+                    conn,
+                    session.events,
+                    self.notifier.clone(),
+                )
+                .await;
+                lock(&self.live).insert(id.clone(), live);
+                Ok(Attached {
+                    session_id: id,
+                    replayed,
+                    repairs: repaired,
+                    fresh: false,
+                })
+            }
+            Err(e) => {
+                tokio::spawn(shutdown_conn(Arc::new(conn)));
+                Err(e
+                    .observation()
+                    .unwrap_or_else(|| spawn_observation(&e.to_string())))
+            }
+        }
+    }
+}
+
+/// What an attempt attached to.
+pub(super) struct Attached {
+    pub(super) session_id: String,
+    pub(super) replayed: usize,
+    pub(super) repairs: usize,
+    pub(super) fresh: bool,
+}

@@ -1,0 +1,121 @@
+//! The cache as a catalog: `session/list`, `session/clear` and `session/history`.
+
+use serde_json::json;
+use tower_lsp_server::jsonrpc::Result;
+
+use crate::params::invalid_params;
+use crate::protocol::{
+    ClearParams, ClearResult, HISTORY_DEFAULT_LIMIT, HISTORY_MAX_LIMIT, HistoryParams,
+    HistoryResult, ListResult, SessionSummary, WorkspaceParams,
+};
+
+use super::{Hub, absolute_root, request_failed, store_error, workspace_of};
+
+impl Hub {
+    /// `session/list`.
+    ///
+    /// # Errors
+    /// `-32602` for a relative root; `-32803` when the cache cannot be read.
+    pub async fn list(&self, params: WorkspaceParams) -> Result<ListResult> {
+        let workspace = absolute_root(&params.workspace.root)?;
+        let Some(store) = self.store.clone() else {
+            return Ok(ListResult {
+                sessions: Vec::new(),
+            });
+        };
+        let ws = workspace_of(&workspace)?;
+        let listed = tokio::task::spawn_blocking(move || store.list(&ws))
+            .await
+            .map_err(|e| request_failed(e.to_string(), json!({"kind": "internal"})))?
+            .map_err(|e| store_error(&e))?;
+        Ok(ListResult {
+            sessions: listed
+                .into_iter()
+                .map(|s| SessionSummary {
+                    session_id: s.session_id,
+                    agent: s.agent.unwrap_or_default(),
+                    title: s.title,
+                    first_prompt: s.first_prompt,
+                    updated_utc: s.updated_utc,
+                    turn_count: s.turn_count,
+                })
+                .collect(),
+        })
+    }
+
+    /// `session/clear`.
+    ///
+    /// # Errors
+    /// `-32602` for a relative root or a bad session id; `-32803` when the cache fails.
+    pub async fn clear(&self, params: ClearParams) -> Result<ClearResult> {
+        let workspace = absolute_root(&params.workspace.root)?;
+        if let Some(id) = &params.session_id {
+            tether_store::validate_session_id(id)
+                .map_err(|e| invalid_params("sessionId", &e.to_string()))?;
+        }
+        let Some(store) = self.store.clone() else {
+            return Ok(ClearResult { removed: 0 });
+        };
+        let id = params.session_id.clone();
+        let ws = workspace_of(&workspace)?;
+        let removed = tokio::task::spawn_blocking(move || store.clear(&ws, id.as_deref()))
+            .await
+            .map_err(|e| request_failed(e.to_string(), json!({"kind": "internal"})))?
+            .map_err(|e| store_error(&e))?;
+        Ok(ClearResult { removed })
+    }
+
+    /// `session/history`: the chat turns before `beforeTurn`, from the cache (the open
+    /// session's memory when the page is inside it, else a streaming read of its journal).
+    ///
+    /// # Errors
+    /// `-32602` for a relative root, a bad session id or a `limit` outside
+    /// 1..=[`HISTORY_MAX_LIMIT`]; `-32803` when the cache cannot be read.
+    pub async fn history(&self, params: HistoryParams) -> Result<HistoryResult> {
+        let workspace = absolute_root(&params.workspace.root)?;
+        tether_store::validate_session_id(&params.session_id)
+            .map_err(|e| invalid_params("sessionId", &e.to_string()))?;
+        let limit = params.limit.unwrap_or(HISTORY_DEFAULT_LIMIT);
+        if !(1..=HISTORY_MAX_LIMIT).contains(&limit) {
+            return Err(invalid_params(
+                "limit",
+                &format!("must be 1 to {HISTORY_MAX_LIMIT}, got {limit}"),
+            ));
+        }
+        let before = params.before_turn.unwrap_or(u64::MAX);
+        let session_id = params.session_id;
+        let Some(store) = self.store.clone() else {
+            return Ok(HistoryResult {
+                session_id,
+                chat_turns_base: 0,
+                chat_turns: Vec::new(),
+                total_chat_turns: 0,
+            });
+        };
+        let ws = workspace_of(&workspace)?;
+        let sid = session_id.clone();
+        let started = std::time::Instant::now();
+        let page =
+            tokio::task::spawn_blocking(move || store.chat_page(&ws, &sid, before, limit as usize))
+                .await
+                .map_err(|e| request_failed(e.to_string(), json!({"kind": "internal"})))?
+                .map_err(|e| store_error(&e))?;
+        tracing::debug!(
+            session = %session_id,
+            before = ?params.before_turn,
+            limit,
+            base = page.base,
+            turns = page.turns.len(),
+            total = page.total,
+            from_memory = page.from_memory,
+            ms = started.elapsed().as_millis() as u64,
+            "session/history page"
+        );
+        Ok(HistoryResult {
+            session_id,
+            chat_turns_base: page.base,
+            chat_turns: page.turns,
+            total_chat_turns: page.total,
+        })
+    }
+}

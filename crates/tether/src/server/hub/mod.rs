@@ -1,0 +1,450 @@
+//! The hub: every session's state and the recoveries it drives, one file per flow.
+//!
+//! [`Hub`] owns the circuit breakers (one per session being resumed), the shared retry
+//! budget, the live agent sessions and the cache. Its public methods are the protocol's
+//! requests; each flow feeds the sans-IO recovery core (`tether_recovery`) with what the
+//! agent did and carries out the decisions it returns: attempt, wait, ask the user, start
+//! fresh, fail. Every decision is logged with the session id and attempt (`tracing` and
+//! `window/logMessage`).
+//!
+//! The flows: [`resume`] (cache first, then the breaker's driver), [`attempt`] (one agent
+//! attempt, shared by resume and crash restart), [`choice`] (`session/recoveryChoice`),
+//! [`prompt`] (a prompt turn with the rate-limit waiter and crash restart), [`print`]
+//! (`claude -p` sessions), [`persist`], [`catalog`] (list, clear, history), [`turns`] (what
+//! is saved as turns happen), [`report`] (status and telemetry) and [`background`] (the
+//! flusher and the idle reaper). This file holds the state, start-up and shutdown, and the
+//! helpers every flow uses.
+
+mod attempt;
+mod background;
+mod catalog;
+mod choice;
+mod persist;
+mod print;
+mod prompt;
+mod report;
+mod resume;
+mod turns;
+
+use attempt::Attached;
+use background::{flusher, idle_reaper};
+use print::PrintSession;
+use prompt::prompt_text;
+use turns::TurnOf;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde_json::{Map, Value, json};
+use tether_host::acp::AcpOptions;
+use tether_host::registry::ChildRegistry;
+use tether_recovery::breaker::{Breaker, BreakerConfig};
+use tether_recovery::budget::RetryBudget;
+use tether_recovery::classify::{ClassifyContext, classify};
+use tether_recovery::{ClassifiedError, Observation};
+use tether_store::{Store, StoreConfig, Workspace};
+use tokio_util::sync::CancellationToken;
+use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
+use tower_lsp_server::ls_types::MessageType;
+
+use crate::params::invalid_params;
+use crate::protocol::{BreakerView, ProgressToken, Reconciliation, Recovery, RecoveryAction, code};
+use crate::server::ServeOptions;
+use crate::server::config::ServerConfig;
+use crate::server::live::Live;
+use crate::server::notifier::Notifier;
+
+/// Why the server could not start its session state.
+#[derive(Debug, Clone)]
+pub struct StartError {
+    /// `storage` (the child registry is opened later, see [`Hub::initialized`]).
+    pub kind: &'static str,
+    /// What went wrong.
+    pub message: String,
+    /// The path involved.
+    pub path: Option<PathBuf>,
+}
+
+/// A recovery waiting for the user's choice (breaker open).
+struct Open {
+    breaker: Breaker,
+    ctx: ResumeCtx,
+}
+
+/// What a resume is about.
+#[derive(Debug, Clone)]
+struct ResumeCtx {
+    /// The cached session id being resumed.
+    session_id: String,
+    agent: String,
+    workspace: PathBuf,
+    token: Option<ProgressToken>,
+    had_cache: bool,
+    started: Instant,
+    /// What the cache had that a new agent process cannot confirm (seed 002 §4).
+    reconciliation: Reconciliation,
+}
+
+/// The server's sessions.
+pub struct Hub {
+    me: Weak<Hub>,
+    config: ServerConfig,
+    notifier: Notifier,
+    store: Option<Arc<Store>>,
+    /// Where agent process groups are recorded; `None` = not recorded.
+    registry_path: Option<PathBuf>,
+    /// The child registry, opened once (orphans reaped first) off the `initialize` path.
+    registry: tokio::sync::OnceCell<std::result::Result<Arc<ChildRegistry>, String>>,
+    budget: Mutex<RetryBudget>,
+    rng: Mutex<ChaCha8Rng>,
+    live: Mutex<HashMap<String, Arc<Live>>>,
+    print: Mutex<HashMap<String, Arc<PrintSession>>>,
+    open: Mutex<HashMap<String, Open>>,
+    persist_failures: Mutex<u32>,
+    /// When `persist` last had the store write each session (workspace id, session id), to
+    /// tell the persists the store will coalesce in memory (see [`Self::persist`]).
+    persist_saved_at: Mutex<HashMap<(String, String), Instant>>,
+    /// The store's coalescing interval (`StoreConfig::coalesce_interval`).
+    coalesce_interval: Duration,
+    shutdown: CancellationToken,
+    /// Set once [`Self::shutdown`] has run; held while it runs, so a second caller waits.
+    shutdown_done: tokio::sync::Mutex<bool>,
+}
+
+impl std::fmt::Debug for Hub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hub").finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Milliseconds since the Unix epoch, now.
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+fn request_failed(message: String, data: Value) -> Error {
+    Error {
+        code: ErrorCode::from(code::REQUEST_FAILED),
+        message: message.into(),
+        data: Some(data),
+    }
+}
+
+fn unknown_session(session_id: &str) -> Error {
+    Error {
+        code: ErrorCode::from(code::UNKNOWN_SESSION),
+        message: format!("unknown session {session_id}").into(),
+        data: Some(json!({ "sessionId": session_id })),
+    }
+}
+
+fn short(id: &str) -> &str {
+    id.get(..8).unwrap_or(id)
+}
+
+impl Hub {
+    /// Opens the cache. The child registry (reaping agents orphaned by a dead server, then
+    /// recording this server's) is opened later, off the `initialize` path: its durable
+    /// write (temp file, fsync, rename, directory fsync) cost more than the rest of the
+    /// server's start (benches/server.rs). [`Self::initialized`] starts it, and every agent
+    /// spawn awaits it, so no agent is ever started unrecorded.
+    ///
+    /// # Errors
+    /// The cache folder is unusable (not ours, a symlink, readable by others).
+    pub fn start(
+        config: ServerConfig,
+        notifier: Notifier,
+        options: &ServeOptions,
+    ) -> std::result::Result<Arc<Self>, StartError> {
+        let store_config = StoreConfig {
+            dir: config.storage.dir.clone(),
+            encrypt: config.storage.encrypt,
+            ..StoreConfig::default()
+        };
+        let coalesce_interval = store_config.coalesce_interval;
+        let store = if config.storage.persist {
+            let store = Store::open(store_config).map_err(|e| StartError {
+                kind: "storage",
+                message: e.to_string(),
+                path: config.storage.dir.clone(),
+            })?;
+            Some(Arc::new(store))
+        } else {
+            None
+        };
+        let registry_path = options
+            .registry_file
+            .clone()
+            .or_else(|| store.as_ref().map(|s| s.root().join("children.json")));
+        let seed = now_ms() ^ u64::from(std::process::id());
+        Ok(Arc::new_cyclic(|me| Self {
+            me: me.clone(),
+            config,
+            notifier,
+            store,
+            registry_path,
+            registry: tokio::sync::OnceCell::new(),
+            budget: Mutex::new(RetryBudget::default()),
+            rng: Mutex::new(ChaCha8Rng::seed_from_u64(seed)),
+            live: Mutex::new(HashMap::new()),
+            print: Mutex::new(HashMap::new()),
+            open: Mutex::new(HashMap::new()),
+            persist_failures: Mutex::new(0),
+            persist_saved_at: Mutex::new(HashMap::new()),
+            coalesce_interval,
+            shutdown: CancellationToken::new(),
+            shutdown_done: tokio::sync::Mutex::new(false),
+        }))
+    }
+
+    /// After `initialized`: open the child registry (in the background), start the
+    /// coalesced-persist flusher and the idle reaper.
+    pub async fn initialized(&self) {
+        if let Some(me) = self.me.upgrade() {
+            tokio::spawn(async move {
+                if let Err(message) = me.registry().await {
+                    tracing::warn!(error = %message, "child registry unusable; agents cannot be started");
+                    me.notifier
+                        .show_warning(format!(
+                            "Tether cannot record its agent processes, so it will not start agents: {message}"
+                        ))
+                        .await;
+                }
+            });
+        }
+        if let Some(store) = self.store.clone() {
+            tokio::spawn(flusher(store, self.shutdown.clone()));
+        }
+        let me = self.me.clone();
+        let ttl = Duration::from_secs(self.config.connection_ttl_secs);
+        tokio::spawn(idle_reaper(me, ttl, self.shutdown.clone()));
+        if let Some(store) = &self.store {
+            self.notifier
+                .log(
+                    MessageType::INFO,
+                    format!(
+                        "tether {}: cache at {}",
+                        env!("CARGO_PKG_VERSION"),
+                        store.root().display()
+                    ),
+                )
+                .await;
+            for warning in store.open_warnings() {
+                // e.g. encryption asked for but no keychain: the store says so and keeps
+                // plaintext with redaction.
+                let text = serde_json::to_string(warning).unwrap_or_default();
+                tracing::warn!(warning = %text, "session cache");
+                self.notifier
+                    .show_warning(format!("Tether session cache: {text}"))
+                    .await;
+            }
+        }
+    }
+
+    /// Shuts every agent down and flushes coalesced persists.
+    pub async fn shutdown(&self) {
+        // A second caller (end of input and a signal at once) waits for the first to finish.
+        let mut done = self.shutdown_done.lock().await;
+        if *done {
+            return;
+        }
+        *done = true;
+        self.shutdown.cancel();
+        let lives: Vec<_> = lock(&self.live).drain().map(|(_, l)| l).collect();
+        let count = lives.len();
+        // All agents at once: each shutdown may wait 1 s + 2 s (stdin close, SIGTERM).
+        let mut stops = tokio::task::JoinSet::new();
+        for live in lives {
+            stops.spawn(async move { live.shutdown().await });
+        }
+        while stops.join_next().await.is_some() {}
+        if let Some(store) = self.store.clone() {
+            let _ = tokio::task::spawn_blocking(move || store.flush_all(Instant::now())).await;
+        }
+        tracing::info!(agents = count, "agents shut down, cache flushed");
+    }
+
+    fn agent_config(&self, name: Option<&str>) -> Result<(String, tether_host::AgentConfig)> {
+        let name = name.unwrap_or(&self.config.default_agent);
+        self.config
+            .agents
+            .get(name)
+            .map(|c| (name.to_owned(), c.clone()))
+            .ok_or_else(|| {
+                invalid_params("agent", &format!("no agent named {name:?} is configured"))
+            })
+    }
+
+    /// The child registry, opened on first use: orphans recorded by dead servers are
+    /// reaped, then this server's registry file is written (on the blocking pool). `None`
+    /// when no registry is configured.
+    ///
+    /// # Errors
+    /// The registry cannot be written (or a live server owns it): agents must not start.
+    async fn registry(&self) -> std::result::Result<Option<Arc<ChildRegistry>>, String> {
+        let Some(path) = self.registry_path.clone() else {
+            return Ok(None);
+        };
+        self.registry
+            .get_or_init(|| async move {
+                tokio::task::spawn_blocking(move || open_registry(&path))
+                    .await
+                    .unwrap_or_else(|e| Err(format!("child registry task failed: {e}")))
+            })
+            .await
+            .clone()
+            .map(Some)
+    }
+
+    /// Options for an agent connection; waits for the child registry.
+    ///
+    /// # Errors
+    /// The child registry is unusable (see [`Self::registry`]).
+    async fn acp_options(&self) -> std::result::Result<AcpOptions, String> {
+        Ok(AcpOptions {
+            registry: self.registry().await?,
+            hang_after: Duration::from_secs(self.config.watchdog_secs),
+            // An answer to initialize / session/new / load / resume is awaited as long as
+            // silence mid-turn is (issue 13: a reply that never comes must reach the editor).
+            request_timeout: Duration::from_secs(self.config.watchdog_secs),
+            ..AcpOptions::default()
+        })
+    }
+
+    fn classify(&self, observation: &Observation) -> ClassifiedError {
+        let ctx = ClassifyContext {
+            now_ms: Some(now_ms()),
+            utc_offset_minutes: local_utc_offset_minutes(),
+            time_zone: None,
+        };
+        classify(observation, &ctx).error
+    }
+
+    async fn log(&self, session: &str, message: String) {
+        tracing::info!(session, "{message}");
+        self.notifier
+            .log(MessageType::INFO, format!("[{}] {message}", short(session)))
+            .await;
+    }
+
+    fn breaker_config(&self, agent: &str, session_id: Option<&str>) -> BreakerConfig {
+        use rand::RngCore;
+        BreakerConfig {
+            resume: self.config.resume,
+            rate_limit: self.config.rate_limit,
+            agent_name: agent.to_owned(),
+            session_id: session_id.map(str::to_owned),
+            seed: lock(&self.rng).next_u64(),
+            ..BreakerConfig::default()
+        }
+    }
+
+    fn seeded_rng(&self) -> ChaCha8Rng {
+        use rand::RngCore;
+        ChaCha8Rng::seed_from_u64(lock(&self.rng).next_u64())
+    }
+}
+
+fn props(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}
+
+fn view(breaker: &Breaker) -> BreakerView {
+    let s = breaker.snapshot();
+    BreakerView {
+        status: serde_json::to_value(s.status)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default(),
+        attempts: s.attempts,
+        max_attempts: s.max_attempts,
+        user_retries: s.user_retries,
+    }
+}
+
+fn recovery_of(prompt: &tether_recovery::breaker::RecoveryPrompt) -> Recovery {
+    Recovery {
+        message: prompt.message.clone(),
+        detail: prompt.detail.clone(),
+        actions: prompt
+            .actions
+            .iter()
+            .map(|a| RecoveryAction {
+                id: a.id.clone(),
+                title: a.title.clone(),
+            })
+            .collect(),
+    }
+}
+
+fn prompt_error(error: &ClassifiedError) -> Error {
+    request_failed(
+        format!(
+            "the prompt turn failed: {:?}: {}",
+            error.kind, error.message
+        ),
+        serde_json::to_value(error).unwrap_or(Value::Null),
+    )
+}
+
+fn spawn_observation(message: &str) -> Observation {
+    Observation::Transport {
+        method: None,
+        event: tether_recovery::observation::TransportEvent::SpawnFailed,
+        exit_code: None,
+        exit_signal: None,
+        stderr_tail: Some(message.to_owned()),
+        silent_ms: None,
+    }
+}
+
+fn workspace_of(root: &Path) -> Result<Workspace> {
+    Workspace::new(root).map_err(|e| invalid_params("workspace.root", &e.to_string()))
+}
+
+fn store_error(err: &tether_store::StoreError) -> Error {
+    request_failed(
+        format!("session cache: {err}"),
+        json!({"kind": err.kind(), "path": err.path()}),
+    )
+}
+
+fn absolute_root(root: &Path) -> Result<PathBuf> {
+    if root.is_absolute() {
+        Ok(root.to_owned())
+    } else {
+        Err(invalid_params(
+            "workspace.root",
+            &format!("must be an absolute path, got {}", root.display()),
+        ))
+    }
+}
+
+fn local_utc_offset_minutes() -> i32 {
+    chrono::Local::now().offset().local_minus_utc() / 60
+}
+
+/// Reaps the agent groups recorded by dead servers at `path`, then records this server
+/// there (blocking: file I/O with fsyncs).
+fn open_registry(path: &Path) -> std::result::Result<Arc<ChildRegistry>, String> {
+    match tether_host::registry::reap_orphans(path) {
+        Ok(report) => tracing::info!(?report, "reaped agents orphaned by earlier servers"),
+        Err(err) => tracing::warn!(error = %err, "could not reap orphaned agents"),
+    }
+    ChildRegistry::create(path)
+        .map(Arc::new)
+        .map_err(|e| e.to_string())
+}

@@ -1,0 +1,400 @@
+//! `session/prompt` and `session/cancel`: one prompt turn on a live agent, with the
+//! rate-limit waiter (the same session, never a new one), the silence watch, and the crash
+//! restart that reloads the session and finishes dangling tool calls as failed.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tether_host::acp::AcpConnection;
+use tether_recovery::rate_limit::{RateLimitDecision, RateLimitWaiter};
+use tether_recovery::{ErrorKind, Observation};
+use tether_store::ChatRole;
+use tower_lsp_server::jsonrpc::Result;
+
+use crate::params::invalid_params;
+use crate::protocol::{PromptParams, PromptResult, SessionRef, StatusParams, StatusState};
+use crate::server::live::{Live, shutdown_conn};
+use crate::server::silence::{SilenceDecision, SilenceWatch};
+
+use super::{
+    Hub, TurnOf, lock, now_ms, prompt_error, request_failed, spawn_observation, unknown_session,
+};
+
+impl Hub {
+    /// `session/prompt`.
+    ///
+    /// # Errors
+    /// `-32002` for a session that is not live; `-32803` with the `ClassifiedError` when the
+    /// turn failed and no recovery could finish it.
+    pub async fn prompt(&self, params: PromptParams) -> Result<PromptResult> {
+        let print = lock(&self.print).get(&params.session_id).cloned();
+        if let Some(print) = print {
+            return self.prompt_print(&print, &params).await;
+        }
+        let live = lock(&self.live)
+            .get(&params.session_id)
+            .cloned()
+            .ok_or_else(|| unknown_session(&params.session_id))?;
+        let blocks: Vec<agent_client_protocol::v1::schema::ContentBlock> =
+            crate::params::parse_any(Value::Array(params.prompt.clone())).map_err(|e| {
+                let data = e.data.clone().unwrap_or(Value::Null);
+                let field = data["field"].as_str().unwrap_or_default();
+                invalid_params(
+                    &format!(
+                        "prompt{}{field}",
+                        if field.starts_with('[') || field.is_empty() {
+                            ""
+                        } else {
+                            "."
+                        }
+                    ),
+                    data["reason"].as_str().unwrap_or("not an ACP ContentBlock"),
+                )
+            })?;
+        let _turn = live.turn_lock.lock().await;
+        let cancel = live.new_turn_token();
+        let user_text = prompt_text(&params.prompt);
+        self.append_turn(TurnOf::live(&live), ChatRole::User, &user_text)
+            .await;
+        let mut rate_limit =
+            RateLimitWaiter::new(self.config.rate_limit, Some(&live.id), 0, self.seeded_rng());
+        loop {
+            if let Some(observation) = live.exited() {
+                // The agent died between turns: restart and reload before prompting.
+                self.restart(&live, &observation).await?;
+            }
+            let Some(conn) = live.conn() else {
+                return Err(unknown_session(&params.session_id));
+            };
+            let turn_started = Instant::now();
+            let mut silence = SilenceWatch::new(
+                Duration::from_secs(self.config.silent_status_secs),
+                Duration::ZERO,
+                live.events_seen(),
+            );
+            let outcome = {
+                let prompt = conn.prompt_blocks(&live.id, blocks.clone());
+                tokio::pin!(prompt);
+                loop {
+                    tokio::select! {
+                        r = &mut prompt => break r,
+                        () = tokio::time::sleep(silence.poll_interval()) => {
+                            let decision = silence.poll(turn_started.elapsed(), live.events_seen());
+                            self.report_silence(&live, decision).await;
+                        }
+                        () = self.shutdown.cancelled() => return Err(request_failed("the server is shutting down".into(), json!({"kind": "cancelled"}))),
+                    }
+                }
+            };
+            if silence.reported() {
+                self.report_silence(&live, SilenceDecision::Resumed).await;
+            }
+            drop(conn);
+            live.barrier().await;
+            let turn = live.take_turn();
+            let failure = match outcome {
+                Ok(outcome) => match in_band_failure(&outcome.stop_reason, &outcome.agent_text) {
+                    Some(_) => Some(outcome.observation()),
+                    None => {
+                        if rate_limit.retries() > 0 {
+                            let done = rate_limit.on_success(now_ms(), &mut lock(&self.budget));
+                            self.log(&live.id, format!("rate limit: {done}")).await;
+                            self.record_resume(&live.workspace, &live.id).await;
+                        }
+                        self.append_turn(TurnOf::live(&live), ChatRole::Assistant, &turn.agent)
+                            .await;
+                        return Ok(PromptResult {
+                            stop_reason: outcome.stop_reason,
+                            stale: None,
+                        });
+                    }
+                },
+                Err(e) => Some(
+                    e.observation()
+                        .unwrap_or_else(|| spawn_observation(&e.to_string())),
+                ),
+            };
+            let observation = failure.expect("a failure");
+            let error = self.classify(&observation);
+            self.log(
+                &live.id,
+                format!("prompt failed: {:?}: {}", error.kind, error.message),
+            )
+            .await;
+            match error.kind {
+                ErrorKind::RateLimited | ErrorKind::QuotaExceeded => {
+                    let decision =
+                        rate_limit.on_failure(error.clone(), now_ms(), &mut lock(&self.budget));
+                    self.log(&live.id, format!("rate limit: {decision}")).await;
+                    match decision {
+                        RateLimitDecision::Wait {
+                            delay_ms,
+                            retry,
+                            max_retries,
+                            ..
+                        } => {
+                            self.notifier
+                                .status(
+                                    StatusParams {
+                                        session_id: live.id.clone(),
+                                        state: StatusState::RateLimited,
+                                        attempt: retry,
+                                        max_attempts: max_retries,
+                                        retry_in_ms: Some(delay_ms),
+                                        error_kind: Some(error.kind),
+                                        message: format!(
+                                            "Rate limited, resuming in {} s",
+                                            delay_ms.div_ceil(1000)
+                                        ),
+                                    },
+                                    None,
+                                )
+                                .await;
+                            tokio::select! {
+                                () = tokio::time::sleep(Duration::from_millis(delay_ms)) => {}
+                                () = cancel.cancelled() => {
+                                    let stopped = rate_limit.cancel(now_ms());
+                                    self.log(&live.id, format!("rate limit: {stopped}; not resuming")).await;
+                                    return Ok(PromptResult { stop_reason: "cancelled".into(), stale: None });
+                                }
+                                () = self.shutdown.cancelled() => {
+                                    let _ = rate_limit.cancel(now_ms());
+                                    return Err(request_failed("the server is shutting down".into(), json!({"kind": "cancelled"})));
+                                }
+                            }
+                            let resume = rate_limit.on_timer(now_ms());
+                            self.log(&live.id, format!("rate limit: {resume}")).await;
+                            self.notifier
+                                .status(
+                                    StatusParams {
+                                        session_id: live.id.clone(),
+                                        state: StatusState::Resuming,
+                                        attempt: retry,
+                                        max_attempts: max_retries,
+                                        retry_in_ms: None,
+                                        error_kind: None,
+                                        message: "Resuming session after rate limit".into(),
+                                    },
+                                    None,
+                                )
+                                .await;
+                            self.after_api_error(&live, &observation).await?;
+                            continue;
+                        }
+                        _ => return Err(prompt_error(&error)),
+                    }
+                }
+                ErrorKind::AgentCrashed => {
+                    // The turn failed as agentCrashed whatever the restart gives; the message
+                    // says whether the session is back.
+                    let restarted = self.restart(&live, &observation).await;
+                    let repaired = live.take_turn().repairs.len() + turn.repairs.len();
+                    let mut err = prompt_error(&error);
+                    err.message = match restarted {
+                        Ok(()) => format!("{}; the agent was restarted and the session reloaded ({repaired} interrupted tool call(s) finished as failed)", err.message),
+                        Err(e) => format!("{}; {repaired} interrupted tool call(s) finished as failed; the agent could not be restarted with this session: {}", err.message, e.message),
+                    }
+                    .into();
+                    return Err(err);
+                }
+                _ => return Err(prompt_error(&error)),
+            }
+        }
+    }
+
+    /// Readies a session to be re-prompted after a turn that failed with a model API error
+    /// (a rate limit waited out), as its agent's row of the quirks table says: the live
+    /// process is re-prompted where the agent survives such a turn; an agent that does not
+    /// (claude-agent-acp) gets the session reloaded in a fresh process, and when that reload
+    /// fails because the agent never saved the session (Gemini CLI before its first
+    /// completed turn), the live process goes on.
+    ///
+    /// # Errors
+    /// The reload's error, when the live process cannot go on either.
+    pub(super) async fn after_api_error(&self, live: &Arc<Live>, why: &Observation) -> Result<()> {
+        let quirks = self.quirks_of(live);
+        if quirks.survives_api_error || !live.can_load() {
+            let why = if !quirks.survives_api_error {
+                "the agent cannot load sessions, so it cannot be reloaded".to_owned()
+            } else if quirks.identified_by.is_empty() {
+                "no quirk recorded for this agent".to_owned()
+            } else {
+                format!("{} {} survives a failed turn", quirks.agent, quirks.seen_in)
+            };
+            self.log(
+                &live.id,
+                format!("re-prompting the live agent process ({why})"),
+            )
+            .await;
+            return Ok(());
+        }
+        self.log(
+            &live.id,
+            format!(
+                "reloading the session in a fresh process: {} {} answers the prompt after a failed turn with an empty end_turn",
+                quirks.agent, quirks.seen_in
+            ),
+        )
+        .await;
+        match self.restart(live, why).await {
+            Ok(()) => Ok(()),
+            Err(err)
+                if live.exited().is_none()
+                    && err.data.as_ref().and_then(|d| d.get("kind"))
+                        == Some(&json!(ErrorKind::SessionExpired)) =>
+            {
+                self.log(
+                    &live.id,
+                    format!(
+                        "the reload failed ({}): the agent has not saved this session yet; going on in the live process",
+                        err.message
+                    ),
+                )
+                .await;
+                Ok(())
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Tells the editor what the silence watch decided: the agent is silent mid-turn
+    /// (`agentSilent`, worded from its quirks row), or answering again (`ready`).
+    pub(super) async fn report_silence(&self, live: &Arc<Live>, decision: SilenceDecision) {
+        let (state, message) = match decision {
+            SilenceDecision::Nothing => return,
+            SilenceDecision::Silent { silent_for } => {
+                let quirks = self.quirks_of(live);
+                let secs = silent_for.as_secs();
+                let message = if quirks.retries_rate_limits() {
+                    format!(
+                        "{} has sent nothing for {secs} s: it retries rate limits and server errors by itself; waiting for it",
+                        live.agent
+                    )
+                } else {
+                    format!(
+                        "{} has sent nothing for {secs} s; waiting for it",
+                        live.agent
+                    )
+                };
+                (StatusState::AgentSilent, message)
+            }
+            SilenceDecision::Resumed => (
+                StatusState::Ready,
+                format!("{} is answering again", live.agent),
+            ),
+        };
+        self.log(&live.id, format!("silence watch: {message}"))
+            .await;
+        self.notifier
+            .status(
+                StatusParams {
+                    session_id: live.id.clone(),
+                    state,
+                    attempt: 0,
+                    max_attempts: 0,
+                    retry_in_ms: None,
+                    error_kind: None,
+                    message,
+                },
+                None,
+            )
+            .await;
+    }
+
+    /// The quirks-table row of a live session's agent ([`tether_host::quirks`]).
+    pub(super) fn quirks_of(&self, live: &Live) -> &'static tether_host::Quirks {
+        let info = live.conn().and_then(|c| c.info().agent_info.clone());
+        match self.agent_config(Some(&live.agent)) {
+            Ok((_, config)) => tether_host::quirks::identify(info.as_ref(), &config),
+            Err(_) => &tether_host::Quirks::DEFAULT,
+        }
+    }
+
+    /// Restarts a crashed agent and reloads its session; dangling tool calls are finished as
+    /// `failed` (forwarded by the pump and recorded).
+    pub(super) async fn restart(&self, live: &Arc<Live>, why: &Observation) -> Result<()> {
+        self.log(
+            &live.id,
+            format!(
+                "agent exited ({}); restarting and reloading",
+                crate::server::live::redacted(why)
+            ),
+        )
+        .await;
+        let (_, config) = self.agent_config(Some(&live.agent))?;
+        let options = self
+            .acp_options()
+            .await
+            .map_err(|e| prompt_error(&self.classify(&spawn_observation(&e))))?;
+        let conn = AcpConnection::start(&config, options).await.map_err(|e| {
+            let error = self.classify(
+                &e.observation()
+                    .unwrap_or_else(|| spawn_observation(&e.to_string())),
+            );
+            prompt_error(&error)
+        })?;
+        let loaded = conn
+            .load_session(&live.id, &live.workspace)
+            .await
+            .map_err(|e| {
+                let error = self.classify(
+                    &e.observation()
+                        .unwrap_or_else(|| spawn_observation(&e.to_string())),
+                );
+                prompt_error(&error)
+            })?;
+        for update in loaded.replay {
+            self.notifier.update(&live.id, update, true).await;
+        }
+        for update in &loaded.repairs {
+            self.notifier.update(&live.id, update.clone(), false).await;
+        }
+        if let Some(old) = live.replace(conn, loaded.session.events, self.notifier.clone()) {
+            tokio::spawn(shutdown_conn(old));
+        }
+        Ok(())
+    }
+
+    /// `session/cancel`.
+    pub async fn cancel(&self, params: SessionRef) {
+        let print = lock(&self.print).get(&params.session_id).cloned();
+        if let Some(print) = print {
+            lock(&print.cancel).cancel();
+            self.log(&print.id, "one-shot run cancelled by the editor".into())
+                .await;
+            return;
+        }
+        let Some(live) = lock(&self.live).get(&params.session_id).cloned() else {
+            tracing::debug!(
+                session = params.session_id,
+                "cancel for a session that is not live"
+            );
+            return;
+        };
+        lock(&live.cancel).cancel();
+        if let Some(conn) = live.conn() {
+            conn.cancel(&live.id).await;
+        }
+        self.log(&live.id, "turn cancelled by the editor".into())
+            .await;
+    }
+}
+
+/// A turn that ended normally but whose text reports the failure in-band (Copilot's
+/// `Error: Failed to get response from the AI model; … Last error: 429 …`, FIELD-NOTES):
+/// only `end_turn` turns whose whole text is an error report count, so an assistant that
+/// merely talks about errors is not mistaken for one.
+pub(super) fn in_band_failure(stop_reason: &str, text: &str) -> Option<()> {
+    let t = text.trim_start();
+    (stop_reason == "end_turn" && (t.starts_with("Error: ") || t.starts_with("API Error")))
+        .then_some(())
+}
+
+pub(super) fn prompt_text(blocks: &[Value]) -> String {
+    blocks
+        .iter()
+        .filter_map(|b| b["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}

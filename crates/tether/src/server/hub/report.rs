@@ -1,0 +1,60 @@
+//! What the hub tells editors about a resume: status (with the client's progress token)
+//! and telemetry events.
+
+use serde_json::{Value, json};
+use tether_recovery::ErrorKind;
+use tether_store::{SessionSnapshot, Workspace};
+
+use crate::protocol::{StatusParams, StatusState};
+
+use super::{Hub, ResumeCtx, props};
+
+impl Hub {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn status(
+        &self,
+        ctx: &ResumeCtx,
+        state: StatusState,
+        attempt: u32,
+        max_attempts: u32,
+        retry_in_ms: Option<u64>,
+        error_kind: Option<ErrorKind>,
+        message: String,
+    ) {
+        self.notifier
+            .status(
+                StatusParams {
+                    session_id: ctx.session_id.clone(),
+                    state,
+                    attempt,
+                    max_attempts,
+                    retry_in_ms,
+                    error_kind,
+                    message,
+                },
+                ctx.token.as_ref(),
+            )
+            .await;
+    }
+
+    pub(super) async fn telemetry(&self, name: &str, ctx: &ResumeCtx, extra: Value) {
+        let mut properties = props(extra);
+        if let Ok(ws) = Workspace::new(&ctx.workspace) {
+            properties.insert("workspaceId".into(), json!(ws.id()));
+        }
+        self.notifier.telemetry(name, properties).await;
+    }
+
+    pub(super) async fn telemetry_resume_start(&self, ctx: &ResumeCtx, snapshot: &SessionSnapshot) {
+        self.telemetry(
+            "session.resume.start",
+            ctx,
+            json!({
+                "hasDraft": snapshot.ui_state.draft_input.as_ref().is_some_and(|d| !d.is_empty()),
+                "hasPendingDiff": !snapshot.diff_sessions.is_empty(),
+                "hasPendingExec": snapshot.exec_turns.iter().any(|e| e.status == "running"),
+            }),
+        )
+        .await;
+    }
+}

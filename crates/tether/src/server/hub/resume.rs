@@ -1,0 +1,495 @@
+//! `session/resume`: the cached transcript first (`session/restored`, marked stale), then
+//! the circuit breaker's driver: attempt, wait (backoff or a rate limit), ask the user,
+//! start fresh or fail, until one ends the request. Needing the user never blocks the
+//! request: it answers `needsChoice` and the dialog runs in a task of its own.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tether_host::AgentProtocol;
+use tether_recovery::ClassifiedError;
+use tether_recovery::breaker::{Breaker, Decision, WaitReason};
+use tether_store::Workspace;
+use tower_lsp_server::jsonrpc::Result;
+
+use crate::params::invalid_params;
+use crate::protocol::{
+    BannerKind, BannerParams, Reconciliation, Recovery, RecoveryAction, RecoveryChoiceParams,
+    ResumeParams, ResumeResult, StatusState,
+};
+
+use super::{
+    Attached, Hub, Open, ResumeCtx, absolute_root, lock, now_ms, recovery_of, request_failed, view,
+    workspace_of,
+};
+
+impl Hub {
+    /// `session/resume`.
+    ///
+    /// # Errors
+    /// `-32602` for a relative workspace root or an unknown agent.
+    pub async fn resume(&self, params: ResumeParams) -> Result<ResumeResult> {
+        let workspace = absolute_root(&params.workspace.root)?;
+        let (agent, agent_config) = self.agent_config(params.agent.as_deref())?;
+        let cached_id = match params.session_id.clone() {
+            Some(id) => {
+                tether_store::validate_session_id(&id)
+                    .map_err(|e| invalid_params("sessionId", &e.to_string()))?;
+                Some(id)
+            }
+            None => self.latest_session(&workspace).await,
+        };
+        let token = params.work_done_token.clone();
+        if let Some(token) = &token {
+            self.notifier
+                .progress_begin(token, "Resuming session")
+                .await;
+        }
+        let result = match cached_id {
+            _ if agent_config.protocol == AgentProtocol::ClaudePrint => Ok(self
+                .attach_print(&agent, &workspace, cached_id.as_deref())
+                .await),
+            None => self.start_new(&agent, &workspace, None).await,
+            Some(id) => {
+                if let Some(live) = lock(&self.live).get(&id).cloned()
+                    && live.exited().is_none()
+                {
+                    // Still live in this server (seed 004: connections outlive clients).
+                    Ok(self.resumed_result(
+                        &id,
+                        &Breaker::new(self.breaker_config(&agent, Some(&id))),
+                        None,
+                        false,
+                    ))
+                } else {
+                    let ctx = ResumeCtx {
+                        session_id: id.clone(),
+                        agent: agent.clone(),
+                        workspace: workspace.clone(),
+                        token: token.clone(),
+                        had_cache: false,
+                        started: Instant::now(),
+                        reconciliation: Reconciliation::default(),
+                    };
+                    self.resume_cached(ctx).await
+                }
+            }
+        };
+        if let Some(token) = &token {
+            let message = match &result {
+                Ok(r) => format!("{:?}", r.outcome),
+                Err(e) => e.message.to_string(),
+            };
+            self.notifier.progress_end(token, &message).await;
+        }
+        result
+    }
+
+    pub(super) async fn latest_session(&self, workspace: &Path) -> Option<String> {
+        let store = self.store.clone()?;
+        let ws = Workspace::new(workspace).ok()?;
+        tokio::task::spawn_blocking(move || store.latest_session(&ws).ok().flatten())
+            .await
+            .ok()
+            .flatten()
+            .map(|s| s.session_id)
+    }
+
+    pub(super) async fn resume_cached(&self, mut ctx: ResumeCtx) -> Result<ResumeResult> {
+        // The cache first, so the editor can draw at once (seed 002 §4).
+        if let Some(store) = self.store.clone() {
+            let id = ctx.session_id.clone();
+            let ws = workspace_of(&ctx.workspace)?;
+            let loaded = tokio::task::spawn_blocking(move || store.load(&ws, &id)).await;
+            match loaded {
+                Ok(Ok(Some(loaded))) => {
+                    ctx.had_cache = true;
+                    ctx.reconciliation = Reconciliation {
+                        confirmed_turns: 0,
+                        stale_exec_count: loaded.stale.exec_ids.len() as u64,
+                        stale_diff_count: loaded.stale.diffs.len() as u64,
+                        dropped_approvals: loaded.snapshot.approvals.pending.len() as u64,
+                    };
+                    let snapshot = serde_json::to_value(&loaded.snapshot).unwrap_or(Value::Null);
+                    self.telemetry_resume_start(&ctx, &loaded.snapshot).await;
+                    self.notifier.restored(&ctx.session_id, snapshot).await;
+                    self.notifier
+                        .banner(BannerParams {
+                            id: format!("stale:{}", ctx.session_id),
+                            session_id: Some(ctx.session_id.clone()),
+                            kind: BannerKind::StaleSnapshot,
+                            message:
+                                "Showing the saved transcript; the agent has not confirmed it yet."
+                                    .into(),
+                            dismissible: true,
+                        })
+                        .await;
+                    for warning in &loaded.warnings {
+                        self.log(
+                            &ctx.session_id,
+                            format!(
+                                "cache warning: {}",
+                                serde_json::to_string(warning).unwrap_or_default()
+                            ),
+                        )
+                        .await;
+                    }
+                }
+                Ok(Ok(None)) => {}
+                Ok(Err(err)) => {
+                    self.notifier
+                        .banner(BannerParams {
+                            id: format!("restore:{}", ctx.session_id),
+                            session_id: Some(ctx.session_id.clone()),
+                            kind: BannerKind::RestoreFailed,
+                            message: format!("Previous session could not be restored: {err}"),
+                            dismissible: true,
+                        })
+                        .await;
+                }
+                Err(_) => {}
+            }
+        }
+        let mut breaker = Breaker::new(self.breaker_config(&ctx.agent, Some(&ctx.session_id)));
+        let first = breaker.begin(now_ms());
+        self.run(breaker, ctx, first).await
+    }
+
+    /// Carries out breaker decisions until one ends the request.
+    pub(super) async fn run(
+        &self,
+        mut breaker: Breaker,
+        ctx: ResumeCtx,
+        mut decision: Decision,
+    ) -> Result<ResumeResult> {
+        let id = ctx.session_id.clone();
+        let mut failures = 0u32;
+        loop {
+            self.log(&id, format!("breaker: {decision}")).await;
+            match decision {
+                Decision::Attempt {
+                    attempt,
+                    max_attempts,
+                    fresh_session,
+                } => {
+                    self.status(
+                        &ctx,
+                        StatusState::Resuming,
+                        attempt,
+                        max_attempts,
+                        None,
+                        None,
+                        format!("Resuming… attempt {attempt} of {max_attempts}"),
+                    )
+                    .await;
+                    match self.attempt(&ctx, fresh_session).await {
+                        Ok(attached) => {
+                            let done = breaker.on_success(now_ms());
+                            breaker.refill_budget(&mut lock(&self.budget));
+                            self.log(&id, format!("breaker: {done}")).await;
+                            return Ok(self
+                                .finish_resumed(&ctx, &breaker, attached, failures)
+                                .await);
+                        }
+                        Err(observation) => {
+                            failures += 1;
+                            let error = self.classify(&observation);
+                            self.log(
+                                &id,
+                                format!(
+                                    "attempt {attempt}/{max_attempts} failed: {:?}: {}",
+                                    error.kind, error.message
+                                ),
+                            )
+                            .await;
+                            decision = breaker.on_failure(error, now_ms(), &mut lock(&self.budget));
+                        }
+                    }
+                }
+                Decision::Wait {
+                    delay_ms,
+                    next_attempt,
+                    reason,
+                    ..
+                } => {
+                    let snapshot = breaker.snapshot();
+                    let kind = snapshot.last_error.as_ref().map(|e| e.kind);
+                    let rate_limited = matches!(reason, WaitReason::RateLimit { .. });
+                    let (state, message) = if rate_limited {
+                        (
+                            StatusState::RateLimited,
+                            format!("Rate limited, resuming in {} s", delay_ms.div_ceil(1000)),
+                        )
+                    } else {
+                        (
+                            StatusState::WaitingRetry,
+                            format!(
+                                "{reason}; retrying in {} s (attempt {next_attempt} of {})",
+                                delay_ms.div_ceil(1000),
+                                snapshot.max_attempts
+                            ),
+                        )
+                    };
+                    self.status(
+                        &ctx,
+                        state,
+                        snapshot.attempts,
+                        snapshot.max_attempts,
+                        Some(delay_ms),
+                        kind,
+                        message,
+                    )
+                    .await;
+                    tokio::select! {
+                        () = tokio::time::sleep(Duration::from_millis(delay_ms)) => {}
+                        () = self.shutdown.cancelled() => {
+                            return Err(request_failed("the server is shutting down".into(), json!({"kind": "cancelled"})));
+                        }
+                    }
+                    decision = breaker.on_timer(now_ms());
+                }
+                Decision::AskUser { prompt } => {
+                    let recovery = recovery_of(&prompt);
+                    let result = self.needs_choice(&ctx, &breaker, recovery.clone());
+                    let error_kind = breaker.snapshot().last_error.as_ref().map(|e| e.kind);
+                    let snap = breaker.snapshot();
+                    self.status(
+                        &ctx,
+                        StatusState::Failed,
+                        snap.attempts,
+                        snap.max_attempts,
+                        None,
+                        error_kind,
+                        recovery.message.clone(),
+                    )
+                    .await;
+                    lock(&self.open).insert(
+                        id.clone(),
+                        Open {
+                            breaker,
+                            ctx: ctx.clone(),
+                        },
+                    );
+                    if !self.notifier.renders().recovery_dialog {
+                        self.ask_in_background(id.clone(), recovery);
+                    }
+                    return Ok(result);
+                }
+                Decision::Fail { error, offer_login } => {
+                    let snap = breaker.snapshot();
+                    self.status(
+                        &ctx,
+                        StatusState::Failed,
+                        snap.attempts,
+                        snap.max_attempts,
+                        None,
+                        Some(error.kind),
+                        error.message.clone(),
+                    )
+                    .await;
+                    self.telemetry(
+                        "session.resume.failure",
+                        &ctx,
+                        json!({"errorType": error.kind, "hadBackup": ctx.had_cache}),
+                    )
+                    .await;
+                    let recovery = breaker
+                        .recovery()
+                        .map(recovery_of)
+                        .or_else(|| offer_login.then(|| self.login_recovery(&ctx.agent, &error)));
+                    return Ok(ResumeResult::failed(
+                        Some(id.clone()),
+                        None,
+                        view(&breaker),
+                        error,
+                        recovery,
+                        ctx.had_cache,
+                    ));
+                }
+                Decision::Stop => {
+                    return Err(request_failed(
+                        "resume cancelled".into(),
+                        json!({"kind": "cancelled"}),
+                    ));
+                }
+                other @ (Decision::Resumed { .. }
+                | Decision::StartedFresh { .. }
+                | Decision::Ignored { .. }) => {
+                    // Resumed / StartedFresh come from `on_success`, handled in the attempt
+                    // branch; Ignored means the server fed the breaker out of order.
+                    self.log(&id, format!("breaker: unexpected decision {other}"))
+                        .await;
+                    return Err(request_failed(
+                        format!("unexpected breaker decision {other}"),
+                        json!({"kind": "internal"}),
+                    ));
+                }
+            }
+        }
+    }
+
+    pub(super) async fn finish_resumed(
+        &self,
+        ctx: &ResumeCtx,
+        breaker: &Breaker,
+        attached: Attached,
+        failures: u32,
+    ) -> ResumeResult {
+        let id = &ctx.session_id;
+        self.notifier.banner_cleared(&format!("stale:{id}")).await;
+        let snap = breaker.snapshot();
+        self.status(
+            ctx,
+            StatusState::Ready,
+            snap.attempts,
+            snap.max_attempts,
+            None,
+            None,
+            if attached.fresh {
+                "New session started".into()
+            } else {
+                "Session resumed".into()
+            },
+        )
+        .await;
+        if failures > 0 {
+            // The breaker's attempt count leaves out loads that only waited out a rate
+            // limit; the failures counted here are every attempt that did not attach.
+            self.notifier
+                .banner(BannerParams {
+                    id: format!("recovered:{}", attached.session_id),
+                    session_id: Some(attached.session_id.clone()),
+                    kind: BannerKind::RecoveredLive,
+                    message: format!(
+                        "Session recovered after {failures} failed attempt{}.",
+                        if failures == 1 { "" } else { "s" }
+                    ),
+                    dismissible: true,
+                })
+                .await;
+        }
+        self.record_resume(&ctx.workspace, &attached.session_id)
+            .await;
+        let reconciliation = Reconciliation {
+            confirmed_turns: attached.replayed as u64,
+            ..ctx.reconciliation.clone()
+        };
+        if reconciliation.stale_exec_count
+            + reconciliation.stale_diff_count
+            + reconciliation.dropped_approvals
+            > 0
+        {
+            self.telemetry(
+                "session.resume.partial",
+                ctx,
+                json!({
+                    "staleExecCount": reconciliation.stale_exec_count,
+                    "staleDiffCount": reconciliation.stale_diff_count,
+                    "droppedApprovals": reconciliation.dropped_approvals,
+                }),
+            )
+            .await;
+        }
+        let elapsed = u64::try_from(ctx.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.telemetry("session.resume.success", ctx, json!({"turnCount": attached.replayed, "execCount": 0, "diffCount": 0, "elapsedMs": elapsed})).await;
+        if attached.fresh && id != &attached.session_id {
+            // The agent could not take the old session back: a new one replaced it.
+            self.notifier.expired(id, &attached.session_id).await;
+            return ResumeResult::started(
+                attached.session_id,
+                Some(id.clone()),
+                view(breaker),
+                snap.last_error.clone(),
+                Some(reconciliation),
+                ctx.had_cache,
+            );
+        }
+        let _ = attached.repairs;
+        self.resumed_result(&attached.session_id, breaker, Some(reconciliation), false)
+    }
+
+    pub(super) fn resumed_result(
+        &self,
+        id: &str,
+        breaker: &Breaker,
+        reconciliation: Option<Reconciliation>,
+        stale: bool,
+    ) -> ResumeResult {
+        ResumeResult::resumed(id.to_owned(), view(breaker), reconciliation, stale)
+    }
+
+    pub(super) fn needs_choice(
+        &self,
+        ctx: &ResumeCtx,
+        breaker: &Breaker,
+        recovery: Recovery,
+    ) -> ResumeResult {
+        ResumeResult::needs_choice(
+            ctx.session_id.clone(),
+            view(breaker),
+            breaker.snapshot().last_error.clone(),
+            recovery,
+            ctx.had_cache,
+        )
+    }
+
+    pub(super) fn login_recovery(&self, agent: &str, error: &ClassifiedError) -> Recovery {
+        Recovery {
+            message: format!("{agent} needs you to log in"),
+            detail: format!("Authentication failed: {}", error.message),
+            actions: vec![RecoveryAction {
+                id: "login".into(),
+                title: "Log In".into(),
+            }],
+        }
+    }
+
+    /// Asks a client that does not render the dialog, through `window/showMessageRequest`,
+    /// in a task of its own (never inside the request handler).
+    pub(super) fn ask_in_background(&self, session_id: String, recovery: Recovery) {
+        let me = self.me.clone();
+        let notifier = self.notifier.clone();
+        tokio::spawn(async move {
+            let choice = notifier.ask_recovery(&recovery).await;
+            let Some(me) = me.upgrade() else { return };
+            match choice {
+                Some(choice) => {
+                    let result = me
+                        .recovery_choice(RecoveryChoiceParams {
+                            session_id: session_id.clone(),
+                            choice,
+                        })
+                        .await;
+                    match result {
+                        Ok(r) => {
+                            me.log(
+                                &session_id,
+                                format!("recovery choice {choice:?} → {:?}", r.outcome),
+                            )
+                            .await
+                        }
+                        Err(e) => {
+                            me.log(
+                                &session_id,
+                                format!("recovery choice {choice:?} failed: {}", e.message),
+                            )
+                            .await
+                        }
+                    }
+                }
+                None => {
+                    me.notifier
+                        .banner(BannerParams {
+                            id: format!("choice:{session_id}"),
+                            session_id: Some(session_id.clone()),
+                            kind: BannerKind::RestoreFailed,
+                            message: "The session is still not resumed. Run \"Resume Session\" to choose again.".into(),
+                            dismissible: true,
+                        })
+                        .await;
+                }
+            }
+        });
+    }
+}

@@ -1,0 +1,138 @@
+//! What the hub saves as turns happen: each prompt and answer appended durably, the
+//! session's agent and agent session id, and resume statistics.
+
+use std::path::Path;
+use std::time::Instant;
+
+use tether_store::{ChatRole, ChatTurn, SessionMeta, Workspace};
+
+use crate::server::live::Live;
+
+use super::{Hub, PrintSession, now_ms};
+
+impl Hub {
+    /// Appends a finalized chat turn to the cache (a `turnFinalized` milestone) and keeps
+    /// the session's metadata (agent, agent session id) current.
+    pub(super) async fn append_turn(&self, turn_of: TurnOf<'_>, role: ChatRole, text: &str) {
+        let Some(store) = self.store.clone() else {
+            return;
+        };
+        let Ok(ws) = Workspace::new(turn_of.workspace) else {
+            return;
+        };
+        let turn = ChatTurn {
+            id: format!("turn-{}", now_ms()),
+            role,
+            text: text.to_owned(),
+            timestamp_utc: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            complete: true,
+            linked_exec_id: None,
+            linked_diff_id: None,
+            metadata: None,
+            extra: Default::default(),
+        };
+        let sid = turn_of.session_id.to_owned();
+        let meta = SessionMeta {
+            agent: Some(turn_of.agent.to_owned()),
+            agent_session_id: Some(
+                turn_of
+                    .agent_session_id
+                    .unwrap_or(turn_of.session_id)
+                    .to_owned(),
+            ),
+            title: None,
+        };
+        let result = tokio::task::spawn_blocking(move || {
+            store.set_meta(&ws, &sid, &meta)?;
+            store.append_turn(&ws, &sid, &turn, Instant::now())
+        })
+        .await;
+        if let Ok(Err(err)) = result {
+            self.log(
+                turn_of.session_id,
+                format!("could not save the turn: {err}"),
+            )
+            .await;
+        }
+    }
+
+    /// Records a session the agent just opened, so it is listed and resumable even before
+    /// its first turn.
+    pub(super) async fn remember(&self, workspace: &Path, session_id: &str, agent: &str) {
+        let Some(store) = self.store.clone() else {
+            return;
+        };
+        let Ok(ws) = Workspace::new(workspace) else {
+            return;
+        };
+        let meta = SessionMeta {
+            agent: Some(agent.to_owned()),
+            agent_session_id: Some(session_id.to_owned()),
+            title: None,
+        };
+        let sid = session_id.to_owned();
+        if let Ok(Err(err)) =
+            tokio::task::spawn_blocking(move || store.set_meta(&ws, &sid, &meta)).await
+        {
+            self.log(session_id, format!("could not record the session: {err}"))
+                .await;
+        }
+    }
+
+    pub(super) async fn record_resume(&self, workspace: &Path, session_id: &str) {
+        let Some(store) = self.store.clone() else {
+            return;
+        };
+        let Ok(ws) = Workspace::new(workspace) else {
+            return;
+        };
+        let sid = session_id.to_owned();
+        match tokio::task::spawn_blocking(move || {
+            store.record_resume(&ws, &sid, chrono::Utc::now())
+        })
+        .await
+        {
+            Ok(Ok(stats)) => {
+                self.log(
+                    session_id,
+                    format!("totalResumes = {}", stats.total_resumes),
+                )
+                .await
+            }
+            Ok(Err(err)) => {
+                self.log(session_id, format!("could not record the resume: {err}"))
+                    .await
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+/// Whose turn [`Hub::append_turn`] records.
+#[derive(Clone, Copy)]
+pub(super) struct TurnOf<'a> {
+    pub(super) session_id: &'a str,
+    pub(super) agent: &'a str,
+    pub(super) workspace: &'a Path,
+    pub(super) agent_session_id: Option<&'a str>,
+}
+
+impl<'a> TurnOf<'a> {
+    pub(super) fn live(live: &'a Live) -> Self {
+        Self {
+            session_id: &live.id,
+            agent: &live.agent,
+            workspace: &live.workspace,
+            agent_session_id: None,
+        }
+    }
+
+    pub(super) fn print(session: &'a PrintSession, agent_session_id: Option<&'a str>) -> Self {
+        Self {
+            session_id: &session.id,
+            agent: &session.agent,
+            workspace: &session.workspace,
+            agent_session_id,
+        }
+    }
+}
