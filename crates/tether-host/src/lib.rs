@@ -3,6 +3,8 @@
 //!
 //! - [`process`]: agent processes, each leading its own process group; bounded stderr tail;
 //!   graceful shutdown (close stdin → 1 s → `SIGTERM` → 2 s → `SIGKILL`), kill on drop.
+//! - [`spawner`]: every agent forked from one process-lifetime thread, with a parent-death
+//!   signal on Linux so a SIGKILLed server takes its agents with it.
 //! - [`registry`]: the child registry file and [`reap_orphans`] for groups left by a dead
 //!   server.
 //! - [`acp`]: the ACP client ([`AcpConnection`]): initialize, new/load/resume, prompt with
@@ -24,6 +26,7 @@ pub mod procfs;
 pub mod quirks;
 pub mod registry;
 pub mod scripted;
+pub mod spawner;
 pub mod tools;
 
 pub use acp::{

@@ -411,7 +411,8 @@ impl AgentProcess {
             program: spec.program.clone(),
             source,
         };
-        let mut child = cmd.spawn().map_err(spawn_err)?;
+        // From the spawner thread, with the parent-death signal on Linux (`spawner`).
+        let mut child = crate::spawner::spawn(cmd).map_err(spawn_err)?;
         let pid = i32::try_from(child.id()).map_err(|_| spawn_err(std::io::Error::other("pid")))?;
         // From here on, any early return must kill the group: `Drop` does that.
         let (exit_tx, exit_rx) = watch::channel(None);

@@ -4,17 +4,22 @@
 //! the saved snapshot first and then the agent's replay of the history, a 429 mid-turn waited
 //! out on the same session, and no agent process left behind.
 //!
+//! A second test ends the server each way an editor or the system ends one, with Claude
+//! mid-turn: SIGTERM, SIGHUP and SIGINT are handled as `exit`; SIGKILL runs no code of ours,
+//! and the kernel's parent-death signal takes the agent down with it.
+//!
 //! Needs `tests/agents/install.sh` and `TETHER_REAL_AGENTS=1` (set by `tests/run-all.sh`);
 //! without it the test FAILS, so a run that did not drive the agent never counts as a pass.
 
 mod support;
 
+use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::{Mode, World};
 use tether::editor::{Answers, Editor};
-use tether_testkit::agents::RealAgent;
+use tether_testkit::agents::{AgentLaunch, RealAgent};
 use tether_testkit::{FakeModel, FaultAction, FaultRule, Times, procs};
 
 const TURN: Duration = Duration::from_secs(150);
@@ -57,6 +62,169 @@ fn agent_text(editor: &Editor, from: usize, sid: &str) -> String {
                 .map(str::to_owned)
         })
         .collect()
+}
+
+/// The agent options for Claude against `fake`, every process marked with `marker`, and the
+/// workspace; the launch owns the agent's temporary HOME, so it must outlive the agent.
+fn claude_options(world: &World, fake: &FakeModel, marker: &str) -> (Value, Value, AgentLaunch) {
+    let launch = RealAgent::ClaudeAcp
+        .launch(&fake.base_url())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let env: serde_json::Map<String, Value> = launch
+        .env
+        .iter()
+        .map(|(k, v)| {
+            let v = if k == procs::MARKER_VAR {
+                marker.to_owned()
+            } else {
+                v.clone()
+            };
+            (k.clone(), json!(v))
+        })
+        .collect();
+    let mut options = world.options();
+    options["agents"] = json!({"claude": {
+        "command": launch.program, "args": launch.args, "env": env, "protocol": "acp"
+    }});
+    options["defaultAgent"] = json!("claude");
+    let ws = json!({"root": launch.workspace});
+    (options, ws, launch)
+}
+
+/// SIGTERM, SIGHUP, SIGINT and SIGKILL to `tether serve` while Claude answers a prompt:
+/// afterwards no process of the agent (Claude's node process and the Claude Code process it
+/// runs) is left. Claude's answer is held back by a slow fake model, so the turn is in
+/// flight when the signal arrives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_way_the_server_ends_takes_claude_with_it() {
+    require_real_agents();
+    let fake = FakeModel::start().await.expect("fake model API");
+    for (signal, name) in [
+        (libc::SIGTERM, "SIGTERM"),
+        (libc::SIGHUP, "SIGHUP"),
+        (libc::SIGINT, "SIGINT"),
+        (libc::SIGKILL, "SIGKILL"),
+    ] {
+        let world = World::new(Mode::Binary);
+        let marker = format!("tether-sig-{}-{name}", std::process::id());
+        let (options, ws, _launch) = claude_options(&world, &fake, &marker);
+        let editor = editor(&world, &options).await;
+        let started = tokio::time::timeout(
+            TURN,
+            editor.request("session/resume", json!({"workspace": ws})),
+        )
+        .await
+        .expect("resume ends")
+        .unwrap();
+        assert_eq!(started["outcome"], "started", "{name}: {started}");
+        let sid = started["sessionId"].as_str().unwrap().to_owned();
+        // The generation request stalls, so the turn is running when the signal comes.
+        let rule = fake.add_fault(
+            FaultRule::on_generation(FaultAction::Hang)
+                .path(RealAgent::ClaudeAcp.generation_path())
+                .times(Times::First(1)),
+        );
+        let client = editor.client().clone();
+        let turn = tokio::spawn(async move {
+            client
+                .request(
+                    "session/prompt",
+                    json!({"sessionId": sid, "prompt": [{"type": "text", "text": "wait"}]}),
+                )
+                .await
+        });
+        // Wait until Claude has sent its model request: the agent is mid-turn.
+        assert!(
+            fired(&fake, rule, TURN).await,
+            "{name}: Claude never asked the model"
+        );
+        assert!(
+            !procs::marked_processes(&marker).is_empty(),
+            "{name}: the agent runs"
+        );
+        let status = editor
+            .signal(signal, Duration::from_secs(30))
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+            .expect("a child process");
+        if signal == libc::SIGKILL {
+            assert_eq!(status.signal(), Some(libc::SIGKILL), "{name}: {status:?}");
+        } else {
+            assert_eq!(
+                status.signal(),
+                None,
+                "{name}: handled as exit ({status:?})"
+            );
+        }
+        assert!(
+            turn.await.unwrap().is_err(),
+            "{name}: the turn ends with the connection"
+        );
+        if signal == libc::SIGKILL {
+            // No code of ours ran: the kernel's parent-death signal ends the agent itself
+            // (the group's leader) at once; its own children can outlive it (Claude Code,
+            // run by claude-agent-acp, does, blocked on the stalled model request) …
+            let leader_gone = wait_until(Duration::from_secs(20), || {
+                procs::marked_processes(&marker)
+                    .iter()
+                    .all(|p| p.pid != p.pgid)
+            })
+            .await;
+            assert!(
+                leader_gone,
+                "{name}: the agent outlived its server: {:?}",
+                procs::marked_processes(&marker)
+            );
+            // … until the next server starts and reaps the group its predecessor recorded.
+            let next = self::editor(&world, &options).await;
+            let left = procs::wait_marked_gone(&marker, Duration::from_secs(20)).await;
+            assert!(
+                left.is_empty(),
+                "{name}: left after the next server started: {left:?}"
+            );
+            next.shutdown(Duration::from_secs(20)).await.unwrap();
+        } else {
+            let left = procs::wait_marked_gone(&marker, Duration::from_secs(20)).await;
+            assert!(left.is_empty(), "{name}: agent processes left: {left:?}");
+        }
+        fake.clear_faults();
+        fake.release_hangs();
+    }
+}
+
+/// Polls the process table until `done` holds; false after `limit`.
+async fn wait_until(limit: Duration, done: impl Fn() -> bool) -> bool {
+    let end = tokio::time::Instant::now() + limit;
+    loop {
+        if done() {
+            return true;
+        }
+        if tokio::time::Instant::now() >= end {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits, arrival by arrival, until fault `rule` has fired; false after `limit`.
+async fn fired(fake: &FakeModel, rule: u64, limit: Duration) -> bool {
+    let end = tokio::time::Instant::now() + limit;
+    let mut seen = fake.wait_for_requests(0, Duration::ZERO).await;
+    loop {
+        // The fake counts a firing before it counts the request's arrival.
+        if fake
+            .faults()
+            .iter()
+            .any(|f| f.rule.id == rule && f.fired > 0)
+        {
+            return true;
+        }
+        let left = end.saturating_duration_since(tokio::time::Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        seen = fake.wait_for_requests(seen + 1, left).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

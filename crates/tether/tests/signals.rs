@@ -2,6 +2,8 @@
 //! server) ends as on `exit`: every agent shut down, the cache flushed, no process left.
 //! Each signal is sent to the real binary with a prompt turn in flight and a coalesced
 //! persist not yet written; stdin stays open, so only the signal can end the server.
+//! SIGKILL, which no process can handle, is covered by the parent-death signal every agent
+//! gets when it is forked (`tether_host::spawner`).
 
 mod support;
 
@@ -109,4 +111,64 @@ async fn sighup_ends_the_server_like_exit() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigint_ends_the_server_like_exit() {
     ends_cleanly_on(libc::SIGINT, "SIGINT").await;
+}
+
+/// SIGKILL runs no code of ours: the kernel's parent-death signal (set on every agent when
+/// it is forked) ends the agent with its server. The agent here is `sleep`, which never
+/// reads its stdin, so nothing but that signal can end it before its 600 s are up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_takes_an_agent_that_ignores_its_stdin_with_it() {
+    let world = World::new(Mode::Binary);
+    let needle = format!("600.{}", std::process::id());
+    let mut options = world.options();
+    options["agents"] =
+        json!({"sleeper": {"command": "sleep", "args": [needle], "protocol": "acp"}});
+    options["defaultAgent"] = json!("sleeper");
+    let editor = world.connect(tether::editor::Answers::default());
+    editor
+        .initialize(options, json!({"tether": {"status": true}}))
+        .await
+        .expect("initialize");
+    // The resume waits for `initialize`, which sleep never answers.
+    let client = editor.client().clone();
+    let ws = world.ws();
+    let resume = tokio::spawn(async move {
+        client
+            .request("session/resume", json!({"workspace": ws}))
+            .await
+    });
+    // Once `sleep 600.<pid>` is in the process table the exec happened, so the signal was
+    // set in the forked child before it.
+    let mut agent = Vec::new();
+    for _ in 0..400 {
+        agent = processes_mentioning(&needle);
+        if !agent.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(agent.len(), 1, "the agent runs: {agent:?}");
+    let status = editor
+        .signal(libc::SIGKILL, END)
+        .await
+        .expect("signal")
+        .expect("a child process");
+    assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}");
+    assert!(
+        resume.await.unwrap().is_err(),
+        "the resume ends with the connection"
+    );
+    let mut left = agent.clone();
+    for _ in 0..400 {
+        left = processes_mentioning(&needle);
+        if left.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        left,
+        Vec::<i32>::new(),
+        "the agent outlived its SIGKILLed server"
+    );
 }
