@@ -63,7 +63,7 @@ pub const MAX_PENDING_PERMISSIONS: usize = 64;
 /// the subscriber as updates.
 pub const MAX_TURN_TEXT: usize = 64 << 10;
 /// Default silence mid-turn before the watchdog reports a hang: 120 s. Agents retry their
-/// model API internally for minutes without a word (FIELD-NOTES: Claude ~71 s for 429 and
+/// model API internally for minutes without a word (R-PROC-6: Claude ~71 s for 429 and
 /// ~3 min for 5xx; Gemini ~3.5 min), so a shorter default would cry wolf.
 pub const DEFAULT_HANG_AFTER: Duration = Duration::from_secs(120);
 /// Default capacity of a session's event channel.
@@ -158,7 +158,7 @@ pub enum SessionEvent {
         update: Value,
     },
     /// A synthetic final `tool_call_update` (status `failed`) for a tool call left open when
-    /// the agent exited (seed 004). Record it in the transcript and forward it.
+    /// the agent exited (R-PROC-4). Record it in the transcript and forward it.
     Repair {
         /// The ACP `SessionUpdate` as JSON (`_meta.tether.synthetic = true`).
         update: Value,
@@ -234,7 +234,7 @@ pub struct LoadedSession {
     pub session: Session,
     /// Every `update` the agent replayed before answering, in order.
     pub replay: Vec<Value>,
-    /// Final `failed` updates for tool calls the replay left open (seed 004): record them
+    /// Final `failed` updates for tool calls the replay left open (R-PROC-4): record them
     /// after the replay.
     pub repairs: Vec<Value>,
 }
@@ -246,7 +246,7 @@ pub struct TurnOutcome {
     pub stop_reason: String,
     /// The concatenated text of the turn's `agent_message_chunk`s, at most its first
     /// [`MAX_TURN_TEXT`] bytes. Copilot reports model failures only here (`Error: Failed to
-    /// get response … 429 …`, FIELD-NOTES).
+    /// get response … 429 …`, R-CLASS-5).
     pub agent_text: String,
     /// The `session/prompt` result, verbatim.
     pub response: Value,

@@ -1,9 +1,9 @@
-//! The one-shot CLI driver (seed 001): `claude -p <prompt> --output-format json
+//! The one-shot CLI driver (R-ONESHOT-1..6): `claude -p <prompt> --output-format json
 //! [--resume <id>]`, one process per prompt.
 //!
 //! A run succeeds when the process exits 0 and prints one result object
 //! `{type: "result", subtype: "success", is_error: false, result, session_id, …}`
-//! (FIELD-NOTES, "Real agents"). The `session_id` may differ from the one resumed: always
+//! (as Claude Code 2.1.330 prints it). The `session_id` may differ from the one resumed: always
 //! read it back. Anything else (non-zero exit, a signal, unparseable output, `is_error`)
 //! is returned as an `Observation::Process` for the recovery core, which decides between
 //! cache fallback, dropping the session id and retrying once, or backing off.
@@ -205,7 +205,7 @@ pub struct OneShotResult {
     /// The session id to store now: the one the last successful run printed; `None` when it
     /// was dropped and no run succeeded since.
     pub session_id: Option<String>,
-    /// The stored session id was dropped (session corruption / expiry, seed 001 req. 3);
+    /// The stored session id was dropped (session corruption / expiry, R-ONESHOT-3);
     /// delete it, and nothing else.
     pub session_id_dropped: bool,
     /// Why the output is stale.
@@ -219,7 +219,7 @@ pub struct OneShotResult {
 /// A one-shot prompt that failed for good.
 #[derive(Debug, thiserror::Error)]
 pub enum OneShotError {
-    /// It failed and there is no cache (seed 001 req. 5).
+    /// It failed and there is no cache (R-ONESHOT-5).
     #[error("{}: {}", serde_json::to_string(&.error.kind).unwrap_or_default(), .error.message)]
     Failed {
         /// The last failure.
@@ -241,7 +241,7 @@ fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-/// Whether a failed run printed something that is not a result object (seed 001 req. 2)
+/// Whether a failed run printed something that is not a result object (R-ONESHOT-2)
 /// while exiting 0.
 fn unparseable(o: &Observation) -> Option<String> {
     match o {
@@ -259,7 +259,7 @@ fn unparseable(o: &Observation) -> Option<String> {
     }
 }
 
-/// Seed 001's `InvokeWithRecovery`: runs `claude -p` and feeds every outcome to
+/// Invoke with recovery (R-ONESHOT-1..6): runs `claude -p` and feeds every outcome to
 /// `tether_recovery`'s one-shot machine, which decides: drop the session id and retry once
 /// without `--resume` (session corruption or expiry), wait and retry (rate limits: 1 s, 2 s,
 /// 4 s), fall back to the cache marked stale, or fail when there is no cache. Waits are

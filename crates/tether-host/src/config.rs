@@ -13,7 +13,7 @@ pub enum AgentProtocol {
     #[default]
     Acp,
     /// `claude -p <prompt> --output-format json [--resume <id>]`, one process per prompt
-    /// (seed 001).
+    /// (R-ONESHOT-1..6).
     ClaudePrint,
 }
 

@@ -11,8 +11,8 @@
 //!   streamed [`SessionEvent`]s, cancel, permission forwarding, workspace-confined `fs/*`,
 //!   the silence watchdog, and [`AcpError`]s carrying [`tether_recovery::Observation`]s.
 //! - [`quirks`]: what differs between the real agents, as a table ([`Quirks`]).
-//! - [`tools`]: dangling tool call repair (seed 004).
-//! - [`claude_print`]: the one-shot `claude -p --output-format json` driver (seed 001).
+//! - [`tools`]: dangling tool call repair (R-PROC-4).
+//! - [`claude_print`]: the one-shot `claude -p --output-format json` driver (R-ONESHOT-1..6).
 //! - [`scripted`]: a deterministic scripted ACP agent for tests and `tether demo`.
 
 #![warn(missing_docs)]

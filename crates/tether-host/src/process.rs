@@ -26,8 +26,8 @@ use tokio::sync::watch;
 use crate::procfs;
 use crate::registry::{ChildRecord, ChildRegistry};
 
-/// How long a shut-down agent gets to exit after its stdin is closed (FIELD-NOTES, ACP
-/// shutdown; the SDK's `AcpAgent` uses the same 1 s).
+/// How long a shut-down agent gets to exit after its stdin is closed (R-PROC-5; the ACP
+/// Rust SDK's `AcpAgent` uses the same 1 s).
 pub const STDIN_CLOSE_GRACE: Duration = Duration::from_secs(1);
 /// How long the group gets after `SIGTERM` before `SIGKILL` (the SDK's `AcpAgent`: 2 s).
 pub const SIGTERM_GRACE: Duration = Duration::from_secs(2);

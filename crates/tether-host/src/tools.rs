@@ -1,4 +1,4 @@
-//! Dangling tool calls (seed 004; copilot-cli#3183, opencode#21326): a `tool_call` whose
+//! Dangling tool calls (R-PROC-4; github/copilot-cli#3183, sst/opencode#21326): a `tool_call` whose
 //! last reported status is not final (`completed` or `failed`) when the agent died or the
 //! session was reloaded. Left alone, the transcript holds a tool use without a result and
 //! later requests fail; ACP has no `cancelled` tool status, so the repair is a final

@@ -1,5 +1,5 @@
 //! The `claude -p` driver against a fake `claude` written by the test (a POSIX sh script),
-//! covering the outcomes of seed 001.
+//! covering the outcomes of R-ONESHOT-1..6.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -236,7 +236,7 @@ mod recovery {
     use tether_recovery::{Jitter, RateLimitConfig};
     use tokio_util::sync::CancellationToken;
 
-    /// Seed 001's shape (doubling, 3 retries, no jitter) at 50 ms so the suite stays fast.
+    /// R-ONESHOT-4's shape (doubling, 3 retries, no jitter) at 50 ms so the suite stays fast.
     fn fast() -> RateLimitConfig {
         RateLimitConfig {
             base_delay_ms: 50,

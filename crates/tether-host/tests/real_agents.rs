@@ -1082,7 +1082,7 @@ async fn copilot() {
     .await;
 }
 
-/// A `claude -p` prompt with seed 001's rate-limit backoff (1 s, 2 s, 4 s) and no cache.
+/// A `claude -p` prompt with R-ONESHOT-4's rate-limit backoff (1 s, 2 s, 4 s) and no cache.
 fn one_shot_job<'a>(
     config: &'a AgentConfig,
     print: &PrintOptions,
@@ -1099,7 +1099,7 @@ fn one_shot_job<'a>(
     }
 }
 
-/// `claude -p` through [`run_one_shot_with_recovery`] (seed 001).
+/// `claude -p` through [`run_one_shot_with_recovery`] (R-ONESHOT-1..6).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_cli() {
     let started = Instant::now();

@@ -2,7 +2,7 @@
 //! strategies measured side by side in one run, with their ratios to no jitter.
 //!
 //! Run: `cargo bench -p tether-recovery --bench backoff_sim` (optionally `-- <runs> <seed>`).
-//! Brooker's published figures (AWS Architecture Blog, 2015; FIELD-NOTES): no jitter 1852
+//! Brooker's published figures (AWS Architecture Blog, 2015; R-RETRY-2): no jitter 1852
 //! calls / 63.4 s, full 796 / 5.0 s, equal 812 / 6.7 s, decorrelated 999 / 4.7 s.
 
 use std::time::Instant;

@@ -14,9 +14,8 @@
 //! overflow or a panic. Randomness comes only from the injected [`RngCore`], so a seeded RNG
 //! (e.g. `rand_chacha::ChaCha8Rng`) makes every delay reproducible.
 //!
-//! Retry-After is honoured in preference to the backoff (seed 003, AC1: "it waits for 60
-//! seconds" when told so) but clamped to the policy's `maxDelayMs` (FIELD-NOTES "Resilience":
-//! "Clamp it: never wait forever"); [`DelayDecision`] says which source chose the delay and
+//! Retry-After is honoured in preference to the backoff (R-RATE-1: it waits 60 seconds
+//! when told so) but clamped to the policy's `maxDelayMs` (R-RETRY-1: never wait forever); [`DelayDecision`] says which source chose the delay and
 //! whether it was clamped.
 //!
 //! The policies' JSON shapes are the editor contract's `initializationOptions.resume` and
@@ -31,7 +30,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub enum Jitter {
-    /// No randomness: the delay is the ceiling itself (seed 000's 1 s, 2 s, 4 s).
+    /// No randomness: the delay is the ceiling itself (R-RESUME-3's 1 s, 2 s, 4 s).
     #[default]
     None,
     /// `uniform(0, ceiling)`: the least total work in Brooker's simulation.
@@ -120,7 +119,7 @@ impl Backoff {
     ///
     /// With `retry_after_ms`, the delay is that value clamped to `cap_ms`
     /// ([`DelaySource::RetryAfter`], `clamped` when it was larger). Without, it is
-    /// [`Backoff::delay`] ([`DelaySource::Backoff`]). Seed 003 AC1/AC2.
+    /// [`Backoff::delay`] ([`DelaySource::Backoff`]). R-RATE-1, R-RATE-2.
     pub fn decide(
         &self,
         attempt: u32,
@@ -191,10 +190,10 @@ impl fmt::Display for DelayDecision {
 
 /// `initializationOptions.resume`: the resume circuit breaker's retry round.
 ///
-/// Defaults (seed 000 "Exponential Backoff: 1s, 2s, 4s between retries (max 3 attempts)",
-/// seed 001 for one-shot runs, the protocol sketch's defaults): `maxAttempts` 3,
+/// Defaults (R-RESUME-3: 1 s, 2 s, 4 s between retries, at most 3 attempts; R-ONESHOT-4 for
+/// one-shot runs; the protocol sketch's defaults): `maxAttempts` 3,
 /// `baseDelayMs` 1000, `maxDelayMs` 4000, `jitter` none. `maxAttempts` counts every attempt,
-/// the first included, as seed 000's code does (`while attempts < maxAttempts`).
+/// the first included (R-RESUME-3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ResumeConfig {
@@ -246,8 +245,8 @@ impl ResumeConfig {
 
 /// `initializationOptions.rateLimit`: waiting out a rate limit and resuming the same session.
 ///
-/// Defaults from seed 003 (`SameSessionConfig`: backoff base 30 s, max 300 s, jitter on,
-/// `max_retries` 5) and the protocol sketch (`jitter: "full"`).
+/// Defaults from R-RATE-2 and R-RATE-6 (backoff base 30 s, max 300 s, full jitter, at most 5
+/// retries), as in the protocol sketch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct RateLimitConfig {
@@ -273,8 +272,8 @@ impl Default for RateLimitConfig {
 }
 
 impl RateLimitConfig {
-    /// Seed 001's one-shot rate-limit path: "exponential backoff (1s, 2s, 4s) with max 3
-    /// retries", no jitter.
+    /// The one-shot rate-limit path (R-ONESHOT-4): exponential backoff (1 s, 2 s, 4 s), at most
+    /// 3 retries, no jitter.
     pub const fn one_shot() -> Self {
         Self {
             base_delay_ms: 1_000,

@@ -1,4 +1,4 @@
-//! The resume circuit breaker: seed 000's state machine, sans-IO.
+//! The resume circuit breaker: the state machine of R-RESUME-1, sans-IO.
 //!
 //! ```text
 //! CLOSED ──begin──▶ attempt 1 ──failure──▶ RETRYING (wait, attempt n+1 …)
@@ -18,14 +18,14 @@
 //! [`Decision::Ignored`] and changes nothing. [`Breaker::last_transition`] is the log line of
 //! the last step.
 //!
-//! # Decisions by kind (issue 2, seeds 000/001/003, protocol sketch "Kinds")
+//! # Decisions by kind (issue 2; R-RESUME-3..5, R-RATE-1..6, R-ONESHOT-3; protocol sketch "Kinds")
 //! | kind | decision |
 //! | --- | --- |
 //! | `sessionExpired` | open at once, no retries; ask ("Previous session not found") |
 //! | `authentication` | fail fast; the recovery offers the agent's login methods |
 //! | `network`, `serverError`, `sessionNotReady`, `agentCrashed`, `unknown` | retry with the `resume` backoff (1 s, 2 s, … up to `maxAttempts` attempts), then ask |
 //! | `rateLimited`, `quotaExceeded` | wait Retry-After (clamped) or the `rateLimit` backoff, up to `rateLimit.maxRetries` times, and resume the same session; then ask |
-//! | `sessionCorrupt` | drop the session id and retry once with a fresh session (seed 001) |
+//! | `sessionCorrupt` | drop the session id and retry once with a fresh session (R-ONESHOT-3) |
 //! | `invalidRequest` | fail; the recovery offers only a new session |
 //! | `cancelled` | stop |
 //!
@@ -36,7 +36,7 @@
 //! Between two user decisions there are at most `maxAttempts + rateLimit.maxRetries`
 //! attempts, plus one fresh round of the same size after a corrupt session. "Try Again"
 //! (half-open: one more full round) is offered at most `maxUserRetries` times per resume
-//! (default 1, seed 000: "Max 3 attempts + 1 optional user retry"); after that the dialog
+//! (default 1, R-RESUME-7: 3 attempts and one optional user retry); after that the dialog
 //! offers only "Start New Session".
 
 use std::fmt;
@@ -89,11 +89,11 @@ pub struct AuthMethod {
 /// "Try Again", what the dialogs say about the agent, the session, and the jitter seed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BreakerConfig {
-    /// The automatic round: attempts and their backoff (seed 000).
+    /// The automatic round: attempts and their backoff (R-RESUME-3).
     pub resume: ResumeConfig,
-    /// Waiting out rate and usage limits (seed 003).
+    /// Waiting out rate and usage limits (R-RATE-1..6).
     pub rate_limit: RateLimitConfig,
-    /// How many times the dialog offers "Try Again" per resume (seed 000: 1).
+    /// How many times the dialog offers "Try Again" per resume (R-RESUME-7: 1).
     pub max_user_retries: u32,
     /// The agent's display name for "Cannot connect to &lt;agent&gt;" ("Copilot CLI").
     pub agent_name: String,
@@ -146,7 +146,7 @@ pub struct RecoveryAction {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RecoveryPrompt {
-    /// The headline (seed 000: "Previous session not found", "Cannot connect to …",
+    /// The headline (R-RESUME-6: "Previous session not found", "Cannot connect to …",
     /// "Failed to resume session").
     pub message: String,
     /// The attempt count and the error.
@@ -165,7 +165,7 @@ pub enum WaitReason {
         /// The failure's kind.
         kind: ErrorKind,
     },
-    /// A rate or usage limit (seed 003).
+    /// A rate or usage limit (R-RATE-1..6).
     #[serde(rename_all = "camelCase")]
     RateLimit {
         /// `rateLimited` or `quotaExceeded`.
@@ -680,7 +680,7 @@ impl<R: RngCore> Breaker<R> {
                 if budget.try_acquire(error.kind).is_none() {
                     return self.open(error, Some(BUDGET_NOTE));
                 }
-                // Seed 001: delete only the session id, retry once without resume.
+                // R-ONESHOT-3: delete only the session id, retry once without resume.
                 self.corrupt_retry_used = true;
                 if let Some(old) = self.session_id.take() {
                     self.previous_session_id = Some(old);
@@ -723,7 +723,7 @@ impl<R: RngCore> Breaker<R> {
             }
             // network, serverError, sessionNotReady, agentCrashed, unknown — and a fresh
             // session reported expired, which is treated as transient. (A fresh session
-            // reported corrupt opens above: seed 001, "corruption + retry fails".)
+            // reported corrupt opens above: R-ONESHOT-3, "corruption + retry fails".)
             _ => {
                 let config = self.config.resume;
                 if self.attempts >= config.max_attempts {
@@ -788,7 +788,7 @@ impl<R: RngCore> Breaker<R> {
         Decision::AskUser { prompt }
     }
 
-    /// Seed 000's dialog texts, the detail word adapted to the kind.
+    /// R-RESUME-6's dialog texts, the detail word adapted to the kind.
     fn recovery_prompt(&self, error: &ClassifiedError, note: Option<&str>) -> RecoveryPrompt {
         let agent = self.agent_name();
         let attempts = self.attempts;

@@ -9,9 +9,9 @@
 //! - [`classify`](mod@classify): observation → [`ClassifiedError`] plus the signal that decided it.
 //! - [`backoff`]: capped exponential backoff with Brooker's jitters; the `resume` and
 //!   `rateLimit` policies of `initializationOptions`.
-//! - [`breaker`]: the resume circuit breaker (seed 000) and its recovery dialog.
-//! - [`rate_limit`]: waiting out a rate limit mid-turn and resuming the same session (seed 003).
-//! - [`one_shot`]: recovery for one-shot `claude -p` runs (seed 001).
+//! - [`breaker`]: the resume circuit breaker (R-RESUME-1..10) and its recovery dialog.
+//! - [`rate_limit`]: waiting out a rate limit mid-turn and resuming the same session (R-RATE-1..7).
+//! - [`one_shot`]: recovery for one-shot `claude -p` runs (R-ONESHOT-1..6).
 //! - [`budget`]: the retry token bucket shared across sessions (AWS SDK standard mode).
 //! - [`sim`]: a port of Brooker's backoff simulator, used by the tests and the bench.
 //! - [`timing`]: Retry-After, durations, RFC 3339 and wall-clock reset times.

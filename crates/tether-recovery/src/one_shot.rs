@@ -1,15 +1,15 @@
-//! Recovery for one-shot CLI runs (`claude -p --output-format json [--resume ID]`), seed 001
-//! ("Error Recovery and Resilience"), sans-IO.
+//! Recovery for one-shot CLI runs (`claude -p --output-format json [--resume ID]`),
+//! R-ONESHOT-1..6, sans-IO.
 //!
 //! | failure | decision |
 //! | --- | --- |
-//! | `sessionCorrupt` / `sessionExpired` while resuming | drop only the session id, retry once without `--resume` (req. 3) |
-//! | `rateLimited` / `quotaExceeded` | back off 1 s, 2 s, 4 s (Retry-After first, clamped), up to 3 retries (req. 4) |
-//! | anything else: non-zero exit, unparseable output (req. 1, 2) | fall back to the cached output marked stale |
-//! | no cached output | the error (req. 5: "only returns error if both invocation AND cache fallback fail") |
+//! | `sessionCorrupt` / `sessionExpired` while resuming | drop only the session id, retry once without `--resume` (R-ONESHOT-3) |
+//! | `rateLimited` / `quotaExceeded` | back off 1 s, 2 s, 4 s (Retry-After first, clamped), up to 3 retries (R-ONESHOT-4) |
+//! | anything else: non-zero exit, unparseable output (R-ONESHOT-1, R-ONESHOT-2) | fall back to the cached output marked stale |
+//! | no cached output | the error (R-ONESHOT-5: an error only when both the run and the cache fallback fail) |
 //!
 //! The machine never asks to delete anything but the session id: memory files are never
-//! deleted (req. 7). Cancellation stops without falling back.
+//! deleted (R-ONESHOT-6). Cancellation stops without falling back.
 
 use std::fmt;
 
@@ -152,7 +152,7 @@ impl fmt::Display for State {
     }
 }
 
-/// One `claude -p` invocation with recovery (seed 001 `InvokeWithRecovery`).
+/// One `claude -p` invocation with recovery (R-ONESHOT-1..6).
 #[derive(Debug, Clone)]
 pub struct OneShotRun<R: RngCore> {
     rate_limit: RateLimitConfig,
@@ -224,7 +224,7 @@ impl<R: RngCore> OneShotRun<R> {
         self.record(now_ms, from, "success".to_owned(), decision)
     }
 
-    /// The run exited 0 but its output is not a result object (seed 001 req. 2): falls back
+    /// The run exited 0 but its output is not a result object (R-ONESHOT-2): falls back
     /// like any other failure, as `unknown`.
     pub fn on_unparseable_output(
         &mut self,

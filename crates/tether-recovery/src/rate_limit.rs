@@ -1,19 +1,19 @@
-//! Waiting out a rate limit hit mid-turn and resuming the same session (seed 003,
-//! "Same-Session Resume Strategy"), sans-IO.
+//! Waiting out a rate limit hit mid-turn and resuming the same session (R-RATE-1..7),
+//! sans-IO.
 //!
 //! The host reports the failure with [`RateLimitWaiter::on_failure`]; the waiter answers
-//! [`RateLimitDecision::Wait`] (AC1: Retry-After honoured, clamped to `maxDelayMs`; AC2:
+//! [`RateLimitDecision::Wait`] (R-RATE-1: Retry-After honoured, clamped to `maxDelayMs`; R-RATE-2:
 //! otherwise exponential backoff from `baseDelayMs` with the configured jitter). When the
 //! timer fires ([`on_timer`](RateLimitWaiter::on_timer)) it answers
-//! [`RateLimitDecision::Resume`] (AC3: "Resuming session after rate limit": the host sends
+//! [`RateLimitDecision::Resume`] (R-RATE-3: "Resuming session after rate limit": the host sends
 //! the continuation on the same session). A success ([`on_success`](RateLimitWaiter::on_success))
-//! increments `total_resumes` (AC4; the host persists it). Cancellation during the wait
-//! ([`cancel`](RateLimitWaiter::cancel)) stops with no resume attempted (AC5). Each further
-//! failure backs off further, and after `maxRetries` waits the outcome is a failure (AC6).
-//! Outcomes are seed 003's: success, delayed, failure.
+//! increments `total_resumes` (R-RATE-4; the host persists it). Cancellation during the wait
+//! ([`cancel`](RateLimitWaiter::cancel)) stops with no resume attempted (R-RATE-5). Each further
+//! failure backs off further, and after `maxRetries` waits the outcome is a failure (R-RATE-6).
+//! Outcomes (R-RATE-7): success, delayed, failure.
 //!
 //! [`RateLimitResume`] is the policy alone (how long to wait, when to give up), for hosts
-//! that run the wait and the resume themselves; [`RateLimitWaiter`] wraps it with the seed's
+//! that run the wait and the resume themselves; [`RateLimitWaiter`] wraps it with the R-RATE
 //! state machine, the shared retry budget and the `total_resumes` stat.
 
 use std::fmt;
@@ -78,7 +78,7 @@ impl fmt::Display for RateLimitStep {
     }
 }
 
-/// Seed 003's wait policy for one prompt turn: Retry-After (clamped to `maxDelayMs`), else
+/// The wait policy for one prompt turn (R-RATE-1, R-RATE-2, R-RATE-6): Retry-After (clamped to `maxDelayMs`), else
 /// exponential backoff from `baseDelayMs` with the configured jitter, at most `maxRetries`
 /// waits. The host sleeps (cancellably), resumes the same session, and calls
 /// [`RateLimitResume::on_resumed`] when the turn goes on.
@@ -149,7 +149,7 @@ impl RateLimitResume {
     }
 }
 
-/// Seed 003's `ResumeOutcome` kinds.
+/// The outcome kinds of R-RATE-7.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum RateLimitOutcome {
@@ -165,7 +165,7 @@ pub enum RateLimitOutcome {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "decision", rename_all = "camelCase")]
 pub enum RateLimitDecision {
-    /// Wait (seed 003 outcome "delayed"; report `session/status rateLimited` with
+    /// Wait (R-RATE-7 outcome "delayed"; report `session/status rateLimited` with
     /// `retryInMs`), then call
     /// [`RateLimitWaiter::on_timer`].
     #[serde(rename_all = "camelCase")]
@@ -195,7 +195,7 @@ pub enum RateLimitDecision {
         /// The stat after this success.
         total_resumes: u64,
     },
-    /// Give up (seed 003 outcome "failure"): report the error (`session/status failed`).
+    /// Give up (R-RATE-7 outcome "failure"): report the error (`session/status failed`).
     #[serde(rename_all = "camelCase")]
     GiveUp {
         /// The last error.
@@ -214,7 +214,7 @@ pub enum RateLimitDecision {
 }
 
 impl RateLimitDecision {
-    /// Seed 003's outcome of this decision, when it is one.
+    /// The R-RATE-7 outcome of this decision, when it is one.
     pub fn outcome(&self) -> Option<RateLimitOutcome> {
         match self {
             RateLimitDecision::Wait { .. } => Some(RateLimitOutcome::Delayed),
@@ -309,7 +309,7 @@ impl<R: RngCore> RateLimitWaiter<R> {
         }
     }
 
-    /// Resumes that succeeded (seed 003 `stats.total_resumes`).
+    /// Resumes that succeeded (R-RATE-4 `totalResumes`).
     pub fn total_resumes(&self) -> u64 {
         self.total_resumes
     }

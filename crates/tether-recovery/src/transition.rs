@@ -1,5 +1,5 @@
 //! A log line for every state-machine step: what happened, from which state to which, and
-//! what the machine decided (seed 000: "Comprehensive Logging: Every step logged").
+//! what the machine decided (R-RESUME-10: every step logged).
 
 use std::fmt;
 
@@ -38,7 +38,7 @@ impl fmt::Display for Transition {
     }
 }
 
-/// The first 8 characters of a session id, as seed 000's dialog shows it; `-` without one.
+/// The first 8 characters of a session id, as the recovery dialog shows it (R-UI-2); `-` without one.
 pub fn short_id(session_id: Option<&str>) -> String {
     match session_id {
         Some(id) => id.chars().take(8).collect(),

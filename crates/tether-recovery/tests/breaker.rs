@@ -1,5 +1,5 @@
-//! Every transition of the resume circuit breaker (seed 000), with the decisions by kind of
-//! issue 2 and the dialog texts of seed 000.
+//! Every transition of the resume circuit breaker (R-RESUME-1..10), with the decisions by kind
+//! of issue 2 and the dialog texts of R-RESUME-6.
 
 use proptest::prelude::*;
 use rand::SeedableRng;
@@ -285,7 +285,7 @@ fn try_again_half_opens_one_more_full_round_then_only_new_is_offered() {
             assert_eq!(
                 action_ids(&prompt.actions),
                 actions(&["new"]),
-                "seed 000: 1 user retry"
+                "R-RESUME-7: 1 user retry"
             );
         }
         other => panic!("{other:?}"),
@@ -530,7 +530,7 @@ fn session_corrupt_drops_the_id_and_retries_once_fresh() {
     assert_eq!(d, attempt(1, true));
     assert_eq!(b.session_id(), None);
     assert_eq!(b.snapshot().status, BreakerStatus::Retrying);
-    // A second corruption on the fresh session gives up (seed 001: "retry fails").
+    // A second corruption on the fresh session gives up (R-ONESHOT-3: "retry fails").
     match b.on_failure(err(ErrorKind::SessionCorrupt, "again"), T0 + 1, &mut budget) {
         Decision::AskUser { prompt } => {
             assert_eq!(prompt.detail, "Session corrupt after 1 attempt: again");

@@ -1,4 +1,4 @@
-//! The mid-turn rate-limit waiter (seed 003) and the one-shot `claude -p` run (seed 001):
+//! The mid-turn rate-limit waiter (R-RATE-1..7) and the one-shot `claude -p` run (R-ONESHOT-1..6):
 //! every transition.
 
 use rand::SeedableRng;
@@ -33,7 +33,7 @@ fn waiter() -> RateLimitWaiter<ChaCha8Rng> {
     )
 }
 
-// ----------------------------------------------------------------------------- seed 003
+// ------------------------------------------------------------------------- R-RATE-1..7
 
 #[test]
 fn ac1_retry_after_is_waited_then_the_same_session_resumes() {
@@ -239,7 +239,7 @@ fn the_bare_policy_waits_then_gives_up_and_resets_on_resume() {
     ));
 }
 
-// ----------------------------------------------------------------------------- seed 001
+// ---------------------------------------------------------------------- R-ONESHOT-1..6
 
 fn run(session: Option<&str>, cache: bool) -> OneShotRun<ChaCha8Rng> {
     OneShotRun::new(

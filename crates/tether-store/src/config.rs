@@ -12,13 +12,13 @@ use crate::error::StoreWarning;
 use crate::fs::Fs;
 use crate::model::{SessionMeta, SessionSnapshot, SessionStats};
 
-/// The on-disk schema version this build writes. Version 1 is the seed-002 layout
+/// The on-disk schema version this build writes. Version 1 is the first shipped layout
 /// (manifest with embedded arrays + plain `session.jsonl`), migrated on open; see
 /// `crate::migrate`.
 pub const SCHEMA_VERSION: u32 = 2;
 
-/// Wall-clock time for `…Utc` fields. Injected so tests are deterministic (FIELD-NOTES:
-/// "inject a clock for anything computed from SystemTime").
+/// Wall-clock time for `…Utc` fields. Injected so tests are deterministic (R-RETRY-4:
+/// tokio's paused time does not cover `SystemTime`).
 pub trait Clock: Send + Sync + fmt::Debug {
     /// Now, in UTC.
     fn now_utc(&self) -> chrono::DateTime<chrono::Utc>;
@@ -66,15 +66,15 @@ pub struct StoreConfig {
     /// memory are treated as immutable history.
     pub resume_window_turns: usize,
     /// Minimum interval between two writes of coalesced (`timer`, `edit`) persists:
-    /// seed 002 §7 "throttle to max 1 save/5 seconds". Default 5 s.
+    /// R-STORE-10, at most one save per 5 seconds. Default 5 s.
     pub coalesce_interval: Duration,
     /// How long a call waits for another process's session lock before failing with
     /// `StoreError::Locked`. Default 2 s.
     pub lock_timeout: Duration,
-    /// Consecutive persist failures after which persistence switches itself off (seed 002
-    /// §9: "e.g., 3 consecutive"). Default 3.
+    /// Consecutive persist failures after which persistence switches itself off
+    /// (R-STORE-11). Default 3.
     pub max_consecutive_failures: u32,
-    /// Whether `approvals.remembered` is stored (seed 002 §1: only when the user opts in).
+    /// Whether `approvals.remembered` is stored (R-STORE-2: only when the user opts in).
     /// Default false.
     pub remember_approvals: bool,
     /// A checkpoint (full state record) is written once the journal has grown by this many
@@ -83,7 +83,7 @@ pub struct StoreConfig {
     pub checkpoint_min_bytes: u64,
     /// The application version recorded in manifests.
     pub app_version: String,
-    /// The editor options version recorded in manifests (seed 002 §2 `optionsVersion`).
+    /// The editor options version recorded in manifests (R-STORE-3 `optionsVersion`).
     pub options_version: u32,
     /// File-system implementation; `None` = the real one.
     pub fs: Option<Arc<dyn Fs>>,
@@ -155,7 +155,7 @@ pub enum PersistTrigger {
 
 impl PersistTrigger {
     /// Milestones are written and made durable before `persist` returns; `timer` and
-    /// `edit` are coalesced (seed 002 §7).
+    /// `edit` are coalesced (R-STORE-10).
     pub fn is_milestone(self) -> bool {
         !matches!(self, PersistTrigger::Timer | PersistTrigger::Edit)
     }
@@ -182,8 +182,8 @@ pub struct PersistReport {
     pub trigger: PersistTrigger,
     /// Warnings raised while opening the session (repairs, migrations, archives).
     pub warnings: Vec<StoreWarning>,
-    /// Chat turns in the whole session after this write (for the seed-002
-    /// `session.persist.save` telemetry event); 0 when nothing was written.
+    /// Chat turns in the whole session after this write (for the
+    /// `session.persist.save` telemetry event, R-STORE-9); 0 when nothing was written.
     pub turn_count: u64,
     /// Exec turns in the whole session after this write; 0 when nothing was written.
     pub exec_count: u64,
@@ -247,7 +247,7 @@ pub struct StaleDiff {
     pub reason: StaleReason,
 }
 
-/// What a resume must not present as current (seed 002 §4.5-4.6).
+/// What a resume must not present as current (R-STORE-7).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StaleMarks {

@@ -1,6 +1,5 @@
 //! Encryption at rest: XChaCha20-Poly1305 per record with a random 256-bit key kept in the
-//! OS keychain (FIELD-NOTES "Persistence"; seed 002 §3 asked for DPAPI, which only Windows
-//! has).
+//! OS keychain (R-STORE-6; DPAPI, the usual answer, exists only on Windows).
 //!
 //! Each journal record and blob is sealed separately with a fresh random 192-bit nonce
 //! (XChaCha's extended nonce makes random nonces safe at any realistic record count) and

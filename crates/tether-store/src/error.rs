@@ -90,9 +90,8 @@ pub enum StoreError {
         /// The newest version this build understands.
         supported: u32,
     },
-    /// Persistence switched itself off after `failures` consecutive persist failures (seed
-    /// 002 §9: "after repeated failures (e.g., 3 consecutive), automatically disable
-    /// persistence and notify user"). The server shows the `persistenceDisabled` banner;
+    /// Persistence switched itself off after `failures` consecutive persist failures
+    /// (R-STORE-11: after 3 consecutive failures, persistence is disabled and the user told). The server shows the `persistenceDisabled` banner;
     /// [`crate::Store::enable_persistence`] turns it back on.
     #[error("persistence disabled after {failures} consecutive failures; last: {last}")]
     PersistenceDisabled {
@@ -181,7 +180,7 @@ pub enum StoreWarning {
         reason: String,
     },
     /// An outdated or unreadable session was archived (never deleted) under `archivedAs`;
-    /// the message is seed 002 §5's "session data is outdated; starting fresh".
+    /// the message is R-STORE-8's "session data is outdated; starting fresh".
     #[serde(rename_all = "camelCase")]
     SessionArchived {
         /// The archive folder.

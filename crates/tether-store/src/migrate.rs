@@ -4,10 +4,10 @@
 //! n's on-disk layout into its logical form, each step in [`STEPS`] turns version n's
 //! logical form into version n+1's, and the last form is deserialized into today's
 //! [`SessionSnapshot`] + [`SessionMeta`] and written as a fresh current-version session.
-//! The original folder is kept as `archive/<id>.v{n}.bak` (seed 002 §5). Each step is
+//! The original folder is kept as `archive/<id>.v{n}.bak` (R-STORE-8). Each step is
 //! tested against a stored fixture of the older format (`tests/fixtures/v1`).
 //!
-//! Version 1 (the seed-002 plan as first shipped): `manifest.json` with `schemaVersion: 1`
+//! Version 1 (the layout as first shipped, R-STORE-3): `manifest.json` with `schemaVersion: 1`
 //! and the state embedded as arrays (`chatTurns`, `execTurns`, `diffSessions`,
 //! `approvals`, `uiState`, `context`), plus `session.jsonl` with one chat turn per line
 //! appended since (no length, no checksum). Its shapes differ from version 2: chat turns

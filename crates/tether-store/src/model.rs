@@ -3,7 +3,7 @@
 //! editor's additions survive a round trip), plus the store's own additions
 //! `chatTurnsBase`/`execTurnsBase` (see [`SessionSnapshot::chat_turns_base`]).
 //!
-//! Field meanings come from seed 002 §1-2 (what each domain persists) and the sketch.
+//! Field meanings come from R-STORE-1 (what each domain persists) and the sketch.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -19,11 +19,11 @@ fn is_zero(n: &u64) -> bool {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionSnapshot {
-    /// Chat transcript, oldest first (seed 002 §1 "Chat transcript").
+    /// Chat transcript, oldest first (R-STORE-1).
     pub chat_turns: Vec<ChatTurn>,
-    /// Exec console turns, oldest first (seed 002 §1 "Exec console").
+    /// Exec console turns, oldest first (R-STORE-1).
     pub exec_turns: Vec<ExecTurn>,
-    /// Pending diffs (seed 002 §1 "Diff workflow").
+    /// Pending diffs (R-STORE-1).
     pub diff_sessions: Vec<DiffSession>,
     /// Approval queue and, when opted in, remembered approvals.
     pub approvals: Approvals,
@@ -60,7 +60,7 @@ pub enum ChatRole {
     Status,
 }
 
-/// One chat turn; streaming deltas are not stored, only the text so far (seed 002 §1).
+/// One chat turn; streaming deltas are not stored, only the text so far (R-STORE-1).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ChatTurn {
@@ -143,7 +143,7 @@ pub struct DiffDocument {
     /// Tri-state selection state, as the editor represents it.
     pub selection_state: Value,
     /// Lowercase hex SHA-256 of the base file the diff was computed against; on load a
-    /// different file on disk marks the document stale (seed 002 §4.6).
+    /// different file on disk marks the document stale (R-STORE-7).
     pub base_sha256: String,
     /// Unknown fields, kept.
     #[serde(flatten)]
@@ -157,8 +157,8 @@ pub struct Approvals {
     /// FIFO of approvals waiting for the user.
     pub pending: Vec<PendingApproval>,
     /// Remembered approvals per signature. Stored only when
-    /// `StoreConfig::remember_approvals` is on (seed 002 §1: "remain session-only unless
-    /// user opts in"); otherwise dropped before writing.
+    /// `StoreConfig::remember_approvals` is on (R-STORE-2: session-only unless
+    /// the user opts in); otherwise dropped before writing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remembered: Option<Vec<Value>>,
     /// Unknown fields, kept.
@@ -242,7 +242,7 @@ pub struct Telemetry {
 }
 
 /// Session metadata kept beside the snapshot. The agent's own session id may change (a
-/// corrupt session is replaced, seed 001 §3), so callers must read it back from the store
+/// corrupt session is replaced, R-ONESHOT-3), so callers must read it back from the store
 /// rather than remember it.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -258,7 +258,7 @@ pub struct SessionMeta {
     pub title: Option<String>,
 }
 
-/// Resume statistics (seed 003 AC4: `stats.total_resumes` incremented and persisted, with
+/// Resume statistics (R-RATE-4: `totalResumes` incremented and persisted, with
 /// the resume timestamp).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -1,8 +1,7 @@
 //! Secret redaction, applied to every string (and object key) of a record before it is
 //! written.
 //!
-//! The rules follow gitleaks' rule set (MIT, `config/gitleaks.toml`; FIELD-NOTES
-//! "Persistence") for the credentials coding agents meet most: GitHub, OpenAI, Anthropic,
+//! The rules follow gitleaks' rule set (MIT, `config/gitleaks.toml`; R-PRIV-1) for the credentials coding agents meet most: GitHub, OpenAI, Anthropic,
 //! AWS, Slack, PEM private keys, JWTs, Google Cloud, GitLab, npm, Hugging Face and Stripe.
 //! A match is replaced by `[REDACTED:<rule-id>]`, so a reader still sees that something was
 //! there and what kind. A rule whose pattern has a group named `secret` replaces only that

@@ -195,7 +195,7 @@ fn one_line(text: &str) -> String {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "t", rename_all = "camelCase")]
 pub(crate) enum Body {
-    /// Full state (the "full snapshot" of seed 002's manifest approach).
+    /// Full state (the full snapshot of R-STORE-3's manifest approach).
     Checkpoint(Box<Checkpoint>),
     /// Chat turns from absolute index `from` on are replaced by `turns` (an append when
     /// `from` is the current count; a truncation when `turns` is empty).

@@ -36,8 +36,8 @@ const SCAN_CHUNK: usize = 1 << 20;
 /// memory (issue 13: no allocation sized by a damaged file).
 pub const MAX_MANIFEST_BYTES: u64 = 4 << 20;
 
-/// Per-section format versions (seed 002 §5: "per-section version fields so modules can
-/// evolve independently").
+/// Per-section format versions (R-STORE-3: per-section version fields so modules can
+/// evolve independently).
 fn section_versions() -> std::collections::BTreeMap<String, u32> {
     [
         "chat",
@@ -1416,7 +1416,7 @@ impl Store {
         self.record_outcome(&mut inner, &key, result)
     }
 
-    /// Records a successful resume (seed 003 AC4: `totalResumes` incremented, resume time
+    /// Records a successful resume (R-RATE-4: `totalResumes` incremented, resume time
     /// recorded, persisted durably). Returns the new stats.
     ///
     /// # Errors

@@ -1,5 +1,5 @@
 //! Schema migrations, each tested against a stored fixture of the older format
-//! (`tests/fixtures/v1`: the seed-002 layout with embedded arrays and a plain JSONL file
+//! (`tests/fixtures/v1`: the first shipped layout (R-STORE-3) with embedded arrays and a plain JSONL file
 //! whose last line is torn).
 #![cfg(unix)]
 

@@ -491,7 +491,7 @@ impl AcpProcess {
         self.child.wait().await.ok()
     }
 
-    /// The ACP shutdown sequence (FIELD-NOTES, "Agent Client Protocol"): close stdin, wait
+    /// The ACP shutdown sequence (R-PROC-5; the ACP Rust SDK's `AcpAgent` does the same): close stdin, wait
     /// 1 s, SIGTERM the group, wait 2 s, SIGKILL the group; then reap the agent.
     pub async fn shutdown(&mut self) -> Option<ExitStatus> {
         let _ = self.out.send(Outgoing::Close);

@@ -2,13 +2,13 @@
 //! `tests/agents/node_modules` (installed by `tests/agents/install.sh`), and the command line,
 //! environment and files that make it talk to the fake from a temporary HOME.
 //!
-//! The recipes are those of FIELD-NOTES ("Real agents, observed on this kind of machine
-//! (offline)"), with each agent's own retry knob turned down so a failing model API surfaces
+//! The recipes were verified offline against the versions pinned in `tests/agents/package.json`
+//! (each agent in its own fake HOME), with each agent's own retry knob turned down so a failing model API surfaces
 //! in seconds instead of minutes:
 //!
 //! | agent | knob | source |
 //! | --- | --- | --- |
-//! | Claude (ACP and CLI) | `CLAUDE_CODE_MAX_RETRIES=1` | FIELD-NOTES; Claude Code settings docs |
+//! | Claude (ACP and CLI) | `CLAUDE_CODE_MAX_RETRIES=1` | Claude Code settings docs (environment variables) |
 //! | Codex | `model_providers.stub.request_max_retries=1`, `stream_max_retries=1` | Codex config reference (`model_providers.<id>`) |
 //! | Gemini | `general.maxAttempts: 2` in `settings.json` (capped at 10, default 10) | gemini-cli bundle: `Config.maxAttempts = min(settings.general.maxAttempts ?? 10, 10)` |
 //! | opencode, Copilot | none found; faults carry `retry-after: 1`, which they honour | observed |

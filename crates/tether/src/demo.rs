@@ -120,7 +120,7 @@ impl Stage {
             "storage": {"dir": self.dir.join("cache")},
             "agents": {(self.cast.name()): agent},
             "defaultAgent": self.cast.name(),
-            // Four attempts, so the three waits of seed 000 (1 s, 2 s, 4 s) all show.
+            // Four attempts, so the three waits of R-RESUME-3 (1 s, 2 s, 4 s) all show.
             "resume": {"maxAttempts": 4, "baseDelayMs": 1000, "maxDelayMs": 4000, "jitter": "none"},
             "rateLimit": {"baseDelayMs": 2000, "maxDelayMs": 300000, "maxRetries": 5, "jitter": "full"}
         })

@@ -56,7 +56,7 @@ pub mod notify {
     pub const UPDATE: &str = "session/update";
     /// Request: an agent's permission question, forwarded to the editor.
     pub const REQUEST_PERMISSION: &str = "session/requestPermission";
-    /// Notification: a telemetry event with the seed 002 names.
+    /// Notification: a telemetry event with the R-STORE-9 names.
     pub const TELEMETRY: &str = "telemetry/event";
 
     /// Every server → client method Tether sends (besides standard LSP ones), in
@@ -157,7 +157,7 @@ pub struct RecoveryAction {
     pub title: String,
 }
 
-/// What the recovery dialog shows (seed 000's texts).
+/// What the recovery dialog shows (R-RESUME-6's texts).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Recovery {
     /// The headline, e.g. "Previous session not found".
@@ -169,7 +169,7 @@ pub struct Recovery {
 }
 
 /// What a resume had to mark stale or drop while reconciling the cache with the agent
-/// (seed 002 §4).
+/// (R-STORE-7).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Reconciliation {
@@ -376,7 +376,7 @@ pub struct PromptResult {
     /// The ACP stop reason: `end_turn`, `max_tokens`, `max_turn_requests`, `refusal`,
     /// `cancelled`.
     pub stop_reason: String,
-    /// True when the answer is the cached output of a one-shot CLI that failed (seed 001).
+    /// True when the answer is the cached output of a one-shot CLI that failed (R-ONESHOT-1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stale: Option<bool>,
 }
@@ -582,7 +582,7 @@ pub struct UpdateParams {
     pub replay: bool,
 }
 
-/// `telemetry/event` params (the LSP notification; seed 002 §6 names).
+/// `telemetry/event` params (the LSP notification; R-STORE-9 names).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TelemetryParams {
     /// `session.persist.save`, `session.persist.failure`, `session.resume.start`,

@@ -1,4 +1,4 @@
-//! `claudePrint` agents through the server (seed 001): every prompt runs a `claude -p`
+//! `claudePrint` agents through the server (R-ONESHOT-1..6): every prompt runs a `claude -p`
 //! stand-in (a real child process: a shell script that prints what `claude -p
 //! --output-format json` prints, and fails on cue).
 

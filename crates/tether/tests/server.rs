@@ -356,7 +356,7 @@ async fn try_again_runs_one_more_round_and_is_bounded(mode: Mode) {
     assert_eq!(r["breaker"]["attempts"], 3);
     assert_eq!(r["error"]["kind"], "network");
     assert_eq!(r["recovery"]["message"], "Cannot connect to scripted");
-    // "Try Again" grants one more full round (seed 000: one optional user retry).
+    // "Try Again" grants one more full round (R-RESUME-7: one optional user retry).
     let again = editor
         .request(
             "session/recoveryChoice",

@@ -8,7 +8,7 @@
 #         (editors/vscode/test/e2e: code-server 4.100.3 + playwright-core, `npm ci`).
 #
 # code-server's postinstall downloads ripgrep from GitHub, which is unreachable offline. The
-# recipe (../../shared FIELD-NOTES, "Editor side", verified): give it a TMPDIR whose
+# recipe (verified offline with code-server 4.100.3; see README.md): give it a TMPDIR whose
 # `vscode-ripgrep-cache-1.15.11/` already holds Debian's rg packed under the name the
 # downloader looks for, and run npm with unsafe_perm (we are root) and yes.
 #

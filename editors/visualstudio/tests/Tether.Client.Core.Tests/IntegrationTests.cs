@@ -58,7 +58,7 @@ namespace Tether.Client.Core.Tests
 
         /// <summary>
         /// initializationOptions: the cache in a temp folder, the scripted agent as the default
-        /// agent (protocol acp), and seed 000's resume policy with short delays (10/20/40 ms
+        /// agent (protocol acp), and the R-RESUME-3 resume policy with short delays (10/20/40 ms
         /// instead of 1/2/4 s) so the three attempts run in well under a second.
         /// </summary>
         private JObject Options(string agentPath, Dictionary<string, string> agentEnv, IList<string> agentArgs)
@@ -124,7 +124,7 @@ namespace Tether.Client.Core.Tests
         // agent process can load what an earlier one created. "healthy" has no faults; "forget"
         // answers every session/load and session/resume with -32002 "Resource not found"
         // {details: "Session not found"}, as Claude, Codex and Copilot do for an unknown session
-        // (FIELD-NOTES), which the server classifies sessionExpired: no retries, ask at once.
+        // (R-CLASS-3), which the server classifies sessionExpired: no retries, ask at once.
         private const string ScenarioHealthy = "healthy";
         private const string ScenarioForget = "forget";
         // "permission": every prompt first asks session/request_permission (options "allow" /

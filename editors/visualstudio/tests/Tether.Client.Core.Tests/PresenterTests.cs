@@ -263,7 +263,7 @@ namespace Tether.Client.Core.Tests
 
             var reversed = SessionPresenter.RecoveryModal("s", Result(@"{'outcome':'needsChoice','recovery':{'message':'m','detail':'d',
                 'actions':[{'id':'new','title':''},{'id':'retry','title':'Retry'}]},'stale':false}"));
-            CollectionAssert.AreEqual(new[] { "Start New Session", "Retry" }, reversed.ButtonTitles.ToArray(), "an empty title gets seed 000's title");
+            CollectionAssert.AreEqual(new[] { "Start New Session", "Retry" }, reversed.ButtonTitles.ToArray(), "an empty title gets the standard title (R-UI-1)");
 
             var none = SessionPresenter.RecoveryModal("s", Result(@"{'outcome':'needsChoice','recovery':{'message':'m','detail':'d','actions':[{'id':'login','title':'Log In'}]},'stale':false}"));
             CollectionAssert.AreEqual(new[] { "Try Again", "Start New Session" }, none.ButtonTitles.ToArray());

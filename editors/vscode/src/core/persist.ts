@@ -1,9 +1,9 @@
 /**
- * When the extension sends `session/persist` (seed 002 §7; issue 6).
+ * When the extension sends `session/persist` (R-UI-4, R-STORE-10; issue 6).
  *
  * - `timer`: every `intervalMs` (30 s) while a session is active, and only when the snapshot
- *   changed since the last acknowledged save (seed 002: "debounced periodic save every 30
- *   seconds while transcript is active"). The server coalesces `timer` writes to one per 5 s.
+ *   changed since the last acknowledged save (R-UI-4: a periodic save every 30
+ *   seconds while the session is active). The server coalesces `timer` writes to one per 5 s.
  * - milestones (`execCompleted`, `bannerChanged`, …): at once.
  * - `shutdown`: once, on deactivation, after any save in flight; the timer stops first.
  *

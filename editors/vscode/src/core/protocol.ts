@@ -57,7 +57,7 @@ export interface BreakerState {
   status: BreakerStatus;
   /** Attempts made in the current round. */
   attempts: number;
-  /** Attempts allowed per round (3 by default: seed 000). */
+  /** Attempts allowed per round (3 by default: R-RESUME-3). */
   maxAttempts: number;
   /** How many times the user chose "Try Again" for this session. */
   userRetries: number;
@@ -248,7 +248,7 @@ export interface ExecTurn {
   truncatedBytes: number;
 }
 
-/** The snapshot a client sends with `session/persist` (seed 002 §1–2). */
+/** The snapshot a client sends with `session/persist` (R-STORE-1, R-UI-6). */
 export interface SessionSnapshot {
   chatTurns: ChatTurn[];
   execTurns: ExecTurn[];

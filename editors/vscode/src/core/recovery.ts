@@ -2,7 +2,7 @@
  * `ResumeResult` → the recovery dialog, and the user's click → `session/recoveryChoice`.
  *
  * The server decides everything: it sends the dialog's message, detail and actions in
- * `ResumeResult.recovery` (seed 000: "Previous session not found", "Cannot connect to <agent>",
+ * `ResumeResult.recovery` (R-RESUME-6: "Previous session not found", "Cannot connect to <agent>",
  * "Failed to resume session", the attempt count and error in the detail). The extension only
  * shows them as a modal and maps the clicked title back to the action id. Closing the dialog
  * (Escape, "Cancel") is no choice: nothing is sent, the server's breaker stays open, and the

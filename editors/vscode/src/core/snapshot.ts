@@ -1,6 +1,6 @@
 /**
  * The extension's minimal model of the session it shows, sent as `session/persist`'s
- * `snapshot` (shape: the sketch's `SessionSnapshot`, fields from seed 002 §1–2).
+ * `snapshot` (shape: the sketch's `SessionSnapshot`, fields from R-STORE-1).
  *
  * The server owns the authoritative cache: it journals every update it forwards and
  * reconciles on resume. This model only adds what the server cannot see (the editor's UI state,
@@ -96,7 +96,7 @@ export class SnapshotModel {
   }
 
   /**
-   * Applies a live update; returns the milestone trigger it completes (seed 002 §7:
+   * Applies a live update; returns the milestone trigger it completes (R-UI-6:
    * `execCompleted` when a tool call ends), if any.
    */
   apply(p: UpdateParams): PersistTrigger | undefined {
@@ -153,7 +153,7 @@ export class SnapshotModel {
     return mark;
   }
 
-  /** Ends the turn in progress (the prompt's response arrived: seed 002 `TurnFinalized`). */
+  /** Ends the turn in progress (the prompt's response arrived: `turnFinalized`, R-UI-6). */
   finishTurn(): void {
     const before = this.snap.chatTurns.some((t) => !t.complete);
     this.finishOpenTurn();
@@ -174,7 +174,7 @@ export class SnapshotModel {
     return this.snap.execTurns.find((e) => e.execId === toolCallId)?.header;
   }
 
-  /** Records whether the stream error banner is visible (seed 002 §1, "Stream error banner"). */
+  /** Records whether the stream error banner is visible (R-STORE-1, R-UI-3: the stream error banner). */
   setStreamError(state: { visible: boolean; text?: string }): void {
     const ui = this.snap.uiState;
     if (ui.isStreamErrorVisible === state.visible && ui.streamErrorText === state.text) return;

@@ -1,7 +1,7 @@
 /**
  * `session/status` → what the status bar item and the progress notification say.
  *
- * Texts come from issue 6 and seed 000 ("Resuming…" status during retries): "Resuming… attempt
+ * Texts come from issue 6 and R-RESUME-9 ("Resuming…" status during retries): "Resuming… attempt
  * 2 of 3", "Rate limited, resuming in 40 s". A waiting state counts down: the view is computed
  * from the time the status arrived and the current time of an injected clock, so the UI layer
  * only has to re-render once a second.
@@ -34,7 +34,7 @@ export function formatDelay(ms: number): string {
   return sec === 0 ? `${min} min` : `${min} min ${sec} s`;
 }
 
-/** First 8 characters of a session id followed by an ellipsis, as seed 000's dialog shows it. */
+/** First 8 characters of a session id followed by an ellipsis, as the recovery dialog shows it (R-UI-2). */
 export function shortId(id: string): string {
   return id.length > 8 ? `${id.slice(0, 8)}…` : id;
 }

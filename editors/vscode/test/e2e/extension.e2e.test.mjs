@@ -39,7 +39,7 @@ import {
  * `loadSession` and `resume` and starts new sessions fine. Its first `session/load` answers
  * Claude's rate-limit error with "Please retry in 2.0s" (Tether waits 2 s and resumes); every
  * later `session/load` and `session/resume` answers the error a TypeScript agent gives for a
- * refused connection (-32603 "Internal error" with the cause in `data.details`: FIELD-NOTES),
+ * refused connection (-32603 "Internal error" with the cause in `data.details`: R-CLASS-2),
  * which Tether classifies as retryable, so each round makes all its attempts, then asks.
  */
 function failingScript(stateDir) {

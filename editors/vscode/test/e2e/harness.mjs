@@ -1,6 +1,7 @@
 // The e2e harness: a real VS Code (code-server 4.100.3 from npm) on 127.0.0.1 with the packaged
 // extension installed from its .vsix, driven by playwright-core through Debian's Chromium.
-// Recipe: ../../../../../shared FIELD-NOTES "Editor side" (copied into README.md).
+// Recipe: verified offline on Debian (code-server 4.100.3, the last release whose engines accept
+// Node 20); written up in README.md.
 //
 // Nothing here is skipped quietly: every missing piece (code-server, chromium, the .vsix, the
 // tether binary, the scripted agent) throws an Error naming it and how to get it.
@@ -198,7 +199,7 @@ const observerScript = `(() => {
   if (document.body) start(); else document.addEventListener('DOMContentLoaded', start);
 })();`;
 
-/** Launches Debian's Chromium through playwright-core (flags from FIELD-NOTES) and opens `url`. */
+/** Launches Debian's Chromium through playwright-core (flags verified with code-server 4.100.3: no sandbox, no GPU, no QUIC, no background network) and opens `url`. */
 export async function openBrowser(url) {
   const { chromium } = await import('playwright-core');
   const browser = await chromium.launch({

@@ -54,7 +54,7 @@ describe('status texts (issue 6)', () => {
     assert.equal(formatDelay(-5), '0 s');
   });
 
-  it('shortens session ids the way seed 000 shows them', () => {
+  it('shortens session ids the way the recovery dialog shows them (R-UI-2)', () => {
     assert.equal(shortId('2b44701f-c54a-46e0'), '2b44701f…');
     assert.equal(shortId('abc'), 'abc');
   });

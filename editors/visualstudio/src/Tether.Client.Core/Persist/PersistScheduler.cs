@@ -5,7 +5,7 @@ using Tether.Client.Core.Protocol;
 namespace Tether.Client.Core.Persist
 {
     /// <summary>
-    /// The editor's part of the save cadence (seed 002 §7): a <c>timer</c> persist every 30 s while
+    /// The editor's part of the save cadence (R-UI-4, R-STORE-10): a <c>timer</c> persist every 30 s while
     /// a session is active, and a <c>shutdown</c> persist when the extension unloads. Milestone
     /// saves and the 5 s coalescing are the server's (protocol sketch, session/persist).
     /// <para>
@@ -19,7 +19,7 @@ namespace Tether.Client.Core.Persist
     /// </summary>
     public sealed class PersistScheduler
     {
-        /// <summary>30 s (seed 002 §7 "Debounced periodic save every 30 seconds while transcript is active").</summary>
+        /// <summary>30 s (R-UI-4: a periodic save every 30 seconds while the session is active).</summary>
         public static readonly TimeSpan DefaultInterval = TimeSpan.FromSeconds(30);
 
         private readonly object gate = new object();

@@ -32,14 +32,14 @@ namespace Tether.Client.Core.Protocol
     {
         /// <summary>Cache folder; null = the platform's per-user local data folder (then omitted on the wire).</summary>
         [JsonProperty("dir", NullValueHandling = NullValueHandling.Ignore)] public string Dir { get; set; }
-        /// <summary>Persist sessions between restarts (seed 002 §10 "Persist session between restarts").</summary>
+        /// <summary>Persist sessions between restarts (R-UI-5 "Persist session between restarts").</summary>
         [JsonProperty("persist")] public bool Persist { get; set; } = true;
-        /// <summary>Encrypt saved sessions (seed 002 §3, default off).</summary>
+        /// <summary>Encrypt saved sessions (R-STORE-6, R-UI-5, default off).</summary>
         [JsonProperty("encrypt")] public bool Encrypt { get; set; }
     }
 
     /// <summary>
-    /// <c>initializationOptions.resume</c> override (seed 000 defaults on the server: 3 attempts,
+    /// <c>initializationOptions.resume</c> override (R-RESUME-3 defaults on the server: 3 attempts,
     /// 1 s base, 4 s cap, no jitter); omitted fields keep the server's defaults.
     /// </summary>
     public sealed class ResumePolicyOptions
@@ -55,7 +55,7 @@ namespace Tether.Client.Core.Protocol
     }
 
     /// <summary>
-    /// <c>initializationOptions.rateLimit</c> override (seed 003 defaults on the server: 30 s base,
+    /// <c>initializationOptions.rateLimit</c> override (R-RATE-2/R-RATE-6 defaults on the server: 30 s base,
     /// 300 s cap, 5 retries, full jitter); omitted fields keep the server's defaults.
     /// </summary>
     public sealed class RateLimitPolicyOptions

@@ -1,5 +1,5 @@
-// Message models for the Tether editor protocol (the founders' sketch v1, shared/protocol-sketch.md,
-// copied into the repo as docs/protocol.md by the server's author). Keys are camelCase, enum values
+// Message models for the Tether editor protocol (the founders' sketch v1, kept in
+// the repo as docs/protocol.md). Keys are camelCase, enum values
 // camelCase strings, durations in milliseconds (…Ms), times RFC 3339 UTC strings (…Utc).
 // Every property is optional on the wire: a missing key reads as null / default, never throws.
 using System.Collections.Generic;
@@ -23,7 +23,7 @@ namespace Tether.Client.Core.Protocol
         Failed,
     }
 
-    /// <summary>Circuit breaker state (seed 000: closed → retrying → open → half-open).</summary>
+    /// <summary>Circuit breaker state (R-RESUME-1: closed → retrying → open → half-open).</summary>
     public enum BreakerStatus
     {
         /// <summary>A value this client does not know.</summary>
@@ -97,18 +97,18 @@ namespace Tether.Client.Core.Protocol
         Failed,
     }
 
-    /// <summary><c>session/banner</c> kinds (seed 002's banners).</summary>
+    /// <summary><c>session/banner</c> kinds (R-UI-3).</summary>
     public enum BannerKind
     {
         /// <summary>A value this client does not know (still shown, as plain information).</summary>
         [WireFallback] Unknown = 0,
-        /// <summary>"Previous session could not be restored; start a new session." (seed 002 §9).</summary>
+        /// <summary>"Previous session could not be restored; start a new session." (R-STORE-11).</summary>
         RestoreFailed,
         /// <summary>The transcript shown is cache the agent has not confirmed.</summary>
         StaleSnapshot,
         /// <summary>The agent's stream failed; kept until dismissed or a retry succeeds.</summary>
         StreamError,
-        /// <summary>Persistence turned itself off after repeated failures (seed 002 §9).</summary>
+        /// <summary>Persistence turned itself off after repeated failures (R-STORE-11).</summary>
         PersistenceDisabled,
         /// <summary>The live agent confirmed the session again.</summary>
         RecoveredLive,
@@ -128,7 +128,7 @@ namespace Tether.Client.Core.Protocol
         [JsonProperty("status")] public BreakerStatus Status { get; set; }
         /// <summary>Attempts made in the current round (1-based count).</summary>
         [JsonProperty("attempts")] public int Attempts { get; set; }
-        /// <summary>Attempts allowed per round (default 3, seed 000).</summary>
+        /// <summary>Attempts allowed per round (default 3, R-RESUME-3).</summary>
         [JsonProperty("maxAttempts")] public int MaxAttempts { get; set; }
         /// <summary>How many times the user chose "Try Again".</summary>
         [JsonProperty("userRetries")] public int UserRetries { get; set; }
@@ -160,7 +160,7 @@ namespace Tether.Client.Core.Protocol
         [JsonProperty("title")] public string Title { get; set; }
     }
 
-    /// <summary>The recovery dialog's texts, chosen by the server (seed 000 Phase 3).</summary>
+    /// <summary>The recovery dialog's texts, chosen by the server (R-RESUME-6).</summary>
     public sealed class RecoveryPrompt
     {
         /// <summary>Title line: "Previous session not found", "Cannot connect to &lt;agent&gt;", "Failed to resume session".</summary>
@@ -326,7 +326,7 @@ namespace Tether.Client.Core.Protocol
         [JsonProperty("snapshot")] public SessionSnapshot Snapshot { get; set; }
     }
 
-    /// <summary>The <c>trigger</c> values of <c>session/persist</c> (protocol sketch; seed 002 §7).</summary>
+    /// <summary>The <c>trigger</c> values of <c>session/persist</c> (protocol sketch; R-STORE-10).</summary>
     public static class PersistTriggers
     {
         /// <summary>Periodic save while a session is active; coalesced by the server to one write per 5 s.</summary>
@@ -433,7 +433,7 @@ namespace Tether.Client.Core.Protocol
         [JsonProperty("removed")] public int Removed { get; set; }
     }
 
-    /// <summary><c>telemetry/event</c> notification (seed 002 §6 event names).</summary>
+    /// <summary><c>telemetry/event</c> notification (R-STORE-9 event names).</summary>
     public sealed class TelemetryEvent
     {
         /// <summary>e.g. <c>session.persist.save</c>, <c>session.resume.partial</c>.</summary>

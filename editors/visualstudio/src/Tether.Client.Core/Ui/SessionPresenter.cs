@@ -31,9 +31,9 @@ namespace Tether.Client.Core.Ui
         public const string RetryChoice = "retry";
         /// <summary>Choice id "Start New Session".</summary>
         public const string NewChoice = "new";
-        /// <summary>Title of the retry button (seed 000).</summary>
+        /// <summary>Title of the retry button (R-RESUME-6).</summary>
         public const string RetryTitle = "Try Again";
-        /// <summary>Title of the new-session button (seed 000).</summary>
+        /// <summary>Title of the new-session button (R-RESUME-6).</summary>
         public const string NewTitle = "Start New Session";
 
         private readonly IClock clock;
@@ -271,7 +271,7 @@ namespace Tether.Client.Core.Ui
         /// The recovery modal for a needsChoice result: the server's <c>recovery</c> texts, and
         /// exactly the server's <c>retry</c>/<c>new</c> actions in its order (the server may leave
         /// out "Try Again" once the user's retries are spent; other actions such as <c>login</c> are
-        /// not choices of this dialog). When the server sent no texts, seed 000's texts by error
+        /// not choices of this dialog). When the server sent no texts, R-UI-1's texts by error
         /// kind ("Previous session not found", "Cannot connect to the agent", "Failed to resume
         /// session"); when it sent no usable action, the two standard buttons.
         /// </summary>
@@ -291,7 +291,7 @@ namespace Tether.Client.Core.Ui
             }
             if (buttons.Count == 0)
             {
-                // The server named no usable action: seed 000's two buttons.
+                // The server named no usable action: the two standard buttons (R-UI-1).
                 buttons.Add(new ModalButton(RetryChoice, RetryTitle));
                 buttons.Add(new ModalButton(NewChoice, NewTitle));
             }

@@ -93,7 +93,7 @@ namespace Tether.Client.Core.Ui
             }
         }
 
-        /// <summary>First 8 characters of a session id followed by "…" (seed 000's dialog detail), or the id when shorter.</summary>
+        /// <summary>First 8 characters of a session id followed by "…" (R-UI-2), or the id when shorter.</summary>
         public static string ShortId(string sessionId)
         {
             if (string.IsNullOrEmpty(sessionId))
