@@ -47,17 +47,17 @@ pub struct ServerConfig {
     pub agents: BTreeMap<String, AgentConfig>,
     /// The agent used when a request names none.
     pub default_agent: String,
-    /// The resume policy (seed 000: 1 s, 2 s, 4 s, 3 attempts, no jitter).
+    /// The resume policy (R-RESUME-3: 1 s, 2 s, 4 s, 3 attempts, no jitter).
     pub resume: ResumeConfig,
-    /// The rate-limit policy (seed 003: 30 s base, 300 s cap, 5 retries, full jitter).
+    /// The rate-limit policy (R-RATE-2, R-RATE-6: 30 s base, 300 s cap, 5 retries, full jitter).
     pub rate_limit: RateLimitConfig,
     /// How long an agent connection with no attached editor is kept alive, in seconds
-    /// (seed 004's idle TTL).
+    /// (R-PROC-2's idle TTL).
     pub connection_ttl_secs: u64,
     /// How long an agent may stay silent mid-turn before the watchdog reports it, in
     /// seconds; also how long an answer to `initialize`, `session/new`, `session/load` or
     /// `session/resume` is awaited before the attempt fails as a hang. Agents retry
-    /// internally for minutes without a word (FIELD-NOTES), so the default is generous.
+    /// internally for minutes without a word (R-PROC-6), so the default is generous.
     pub watchdog_secs: u64,
     /// How long an agent may send nothing mid-turn before the editor is told it is silent
     /// (`session/status` `agentSilent`), in seconds. Short: it is information, not a

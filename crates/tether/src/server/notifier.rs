@@ -83,9 +83,9 @@ pub struct Notifier {
     renders: ClientRenders,
 }
 
-/// The title of the "Try Again" action (seed 000).
+/// The title of the "Try Again" action (R-RESUME-6).
 pub const TRY_AGAIN: &str = "Try Again";
-/// The title of the "Start New Session" action (seed 000).
+/// The title of the "Start New Session" action (R-RESUME-6).
 pub const START_NEW: &str = "Start New Session";
 
 impl Notifier {

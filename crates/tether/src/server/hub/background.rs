@@ -28,7 +28,7 @@ pub(super) async fn flusher(store: Arc<Store>, shutdown: CancellationToken) {
     }
 }
 
-/// Shuts down agents idle for longer than the connection TTL (seed 004).
+/// Shuts down agents idle for longer than the connection TTL (R-PROC-2).
 pub(super) async fn idle_reaper(me: Weak<Hub>, ttl: Duration, shutdown: CancellationToken) {
     let tick = (ttl / 4).clamp(Duration::from_secs(1), Duration::from_secs(60));
     loop {

@@ -85,7 +85,7 @@ struct ResumeCtx {
     token: Option<ProgressToken>,
     had_cache: bool,
     started: Instant,
-    /// What the cache had that a new agent process cannot confirm (seed 002 §4).
+    /// What the cache had that a new agent process cannot confirm (R-STORE-7).
     reconciliation: Reconciliation,
 }
 

@@ -97,7 +97,7 @@ impl Hub {
     }
 
     /// One prompt turn of a `claudePrint` session: the host runs `claude -p` under the
-    /// one-shot machine (seed 001: drop only the session id and retry once when it is
+    /// one-shot machine (R-ONESHOT-3..5: drop only the session id and retry once when it is
     /// unknown or corrupt; 1 s / 2 s / 4 s on rate limits; fall back to the cached output,
     /// marked stale; an error only when there is no cache).
     pub(super) async fn prompt_print(
@@ -213,9 +213,9 @@ pub(super) struct PrintSession {
     pub(super) id: String,
     pub(super) agent: String,
     pub(super) workspace: PathBuf,
-    /// The CLI's own session id, read back after every run (it may change, seed 001).
+    /// The CLI's own session id, read back after every run (it may change, R-ONESHOT-3).
     pub(super) agent_session_id: Mutex<Option<String>>,
-    /// The last good answer: the fallback when a run fails (seed 001).
+    /// The last good answer: the fallback when a run fails (R-ONESHOT-1).
     pub(super) last_output: Mutex<Option<String>>,
     pub(super) cancel: Mutex<CancellationToken>,
 }

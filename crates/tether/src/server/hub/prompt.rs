@@ -382,7 +382,7 @@ impl Hub {
 }
 
 /// A turn that ended normally but whose text reports the failure in-band (Copilot's
-/// `Error: Failed to get response from the AI model; … Last error: 429 …`, FIELD-NOTES):
+/// `Error: Failed to get response from the AI model; … Last error: 429 …`, R-CLASS-5):
 /// only `end_turn` turns whose whole text is an error report count, so an assistant that
 /// merely talks about errors is not mistaken for one.
 pub(super) fn in_band_failure(stop_reason: &str, text: &str) -> Option<()> {

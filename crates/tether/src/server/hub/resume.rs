@@ -55,7 +55,7 @@ impl Hub {
                 if let Some(live) = lock(&self.live).get(&id).cloned()
                     && live.exited().is_none()
                 {
-                    // Still live in this server (seed 004: connections outlive clients).
+                    // Still live in this server (R-PROC-1: connections outlive clients).
                     Ok(self.resumed_result(
                         &id,
                         &Breaker::new(self.breaker_config(&agent, Some(&id))),
@@ -97,7 +97,7 @@ impl Hub {
     }
 
     pub(super) async fn resume_cached(&self, mut ctx: ResumeCtx) -> Result<ResumeResult> {
-        // The cache first, so the editor can draw at once (seed 002 §4).
+        // The cache first, so the editor can draw at once (R-STORE-7).
         if let Some(store) = self.store.clone() {
             let id = ctx.session_id.clone();
             let ws = workspace_of(&ctx.workspace)?;
