@@ -34,6 +34,32 @@ pub const UNKNOWN_SESSION: &str = "00000000-0000-4000-8000-000000000000";
 pub const PROMPT: &str = "capture alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima \
     mike november oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu";
 
+/// The model's whole answer to [`PROMPT`] (the fake echoes it after `ok: `).
+pub fn full_echo() -> String {
+    format!("ok: {PROMPT}")
+}
+
+/// The text without the pieces of the model's answer it holds (each run that is a prefix of
+/// [`full_echo`]): what the agent itself said.
+pub fn without_echo(text: &str) -> String {
+    let echo = full_echo();
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("ok: ") {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        let common = tail
+            .char_indices()
+            .zip(echo.chars())
+            .take_while(|((_, a), b)| a == b)
+            .last()
+            .map_or(0, |((i, c), _)| i + c.len_utf8());
+        rest = &tail[common.max("ok: ".len())..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Bytes of stderr kept per case.
 const STDERR_LINES: usize = 20;
 
@@ -362,17 +388,23 @@ async fn capture_acp(ctx: &mut Ctx<'_>, only: Option<&str>) {
         let captured = json!({"elapsedMs": elapsed, "modelRequests": ctx.model_requests(from_seq),
                               "stderrTail": tail_lines(&stderr, STDERR_LINES)});
         match &result {
-            Ok(_) if text.contains("ok: capture") => ctx.unreported(
+            Ok(_) if text.contains(&full_echo()) => ctx.unreported(
                 id,
                 fault_value,
                 observation,
-                "the agent recovered: the turn ended with the model's answer",
+                "the agent recovered: the turn ended with the model's whole answer",
             ),
             Ok(_) if text.trim().is_empty() => ctx.unreported(
                 id,
                 fault_value,
                 observation,
                 "the turn ended normally with no text and no error",
+            ),
+            Ok(_) if without_echo(&text).trim().is_empty() => ctx.unreported(
+                id,
+                fault_value,
+                observation,
+                "the turn ended normally with part of the answer and no error",
             ),
             _ => ctx.record(id, fault_value, fault.expect, observation, captured),
         }
@@ -707,13 +739,13 @@ async fn capture_cli(ctx: &mut Ctx<'_>, only: Option<&str>) {
             let observation = json!({"source": "transport", "event": "hang",
                 "silentMs": wait.as_millis() as u64});
             ctx.record(id, fault_value, fault.expect, observation, captured);
-        } else if run.exit_code == Some(0) && run.stdout.contains("ok: capture") {
+        } else if run.exit_code == Some(0) && run.stdout.contains(&full_echo()) {
             let observation = print_observation(&run);
             ctx.unreported(
                 id,
                 fault_value,
                 observation,
-                "the agent recovered: the result is the model's answer",
+                "the agent recovered: the result is the model's whole answer",
             );
         } else {
             let observation = print_observation(&run);
@@ -838,5 +870,24 @@ async fn session_faults_cli(ctx: &mut Ctx<'_>, only: Option<&str>) {
             )),
             Err(e) => ctx.out.problems.push(format!("{id}: {e}")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn echo_pieces_are_removed_and_the_agents_words_kept() {
+        assert_eq!(
+            without_echo("ok: capture alpha bravo ok: capture alpha "),
+            ""
+        );
+        assert_eq!(
+            without_echo("ok: capture Info: retrying...ok: capture Error: failed"),
+            "Info: retrying...Error: failed"
+        );
+        assert_eq!(without_echo(&full_echo()), "");
+        assert_eq!(without_echo("Error: ok: nothing"), "Error: nothing");
     }
 }
