@@ -135,3 +135,20 @@ fn corpus_refuses_unreadable_input_naming_the_line() {
         "{out:?}"
     );
 }
+
+#[test]
+fn corpus_report_to_a_closed_pipe_is_not_a_crash() {
+    let file = corpus_file(CORPUS);
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = tether()
+        .args(["classify", "--corpus"])
+        .arg(file.path())
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("run tether");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

@@ -3,6 +3,7 @@
 //! precision and recall, the confusion matrix and the misclassified lines
 //! (`tether_recovery::score`, which documents the line format and the counting).
 
+use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -10,7 +11,8 @@ use tether_recovery::score::Score;
 
 use super::classify::context;
 
-/// Runs the command. Exit codes: 0 the corpus was scored (whatever the score), 2 the file
+/// Runs the command. Exit codes: 0 the corpus was scored (whatever the score; also when the
+/// reader of stdout stops early), 1 the report could not be written, 2 the file
 /// cannot be read, a line is not a corpus line (the message names the file and the line), or
 /// an option is malformed.
 pub fn run(path: &Path, now: Option<&str>, utc_offset: Option<&str>) -> ExitCode {
@@ -30,8 +32,15 @@ pub fn run(path: &Path, now: Option<&str>, utc_offset: Option<&str>) -> ExitCode
     };
     match Score::of_corpus(&text, &ctx) {
         Ok(score) => {
-            println!("corpus {}: {}", path.display(), score.render());
-            ExitCode::SUCCESS
+            let report = format!("corpus {}: {}", path.display(), score.render());
+            // A reader that stops early (`| head`) is not an error.
+            match writeln!(std::io::stdout().lock(), "{report}") {
+                Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => {
+                    eprintln!("tether classify: writing the report: {err}");
+                    ExitCode::FAILURE
+                }
+                _ => ExitCode::SUCCESS,
+            }
         }
         Err(err) => {
             eprintln!(
