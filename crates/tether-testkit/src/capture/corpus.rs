@@ -81,7 +81,7 @@ pub enum Change {
         /// Whether it was reported before.
         was_reported: bool,
     },
-    /// The observation differs.
+    /// The observation differs (beyond timings: [`comparable`]).
     Input {
         /// The case id.
         id: String,
@@ -90,6 +90,68 @@ pub enum Change {
         /// The fresh one.
         new: String,
     },
+}
+
+/// Fields of a `claude -p` result object that change on every run (times, costs, token
+/// counts, ids): left out when captures are compared.
+const VOLATILE_KEYS: &[&str] = &[
+    "duration_ms",
+    "duration_api_ms",
+    "ttft_ms",
+    "ttft_stream_ms",
+    "time_to_request_ms",
+    "first_content_frame_ms",
+    "total_cost_usd",
+    "usage",
+    "modelUsage",
+    "uuid",
+];
+
+/// An observation as compared between captures: the same value with the run-to-run noise
+/// taken out — the [`VOLATILE_KEYS`] of JSON objects (also inside strings that hold a JSON
+/// object, as `claude -p`'s stdout does) and the seconds of Copilot's "(total retry wait
+/// time: 5.62 seconds)". The checked-in corpus keeps the values as captured.
+pub fn comparable(value: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, _)| !VOLATILE_KEYS.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), comparable(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(comparable).collect()),
+        Value::String(text) => {
+            let trimmed = text.trim();
+            if trimmed.starts_with('{')
+                && let Ok(inner @ Value::Object(_)) = serde_json::from_str::<Value>(trimmed)
+            {
+                return Value::String(comparable(&inner).to_string());
+            }
+            Value::String(without_wait_seconds(text))
+        }
+        other => other.clone(),
+    }
+}
+
+/// "total retry wait time: 5.62 seconds" → "total retry wait time: <n> seconds".
+fn without_wait_seconds(text: &str) -> String {
+    const MARK: &str = "wait time: ";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(MARK) {
+        out.push_str(&rest[..at + MARK.len()]);
+        rest = &rest[at + MARK.len()..];
+        let digits = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        if digits > 0 {
+            out.push_str("<n>");
+        }
+        rest = &rest[digits..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Compares a fresh capture with the checked-in files, for the agents in `agents` only.
@@ -102,12 +164,15 @@ pub fn compare(
     agents: &BTreeSet<String>,
 ) -> (Vec<Change>, Vec<String>) {
     let index = |entries: &[CorpusEntry], unreported: &[Unreported]| {
-        let mut m: BTreeMap<String, (bool, String, String)> = BTreeMap::new();
+        // (reported, comparable form, as captured, "agent version")
+        type Seen = (bool, String, String, String);
+        let mut m: BTreeMap<String, Seen> = BTreeMap::new();
         for e in entries.iter().filter(|e| agents.contains(&e.agent)) {
             m.insert(
                 e.id.clone(),
                 (
                     true,
+                    comparable(&e.input).to_string(),
                     e.input.to_string(),
                     format!("{} {}", e.agent, e.agent_version),
                 ),
@@ -118,6 +183,7 @@ pub fn compare(
                 u.id.clone(),
                 (
                     false,
+                    comparable(&u.observed).to_string(),
                     u.observed.to_string(),
                     format!("{} {}", u.agent, u.agent_version),
                 ),
@@ -129,10 +195,10 @@ pub fn compare(
     let new = index(new_entries, new_unreported);
     let mut changes = Vec::new();
     let mut versions = BTreeSet::new();
-    for (id, (reported, input, version)) in &new {
+    for (id, (reported, input, raw, version)) in &new {
         match old.get(id) {
             None => changes.push(Change::New(id.clone())),
-            Some((was, old_input, old_version)) => {
+            Some((was, old_input, old_raw, old_version)) => {
                 if old_version != version {
                     versions.insert(format!("{old_version} -> {version}"));
                 }
@@ -144,8 +210,8 @@ pub fn compare(
                 } else if old_input != input {
                     changes.push(Change::Input {
                         id: id.clone(),
-                        old: old_input.clone(),
-                        new: input.clone(),
+                        old: old_raw.clone(),
+                        new: raw.clone(),
                     });
                 }
             }
@@ -195,6 +261,29 @@ mod tests {
         ];
         let (changes, _) = compare(&old, &[], &changed, &[], &agents);
         assert!(matches!(&changes[..], [Change::Input { id, .. }] if id == "a/1"));
+    }
+
+    #[test]
+    fn timings_do_not_count_as_changes() {
+        let agents: BTreeSet<String> = ["a".to_owned()].into();
+        let mut old = entry("a/1", "a", "1", "x");
+        old.input = json!({"source": "process", "stdout": "{\"duration_ms\":980,\"result\":\"API Error: 500\",\"usage\":{\"input_tokens\":3}}"});
+        let mut new = old.clone();
+        new.input = json!({"source": "process", "stdout": "{\"duration_ms\":1204,\"result\":\"API Error: 500\",\"usage\":{\"input_tokens\":9}}"});
+        let (changes, _) = compare(&[old.clone()], &[], &[new], &[], &agents);
+        assert!(changes.is_empty(), "{changes:?}");
+        let mut worse = old.clone();
+        worse.input = json!({"source": "process", "stdout": "{\"duration_ms\":980,\"result\":\"API Error: 529\"}"});
+        let (changes, _) = compare(&[old], &[], &[worse], &[], &agents);
+        assert_eq!(changes.len(), 1);
+        let copilot = |s: &str| json!({"agentText": format!("retried 5 times (total retry wait time: {s} seconds) Last error: 429")});
+        assert_eq!(comparable(&copilot("5.62")), comparable(&copilot("13.9")));
+        assert_ne!(
+            comparable(&copilot("5.62")),
+            comparable(
+                &json!({"agentText": "retried 4 times (total retry wait time: 5.62 seconds) Last error: 429"})
+            )
+        );
     }
 
     #[test]
