@@ -24,7 +24,14 @@
 //!    troubleshooting), Codex's `codex_error_info`.
 //! 4. **Provider limit markers** — texts that refine a 429 into a usage or billing limit:
 //!    Claude Code "Claude AI usage limit reached|`epoch`", "You've hit your limit · resets
-//!    …", Codex "You've hit your usage limit", Anthropic "credit balance is too low".
+//!    …", Codex "You've hit your usage limit", Anthropic "credit balance is too low", a
+//!    used-up quota without short-term wording ("exceeded your current quota", Gemini CLI's
+//!    "exhausted your daily quota", OpenAI's "requests per day (RPD)"); and the other texts
+//!    that must beat the status carrying them, learned from the captured corpus
+//!    (`tests/data/captured.jsonl`): account, key and region refusals (authentication),
+//!    an unknown or inaccessible model and an overflowing context (invalid request), and
+//!    Codex's "stream disconnected before completion:" followed by the provider's server
+//!    error (server error).
 //! 5. **HTTP status** — of a raw response, a `claude -p` result's `api_error_status`, a status
 //!    quoted in text ("API Error: 429", "unexpected status 503", "Last error: 429", "(HTTP
 //!    401)"), or Gemini CLI's habit of using the status as the JSON-RPC code (FIELD-NOTES).
@@ -710,6 +717,25 @@ fn collect_acp(
             }
         }
         c.scan_value(data, 0);
+        // opencode 1.18.33 names the error class in `data.errorName`
+        // (packages/opencode: `ContextOverflowError`, `ProviderAuthError`, …).
+        if let Some(name) = data.get("errorName").and_then(Value::as_str)
+            && let Some(kind) = opencode_error_kind(name)
+        {
+            let tier = if kind == ErrorKind::SessionExpired {
+                Tier::Session
+            } else {
+                Tier::ProviderBody
+            };
+            c.push(
+                tier,
+                kind,
+                Signal::DataField {
+                    name: "errorName".to_owned(),
+                    value: name.to_owned(),
+                },
+            );
+        }
         // opencode answers `session/load` of an unknown id with only "OpenCode service
         // failure" and data.service = "session" (FIELD-NOTES, fixture opencode/load-unknown).
         if matches!(method, Some("session/load" | "session/resume"))
@@ -725,6 +751,35 @@ fn collect_acp(
             );
         }
     }
+    // `session/load` / `session/resume` of a known id that failed with an internal error: the
+    // stored session could not be read (codex-acp 0.16.0 on an overwritten rollout file:
+    // -32603 "stream did not contain valid UTF-8"). Weakest signal, pushed last: anything the
+    // error names (and opencode's `service`) decides first.
+    if error.code == -32603 && matches!(method, Some("session/load" | "session/resume")) {
+        c.push(
+            Tier::Context,
+            ErrorKind::SessionCorrupt,
+            Signal::MethodContext {
+                method: method.unwrap_or_default().to_owned(),
+                code: Some(-32603),
+            },
+        );
+    }
+}
+
+/// opencode 1.18.33 error class names (`data.errorName` of its JSON-RPC errors; the
+/// `NamedError` / `TaggedErrorClass` names in its binary) that decide a kind; `APIError` and
+/// `UnknownError` wrap anything and decide nothing.
+fn opencode_error_kind(name: &str) -> Option<ErrorKind> {
+    Some(match name {
+        "ContextOverflowError" | "ProviderModelNotFoundError" | "ModelNotFoundError" => {
+            ErrorKind::InvalidRequest
+        }
+        "ProviderAuthError" | "ACPAuthRequiredError" => ErrorKind::Authentication,
+        "MessageAbortedError" => ErrorKind::Cancelled,
+        "SessionNotFoundError" | "ACPSessionNotFoundError" => ErrorKind::SessionExpired,
+        _ => return None,
+    })
 }
 
 fn collect_transport(
@@ -852,9 +907,40 @@ fn collect_process(
                     },
                 );
             }
-            if let Some(text) = result.get("result").and_then(Value::as_str) {
-                c.message(2, text.trim());
-                c.scan_text(text, 0);
+            let result_text = result.get("result").and_then(Value::as_str).unwrap_or("");
+            // Claude Code 2.1.330 results name the provider's error type (`api_error_type`,
+            // Anthropic's `error.type`) and its own reading of it (`api_error`, e.g.
+            // `org_disabled_credential`).
+            if let Some(ty) = result.get("api_error_type").and_then(Value::as_str) {
+                let mut anthropic = serde_json::Map::new();
+                anthropic.insert("type".to_owned(), Value::String("error".to_owned()));
+                if let Some((provider, kind)) = error_type_kind(ty, &anthropic) {
+                    c.push(
+                        Tier::ProviderBody,
+                        refine_by_message(kind, result_text),
+                        Signal::ProviderErrorType {
+                            provider,
+                            field: "api_error_type".to_owned(),
+                            value: ty.to_owned(),
+                        },
+                    );
+                }
+            }
+            if let Some(code) = result.get("api_error").and_then(Value::as_str)
+                && let Some(kind) = claude_api_error_kind(code)
+            {
+                c.push(
+                    Tier::ProviderBody,
+                    kind,
+                    Signal::DataField {
+                        name: "api_error".to_owned(),
+                        value: code.to_owned(),
+                    },
+                );
+            }
+            if !result_text.is_empty() {
+                c.message(2, result_text.trim());
+                c.scan_text(result_text, 0);
             }
             for key in ["error", "errors"] {
                 if let Some(v) = result.get(key) {
@@ -900,6 +986,31 @@ fn collect_process(
         },
     );
     c.push(Tier::Context, ErrorKind::Unknown, exit);
+}
+
+/// Claude Code's `api_error` codes in `claude -p` results: the typed kind of an API error
+/// ("for consumers that key on the cause instead of the message text"), an enum in Claude
+/// Code 2.1.330's result schema (`@anthropic-ai/claude-code-linux-x64/claude`). Unknown
+/// values decide nothing, as that schema asks.
+fn claude_api_error_kind(code: &str) -> Option<ErrorKind> {
+    Some(match code {
+        "org_disabled_credential"
+        | "api_key_auth_disabled"
+        | "invalid_credential_header"
+        | "gateway_signin_required"
+        | "gateway_session_expired"
+        | "stored_login_refused"
+        | "provider_credentials" => ErrorKind::Authentication,
+        "usage_limit_reached"
+        | "model_requires_usage_credits"
+        | "long_context_credits_required" => ErrorKind::QuotaExceeded,
+        "message_over_context_limit" | "pdf_too_large" | "dlp_request_denied" => {
+            ErrorKind::InvalidRequest
+        }
+        "tool_history_mismatch" => ErrorKind::SessionCorrupt,
+        "connection_failed" | "stream_idle_timeout" | "tls_untrusted_ca" => ErrorKind::Network,
+        _ => return None,
+    })
 }
 
 /// The `claude -p --output-format json` result object: the whole stdout, or the last
@@ -1323,12 +1434,24 @@ impl<'a> Collector<'a> {
     }
 
     fn text_rules(&mut self, text: &str) {
+        let login_prompt = RE_LOGIN_PROMPT.is_match(text);
         for rule in SESSION_RULES.iter() {
             if let Some(m) = rule.regex.find(text) {
+                // Claude Code 2.1.330: "Session expired. Please run /login to sign in again."
+                // is the login session, not the agent's conversation (the authentication
+                // rule reads it).
+                if login_prompt && m.as_str().to_ascii_lowercase().contains("expired") {
+                    continue;
+                }
                 self.push(Tier::Session, rule.kind, rule.signal(m.as_str()));
             }
         }
-        for rule in MARKER_RULES.iter() {
+        for rule in MARKER_RULES
+            .iter()
+            .chain(ACCOUNT_RULES.iter())
+            .chain(REQUEST_RULES.iter())
+            .chain(std::iter::once(&*STREAM_SERVER_RULE))
+        {
             if let Some(m) = rule.regex.find(text) {
                 self.push(Tier::ProviderMarker, rule.kind, rule.signal(m.as_str()));
             }
@@ -1347,13 +1470,21 @@ impl<'a> Collector<'a> {
         // limit.
         if let Some(m) = RE_SOFT_QUOTA.find(text) {
             let short = RE_SHORT_TERM.is_match(text) && !RE_DAILY.is_match(text);
-            let (kind, rule) = if short {
-                (ErrorKind::RateLimited, "quotaShortTerm")
+            // A used-up quota with no short-term wording is a limit marker (tier 4): it must
+            // beat the 429 an agent quotes beside it (Copilot 1.0.102: "retried 5 times …
+            // Last error: 429 You exceeded your current quota, please check your plan and
+            // billing details.").
+            let (kind, rule, tier) = if short {
+                (ErrorKind::RateLimited, "quotaShortTerm", Tier::Text)
             } else {
-                (ErrorKind::QuotaExceeded, "quotaExceeded")
+                (
+                    ErrorKind::QuotaExceeded,
+                    "quotaExceeded",
+                    Tier::ProviderMarker,
+                )
             };
             self.push(
-                Tier::Text,
+                tier,
                 kind,
                 Signal::Text {
                     rule: rule.to_owned(),
@@ -1567,6 +1698,22 @@ fn google_refine(base: ErrorKind, e: &serde_json::Map<String, Value>, message: &
             }
         }
     }
+    // FAILED_PRECONDITION "User location is not supported for the API use." (Gemini API
+    // troubleshooting: the region is not served): authentication, not a bad request.
+    if kind == ErrorKind::InvalidRequest
+        && let Some(rule) = ACCOUNT_RULES.iter().find(|r| r.regex.is_match(message))
+    {
+        kind = ErrorKind::Authentication;
+        refined_by = Some(Signal::ProviderErrorType {
+            provider: Provider::Google,
+            field: format!("error.message ({})", rule.name),
+            value: rule
+                .regex
+                .find(message)
+                .map_or("", |m| m.as_str())
+                .to_owned(),
+        });
+    }
     if kind == ErrorKind::RateLimited
         && RE_DAILY.is_match(message)
         && !RE_SHORT_TERM.is_match(message)
@@ -1710,12 +1857,22 @@ fn error_type_kind(
 }
 
 /// A provider type says "invalid request" or "rate limit" but the message is about money:
-/// Anthropic answers an empty credit balance with `invalid_request_error`.
+/// Anthropic answers an empty credit balance with `invalid_request_error`. A disabled
+/// organization or a blocked region inside such a type is authentication; an OpenAI
+/// `rate_limit_exceeded` on a per-day limit (RPD, TPD) is a used-up quota.
 ///
 /// Likewise an `invalid_request_error` whose message is a rate limit (proxies that re-wrap
 /// Anthropic's 429, OpenManus#746) is a rate limit.
 fn refine_by_message(kind: ErrorKind, message: &str) -> ErrorKind {
     match kind {
+        // Anthropic answers a disabled organization with `invalid_request_error`.
+        ErrorKind::InvalidRequest | ErrorKind::RateLimited
+            if ACCOUNT_RULES.iter().any(|r| r.regex.is_match(message)) =>
+        {
+            ErrorKind::Authentication
+        }
+        // OpenAI's per-day limits come as `rate_limit_exceeded`.
+        ErrorKind::RateLimited if RE_PER_DAY_LIMIT.is_match(message) => ErrorKind::QuotaExceeded,
         ErrorKind::InvalidRequest | ErrorKind::RateLimited
             if MARKER_RULES.iter().any(|r| r.regex.is_match(message)) =>
         {
@@ -1725,6 +1882,9 @@ fn refine_by_message(kind: ErrorKind, message: &str) -> ErrorKind {
         _ => kind,
     }
 }
+
+static RE_PER_DAY_LIMIT: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?:requests|tokens) per day \((?:rpd|tpd)\)"));
 
 static RE_RATE_WORDING: LazyLock<Regex> =
     LazyLock::new(|| re(r"rate[ _-]?limit|too many requests"));
@@ -1827,7 +1987,15 @@ static MARKER_RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         rule(
             "usageLimit",
             ErrorKind::QuotaExceeded,
-            r"usage limits? (?:has been |have been )?reached|hit your (?:usage )?limit|usage_limit_(?:reached|exceeded)|reached your (?:specified )?(?:api )?usage limits?|limit for claude messages",
+            r"usage limits? (?:has been |have been )?reached|hit your (?:usage )?limit|usage_limit_(?:reached|exceeded)|reached your (?:specified )?(?:api )?usage limits?|limit for claude messages|free usage exceeded",
+        ),
+        // Gemini CLI 0.61.0 TerminalQuotaError for a per-day QuotaFailure: "You have exhausted
+        // your daily quota on this model."; OpenAI per-day limits: "… on requests per day (RPD)",
+        // "tokens per day (TPD)".
+        rule(
+            "dailyLimit",
+            ErrorKind::QuotaExceeded,
+            r"exhausted your (?:daily|monthly) quota|(?:daily|monthly) quota (?:has been |was )?(?:exceeded|exhausted|reached)|(?:requests|tokens) per day \((?:rpd|tpd)\)",
         ),
         // Anthropic: "Your credit balance is too low to access the Anthropic API."
         rule(
@@ -1842,6 +2010,81 @@ static MARKER_RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
             r"insufficient_quota|billing (?:hard )?limit|billing_(?:hard_limit|not_active)|spend(?:ing)? limit|payment required",
         ),
     ]
+});
+
+/// Account, key and region refusals (tier 4): an authentication failure whatever status or
+/// coarse type carried it (Anthropic answers a disabled organization with a 400
+/// `invalid_request_error`, Google a blocked region with a 400 `FAILED_PRECONDITION`).
+static ACCOUNT_RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
+    vec![
+        // Anthropic "This organization has been disabled."; Claude Code 2.1.330 "Your
+        // ANTHROPIC_API_KEY belongs to a disabled organization · Update or unset the environment
+        // variable" (claude -p `api_error: org_disabled_credential`); OpenAI
+        // `account_deactivated` "This key is associated with a deactivated account."; Google
+        // CONSUMER_SUSPENDED "Consumer '…' has been suspended."
+        rule(
+            "accountDisabled",
+            ErrorKind::Authentication,
+            r"disabled organization|organization (?:has been |is )?disabled|org_disabled|deactivated account|account_deactivated|consumer\W{0,3}\s+\S+\s+has been suspended|account (?:has been |is )?suspended",
+        ),
+        // OpenAI `unsupported_country_region_territory` "Country, region, or territory not
+        // supported"; Google FAILED_PRECONDITION "User location is not supported for the API
+        // use." and "Gemini API free tier is not available in your country".
+        rule(
+            "regionNotSupported",
+            ErrorKind::Authentication,
+            r"unsupported_country_region_territory|country, region, or territory not supported|user location is not supported|not available in your (?:country|region)",
+        ),
+        // Google PERMISSION_DENIED "Your API key was reported as leaked. Please use another API
+        // key."
+        rule(
+            "keyLeaked",
+            ErrorKind::Authentication,
+            r"api key was reported as leaked",
+        ),
+    ]
+});
+
+/// Requests that can never succeed as sent (tier 4): the model is unknown or not accessible,
+/// or the prompt does not fit its context. They beat the status that carried them (OpenAI
+/// sends an inaccessible model as 403, which alone would read as authentication; Gemini CLI
+/// 0.61.0 reports a 404 model as code 500).
+static REQUEST_RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
+    vec![
+        // OpenAI `model_not_found`: "The model `x` does not exist or you do not have access to
+        // it.", "Project `p` does not have access to model `m`"; Google NOT_FOUND
+        // "models/x is not found for API version v1beta, or is not supported for
+        // generateContent"; Claude Code 2.1.330 "There's an issue with the selected model (m).
+        // It may not exist or you may not have access to it."
+        rule(
+            "modelUnavailable",
+            ErrorKind::InvalidRequest,
+            r"model_not_found|does not have access to model|does not exist or you do not have access|is not found for api version|issue with the selected model|may not exist or you may not have access",
+        ),
+        // OpenAI `context_length_exceeded`; Anthropic "prompt is too long"; Google "input token
+        // count … exceeds the maximum"; opencode 1.18.33 `ContextOverflowError` "context exceeds
+        // model limit"; Copilot 1.0.102 "The provider rejected the prompt as too long",
+        // "exceeded the model's context limit".
+        rule(
+            "contextOverflow",
+            ErrorKind::InvalidRequest,
+            r"context_length_exceeded|maximum context length|exceeds the context window|context exceeds model limit|contextoverflowerror|prompt is too long|rejected the prompt as too long|exceeded the model's context limit|exceeds the maximum number of tokens|exceed context limit",
+        ),
+    ]
+});
+
+/// Codex 0.16 (codex-acp) prefixes stream failures with "stream disconnected before
+/// completion:"; what follows is the provider's own message when it sent one (a
+/// `response.failed` carrying `server_error`), or "stream closed before response.completed"
+/// when the stream ended cleanly without finishing (the provider stopped answering; a
+/// transport failure reads "error decoding response body" instead). Both are the provider's
+/// failure, not the network's (tier 4, above the generic "stream disconnected" wording).
+static STREAM_SERVER_RULE: LazyLock<Rule> = LazyLock::new(|| {
+    rule(
+        "streamServerError",
+        ErrorKind::ServerError,
+        r"stream disconnected before completion:\s*(?:[^\n]{0,40}(?:server had an error|server_error|internal server error|an internal error|overloaded)|stream closed before response\.completed)",
+    )
 });
 
 /// Statuses quoted in agent text (tier 5). Group 1 is the status.
@@ -1882,7 +2125,7 @@ static TEXT_RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         rule(
             "rateLimit",
             ErrorKind::RateLimited,
-            r"rate[ _-]?limit|too many requests|throttl|resource (?:has been )?exhausted|resource_exhausted|(?:tokens|requests) per (?:min|minute|second)\b|\b(?:tpm|rpm)\b\)",
+            r"rate[ _-]?limit|too many requests|throttl|resource (?:has been )?exhausted|resource_exhausted|(?:tokens|requests) per (?:min|minute|second)\b|\b(?:tpm|rpm)\b\)|\bslow down:|reduce your request rate",
         ),
         // Anthropic "invalid x-api-key"; OpenAI "Incorrect API key provided"; Google "API key
         // not valid. Please pass a valid API key."; Claude Code "Invalid API key · Please run
@@ -1891,7 +2134,7 @@ static TEXT_RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         rule(
             "authentication",
             ErrorKind::Authentication,
-            r"invalid[ _-]?(?:x-)?api[ _-]?key|incorrect api key|api key not valid|api[ _-]?key (?:is )?(?:missing|not (?:set|configured|found|valid))|missing api key|no api key|authenticat(?:ion|e)\b(?: (?:failed|required|error))?|failed to authenticate|unauthori[sz]ed|unauthenticated|not authenticated|please run /login|not logged in|log ?in required|oauth token|token (?:has )?(?:expired|been revoked)|\bforbidden\b|invalid (?:bearer|access) token|invalid credentials|permission_error|permission_denied|does not have permission to use|organization (?:has been )?disabled|account (?:is |has been )?(?:disabled|suspended|deactivated)",
+            r"invalid[ _-]?(?:x-)?api[ _-]?key|incorrect api key|api key not valid|api[ _-]?key (?:is )?(?:missing|not (?:set|configured|found|valid))|missing api key|no api key|(?:didn't|did not) provide an api key|authenticat(?:ion|e)\b(?: (?:failed|required|error))?|failed to authenticate|unauthori[sz]ed|unauthenticated|not authenticated|please run /login|not logged in|log ?in required|oauth token|token (?:has )?(?:expired|been revoked)|\bforbidden\b|invalid (?:bearer|access) token|invalid credentials|permission_error|permission_denied|does not have permission to use|organization (?:has been )?disabled|account (?:is |has been )?(?:disabled|suspended|deactivated)",
         ),
         // ACP agents before `initialize` completes; seed 000 "not connected" / "not ready".
         rule(
@@ -1914,13 +2157,22 @@ static TEXT_RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         rule(
             "serverError",
             ErrorKind::ServerError,
-            r"overloaded|internal server error|server error|server_error|internal_server_error|service unavailable|service_unavailable|(?:temporarily|currently) unavailable|bad gateway|gateway time-?out|upstream (?:connect )?error|high demand|an internal error (?:has )?occurred|server had an error|experiencing (?:high|heavy|unusually high) (?:load|traffic|demand)|at capacity",
+            r"overloaded|internal server error|server error|server_error|internal_server_error|service unavailable|service_unavailable|(?:temporarily|currently) unavailable|bad gateway|gateway time-?out|upstream (?:connect )?error|high demand|an internal error (?:has )?occurred|server had an error|experiencing (?:high|heavy|unusually high) (?:load|traffic|demand)|at capacity|model stream ended without a finish reason",
+        ),
+        // Claude Code 2.1.330 on a provider `event: error` frame mid-stream: "API Error:
+        // Unexpected non-whitespace character after JSON at position 397" (claude-agent-acp),
+        // "API Error: JSON Parse error: Unable to parse JSON string" (claude -p). The provider's
+        // answer could not be read: a server-side failure, retried like one.
+        rule(
+            "apiErrorUnreadable",
+            ErrorKind::ServerError,
+            r"api error:\s*(?:unexpected non-whitespace character after json|json parse error|unexpected end of json input|unexpected token)",
         ),
         // The ACP adapter's own child process died ("Claude Code process exited with code 1").
         rule(
             "processExited",
             ErrorKind::AgentCrashed,
-            r"process (?:exited|terminated|died)|exited (?:unexpectedly|with (?:code|signal))|killed by signal|segmentation fault|\bsigsegv\b|\bsigkill\b|panicked at|javascript heap out of memory",
+            r"process (?:exited|terminated|died)|agent loop died|exited (?:unexpectedly|with (?:code|signal))|killed by signal|segmentation fault|\bsigsegv\b|\bsigkill\b|panicked at|javascript heap out of memory",
         ),
         // Anthropic "prompt is too long: 208791 tokens > 200000 maximum"; OpenAI "This model's
         // maximum context length is 8192 tokens"; Google "The input token count (…) exceeds the
@@ -1928,7 +2180,7 @@ static TEXT_RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         rule(
             "invalidRequest",
             ErrorKind::InvalidRequest,
-            r"context[_ ]length[_ ]exceeded|maximum context length|context window|prompt is too long|too many tokens|exceeds the maximum number of tokens|input token count|request_too_large|request too large|payload too large|invalid_request_error|invalid request|bad request|invalid_argument|invalid argument|malformed|model[_ ]not[_ ]found|unprocessable entity",
+            r"context[_ ]length[_ ]exceeded|maximum context length|context window|prompt is too long|too many tokens|exceeds the maximum number of tokens|input token count|request_too_large|request too large|payload too large|invalid_request_error|invalid request|bad request|invalid_argument|invalid argument|malformed|model[_ ]not[_ ]found|unprocessable entity|invalid value for '|invalid prompt:",
         ),
         // ACP cancellation; Anthropic SDK "Request was aborted."; "cancelled by user".
         rule(
@@ -1938,6 +2190,10 @@ static TEXT_RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         ),
     ]
 });
+
+/// A prompt to sign in again, beside which "session expired" means the login session.
+static RE_LOGIN_PROMPT: LazyLock<Regex> =
+    LazyLock::new(|| re(r"please run /login|sign in again|log in again|re-?authenticate"));
 
 static RE_SOFT_QUOTA: LazyLock<Regex> = LazyLock::new(|| {
     re(

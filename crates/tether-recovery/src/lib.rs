@@ -13,6 +13,7 @@
 //! - [`rate_limit`]: waiting out a rate limit mid-turn and resuming the same session (R-RATE-1..7).
 //! - [`one_shot`]: recovery for one-shot `claude -p` runs (R-ONESHOT-1..6).
 //! - [`budget`]: the retry token bucket shared across sessions (AWS SDK standard mode).
+//! - [`score`]: precision, recall and the confusion matrix of the classifier on a corpus.
 //! - [`sim`]: a port of Brooker's backoff simulator, used by the tests and the bench.
 //! - [`timing`]: Retry-After, durations, RFC 3339 and wall-clock reset times.
 //! - [`transition`]: the log line every state-machine step produces.
@@ -29,6 +30,7 @@ pub mod classify;
 pub mod observation;
 pub mod one_shot;
 pub mod rate_limit;
+pub mod score;
 pub mod sim;
 pub mod timing;
 pub mod transition;

@@ -146,6 +146,9 @@ struct Shared {
     update_arrived: Notify,
     agent_requests: Mutex<Vec<(String, Value)>>,
     stderr: Mutex<VecDeque<String>>,
+    /// Every stderr line ever read (the tail keeps the last [`STDERR_TAIL_LINES`]); changed
+    /// only under the `stderr` lock.
+    stderr_total: AtomicU64,
     closed: std::sync::atomic::AtomicBool,
 }
 
@@ -247,6 +250,7 @@ impl AcpProcess {
                     tail.pop_front();
                 }
                 tail.push_back(line);
+                err_shared.stderr_total.fetch_add(1, Ordering::SeqCst);
             }
         });
 
@@ -291,6 +295,26 @@ impl AcpProcess {
     /// The last lines the agent wrote to stderr.
     pub fn stderr_tail(&self) -> String {
         self.shared.stderr_tail()
+    }
+
+    /// How many lines the agent has written to stderr so far.
+    pub fn stderr_line_count(&self) -> u64 {
+        let _tail = lock(&self.shared.stderr);
+        self.shared.stderr_total.load(Ordering::SeqCst)
+    }
+
+    /// The lines of the kept stderr tail written after the first `from` lines (a count from
+    /// [`AcpProcess::stderr_line_count`]): what the agent said during one request.
+    pub fn stderr_since(&self, from: u64) -> String {
+        let tail = lock(&self.shared.stderr);
+        let total = self.shared.stderr_total.load(Ordering::SeqCst);
+        let first = total - tail.len() as u64;
+        tail.iter()
+            .enumerate()
+            .filter(|(i, _)| first + *i as u64 >= from)
+            .map(|(_, l)| l.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 
     /// Whether the agent has closed its stdout.

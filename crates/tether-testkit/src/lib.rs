@@ -5,6 +5,7 @@
 
 pub mod acp;
 pub mod agents;
+pub mod capture;
 pub mod fake_model;
 pub mod procs;
 

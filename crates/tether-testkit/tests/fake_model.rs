@@ -577,6 +577,28 @@ async fn drop_resets_the_connection_mid_stream() {
 }
 
 #[tokio::test]
+async fn stream_error_sends_frames_then_the_error_event_and_ends() {
+    let fake = FakeModel::start().await.unwrap();
+    let event = "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n";
+    fake.add_fault(FaultRule::on_generation(FaultAction::StreamError {
+        after_frames: 2,
+        event: event.to_owned(),
+    }));
+    let got = send(&fake, "POST", "/v1/messages", &anthropic_body(true), &[]).await;
+    assert_eq!(got.status, 200);
+    let frames = sse(&got.text());
+    assert_eq!(
+        frames.len(),
+        3,
+        "two normal frames, then the error: {frames:?}"
+    );
+    assert_eq!(frames[0].0.as_deref(), Some("message_start"));
+    assert_eq!(frames[2].0.as_deref(), Some("error"));
+    let error: Value = serde_json::from_str(&frames[2].1).unwrap();
+    assert_eq!(error["error"]["type"], "overloaded_error");
+}
+
+#[tokio::test]
 async fn hang_holds_the_request_until_released() {
     let fake = FakeModel::start().await.unwrap();
     fake.add_fault(FaultRule::on_generation(FaultAction::Hang).times(Times::First(1)));

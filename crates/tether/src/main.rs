@@ -26,10 +26,16 @@ enum Command {
         log_file: Option<PathBuf>,
     },
     /// Classify one agent failure read as JSON on stdin; print its ClassifiedError as JSON.
+    /// With --corpus, score the classifier on a JSONL corpus instead.
     Classify {
         /// Also say which signal decided, on stderr.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "corpus")]
         explain: bool,
+        /// Score a JSONL corpus of {"input": <observation>, "expect": <kind or [kinds]>}
+        /// lines: print per-kind precision and recall and the confusion matrix (exit 2 when a
+        /// line cannot be read).
+        #[arg(long, value_name = "FILE")]
+        corpus: Option<PathBuf>,
         /// The current time for reset times and HTTP dates, RFC 3339 (default: now).
         #[arg(long, value_name = "RFC3339")]
         now: Option<String>,
@@ -60,7 +66,14 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Serve { stdio: _, log_file } => tether::cli::serve::run(log_file),
         Command::Classify {
+            corpus: Some(path),
+            now,
+            utc_offset,
+            ..
+        } => tether::cli::classify_corpus::run(&path, now.as_deref(), utc_offset.as_deref()),
+        Command::Classify {
             explain,
+            corpus: None,
             now,
             utc_offset,
         } => {

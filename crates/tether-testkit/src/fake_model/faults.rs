@@ -175,6 +175,21 @@ pub enum FaultAction {
         #[serde(default)]
         after_bytes: usize,
     },
+    /// Start the normal `200` answer, send its first `afterFrames` frames (whole SSE events,
+    /// or the whole body of a non-streamed answer when more than zero), then send `event`
+    /// verbatim and end the body normally. Models a provider that reports a failure inside an
+    /// open stream: Anthropic's `event: error` frame (`{"type":"error","error":{…}}`),
+    /// OpenAI Responses' `response.failed` / `error` events, an OpenAI Chat Completions
+    /// `data: {"error":{…}}` chunk, or a Gemini `data: {"error":{…}}` chunk. The caller writes
+    /// the frame, terminating blank line included.
+    #[serde(rename_all = "camelCase")]
+    StreamError {
+        /// Normal frames sent before the error event.
+        #[serde(default)]
+        after_frames: usize,
+        /// The raw bytes of the error event (as text), sent as given.
+        event: String,
+    },
 }
 
 impl FaultAction {
@@ -191,6 +206,17 @@ impl FaultAction {
     /// HTTP 401 with the provider's authentication error body.
     pub fn unauthorized() -> Self {
         FaultAction::status(401)
+    }
+
+    /// Any status with a raw body (sent as given) and extra headers, e.g. a provider's
+    /// documented error with its rate-limit headers.
+    pub fn status_with(status: u16, headers: BTreeMap<String, String>, body: String) -> Self {
+        FaultAction::Status {
+            status,
+            retry_after_secs: None,
+            headers,
+            body: Some(body),
+        }
     }
 
     /// Any status with the provider's error body and no extra headers.
@@ -386,6 +412,16 @@ mod tests {
         let bad = r#"{"pth":"/v1","action":{"kind":"hang"}}"#;
         assert!(serde_json::from_str::<FaultRule>(bad).is_err());
         let times: Times = serde_json::from_str(r#"{"afterFirst":3}"#).unwrap();
+        let stream: FaultAction =
+            serde_json::from_str(r#"{"kind":"streamError","afterFrames":2,"event":"data: x\n\n"}"#)
+                .unwrap();
+        assert_eq!(
+            stream,
+            FaultAction::StreamError {
+                after_frames: 2,
+                event: "data: x\n\n".into()
+            }
+        );
         assert_eq!(times, Times::AfterFirst(3));
     }
 

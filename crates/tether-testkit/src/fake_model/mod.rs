@@ -497,6 +497,10 @@ async fn handle(state: Arc<State>, fd: RawFd, req: Request<Incoming>) -> Respons
         }
         Some(FaultAction::Drop { after_bytes }) => cut = Cut::Reset(after_bytes),
         Some(FaultAction::Stall { after_bytes }) => cut = Cut::Stall(after_bytes),
+        Some(FaultAction::StreamError {
+            after_frames,
+            event,
+        }) => cut = Cut::Inject(after_frames, Bytes::from(event)),
         None => {}
     }
 
@@ -603,11 +607,13 @@ async fn handle(state: Arc<State>, fd: RawFd, req: Request<Incoming>) -> Respons
     resp
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Cut {
     None,
     Reset(usize),
     Stall(usize),
+    /// After this many whole frames, send these bytes and end the body.
+    Inject(usize, Bytes),
 }
 
 /// Sends `frames` with `delay` between them, applying a reset or stall at a byte offset.
@@ -619,8 +625,20 @@ async fn stream_frames(
     fd: RawFd,
     mut release: watch::Receiver<u64>,
 ) {
+    if let Cut::Inject(after, event) = cut {
+        for (i, frame) in frames.into_iter().take(after).enumerate() {
+            if i > 0 && !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
+            if !frame.is_empty() && sender.send_data(frame).await.is_err() {
+                return;
+            }
+        }
+        let _ = sender.send_data(event).await;
+        return;
+    }
     let limit = match cut {
-        Cut::None => usize::MAX,
+        Cut::None | Cut::Inject(..) => usize::MAX,
         Cut::Reset(n) | Cut::Stall(n) => n,
     };
     let mut sent = 0usize;
@@ -651,7 +669,7 @@ async fn stream_frames(
                 Cut::Stall(_) => {
                     let _ = release.changed().await;
                 }
-                Cut::None => {}
+                Cut::None | Cut::Inject(..) => {}
             }
         }
         sent += frame.len();

@@ -7,32 +7,12 @@ use tether_recovery::classify::{ClassifyContext, classify_json};
 
 /// Runs the command on `input`. Exit codes: 0 classified, 2 unreadable input or options.
 pub fn run(input: &str, explain: bool, now: Option<&str>, utc_offset: Option<&str>) -> ExitCode {
-    let now_ms = match now {
-        None => Some(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-        ),
-        Some(text) => match chrono::DateTime::parse_from_rfc3339(text) {
-            Ok(t) => u64::try_from(t.timestamp_millis()).ok(),
-            Err(err) => {
-                eprintln!("tether classify: --now {text:?} is not an RFC 3339 time: {err}");
-                return ExitCode::from(2);
-            }
-        },
-    };
-    let utc_offset_minutes = match utc_offset.map(parse_offset) {
-        None => 0,
-        Some(Ok(m)) => m,
-        Some(Err(msg)) => {
-            eprintln!("tether classify: --utc-offset: {msg}");
+    let ctx = match context(now, utc_offset) {
+        Ok(ctx) => ctx,
+        Err(msg) => {
+            eprintln!("tether classify: {msg}");
             return ExitCode::from(2);
         }
-    };
-    let ctx = ClassifyContext {
-        now_ms,
-        utc_offset_minutes,
-        time_zone: None,
     };
     match classify_json(input, &ctx) {
         Ok(classification) => {
@@ -53,6 +33,38 @@ pub fn run(input: &str, explain: bool, now: Option<&str>, utc_offset: Option<&st
             ExitCode::from(2)
         }
     }
+}
+
+/// The classification context of the `--now` and `--utc-offset` options: the clock (default:
+/// the system clock) and the user's offset (default: UTC).
+///
+/// # Errors
+/// A message naming the option whose value is malformed.
+pub(crate) fn context(
+    now: Option<&str>,
+    utc_offset: Option<&str>,
+) -> Result<ClassifyContext, String> {
+    let now_ms = match now {
+        None => Some(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        ),
+        Some(text) => match chrono::DateTime::parse_from_rfc3339(text) {
+            Ok(t) => u64::try_from(t.timestamp_millis()).ok(),
+            Err(err) => return Err(format!("--now {text:?} is not an RFC 3339 time: {err}")),
+        },
+    };
+    let utc_offset_minutes = match utc_offset.map(parse_offset) {
+        None => 0,
+        Some(Ok(m)) => m,
+        Some(Err(msg)) => return Err(format!("--utc-offset: {msg}")),
+    };
+    Ok(ClassifyContext {
+        now_ms,
+        utc_offset_minutes,
+        time_zone: None,
+    })
 }
 
 /// Parses `+HH:MM`, `-HH:MM`, `+HHMM` or `Z` into minutes east of UTC.

@@ -1,6 +1,7 @@
 //! The command line's subcommands (`tether --help`).
 
 pub mod classify;
+pub mod classify_corpus;
 pub mod serve;
 pub mod sessions;
 
