@@ -7,11 +7,11 @@
 //! overruled evidence ([`Classification::also`]). Tiers, most trusted first:
 //!
 //! 1. **Cancellation** — JSON-RPC `-32800` (ACP "request cancelled"), stop reason
-//!    `cancelled` (ACP `StopReason`), a signal-killed process (FIELD-NOTES: SIGKILL shows as
+//!    `cancelled` (ACP `StopReason`), a signal-killed process (R-CLASS-6: SIGKILL shows as
 //!    stdout EOF) is decided here too, as `agentCrashed`.
 //! 2. **Session state** — the agent no longer knows the session (`-32002` on a `session/*`
 //!    method, "Session not found", "No conversation found with session ID", "No previous
-//!    sessions found": FIELD-NOTES "Real agents") or its stored session is unusable (Anthropic's
+//!    sessions found": R-CLASS-3) or its stored session is unusable (Anthropic's
 //!    "`tool_use` ids were found without `tool_result` blocks", OpenAI's "No tool output found
 //!    for function call", Gemini's function-call turn ordering: copilot-cli#3183,
 //!    opencode#21326). These beat the provider's own type because the provider reports them
@@ -34,7 +34,7 @@
 //!    error (server error).
 //! 5. **HTTP status** — of a raw response, a `claude -p` result's `api_error_status`, a status
 //!    quoted in text ("API Error: 429", "unexpected status 503", "Last error: 429", "(HTTP
-//!    401)"), or Gemini CLI's habit of using the status as the JSON-RPC code (FIELD-NOTES).
+//!    401)"), or Gemini CLI's habit of using the status as the JSON-RPC code (R-CLASS-4).
 //! 6. **JSON-RPC code** — ACP's `-32000` (authentication required) and the JSON-RPC 2.0
 //!    standard codes (`-32600`/`-32601`/`-32602`/`-32700`: invalid request).
 //! 7. **Text patterns** — wording of the providers and agents (rate limit, quota,
@@ -685,7 +685,7 @@ fn collect_acp(
             Signal::JsonRpcCode { code },
         ),
         code @ 100..=599 => {
-            // Gemini CLI puts the HTTP status in the code (FIELD-NOTES); it also answers
+            // Gemini CLI puts the HTTP status in the code (R-CLASS-4); it also answers
             // non-HTTP failures (a dropped stream: "terminated") with 500, so 500 is weak.
             let status = code as u16;
             if let Some(kind) = kind_of_status(status) {
@@ -737,7 +737,7 @@ fn collect_acp(
             );
         }
         // opencode answers `session/load` of an unknown id with only "OpenCode service
-        // failure" and data.service = "session" (FIELD-NOTES, fixture opencode/load-unknown).
+        // failure" and data.service = "session" (R-CLASS-3, fixture opencode/load-unknown).
         if matches!(method, Some("session/load" | "session/resume"))
             && data.get("service").and_then(Value::as_str) == Some("session")
         {
@@ -2136,7 +2136,7 @@ static TEXT_RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
             ErrorKind::Authentication,
             r"invalid[ _-]?(?:x-)?api[ _-]?key|incorrect api key|api key not valid|api[ _-]?key (?:is )?(?:missing|not (?:set|configured|found|valid))|missing api key|no api key|(?:didn't|did not) provide an api key|authenticat(?:ion|e)\b(?: (?:failed|required|error))?|failed to authenticate|unauthori[sz]ed|unauthenticated|not authenticated|please run /login|not logged in|log ?in required|oauth token|token (?:has )?(?:expired|been revoked)|\bforbidden\b|invalid (?:bearer|access) token|invalid credentials|permission_error|permission_denied|does not have permission to use|organization (?:has been )?disabled|account (?:is |has been )?(?:disabled|suspended|deactivated)",
         ),
-        // ACP agents before `initialize` completes; seed 000 "not connected" / "not ready".
+        // ACP agents before `initialize` completes; R-RESUME-2 "not connected" / "not ready".
         rule(
             "notReady",
             ErrorKind::SessionNotReady,
@@ -2318,7 +2318,7 @@ static RE_SECRET: LazyLock<Regex> = LazyLock::new(|| {
     .expect("static pattern compiles")
 });
 
-/// Redacts API keys and bearer tokens (gitleaks-style prefixes, FIELD-NOTES) and bounds the
+/// Redacts API keys and bearer tokens (gitleaks-style prefixes, R-PRIV-2) and bounds the
 /// length, so a message can be logged.
 fn redact_and_truncate(message: &str) -> String {
     let redacted = RE_SECRET.replace_all(message, "[REDACTED]");
