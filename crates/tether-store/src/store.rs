@@ -1211,39 +1211,85 @@ impl Store {
         }
         let mut inner = self.inner();
         self.check_enabled(&inner)?;
-        let key = (ws.id().to_owned(), session_id.to_owned());
-        if !trigger.is_milestone()
-            && let Some(last) = inner.last_write.get(&key)
+        if let Some(report) = self.hold(&mut inner, ws, session_id, trigger, snapshot, now, started)
         {
-            {
-                let deadline = *last + self.cfg.coalesce_interval;
-                if now < deadline {
-                    inner.pending.insert(
-                        key,
-                        Pending {
-                            ws: ws.clone(),
-                            snapshot: snapshot.clone(),
-                            trigger,
-                            deadline,
-                        },
-                    );
-                    return Ok(PersistReport {
-                        saved: false,
-                        coalesced: true,
-                        bytes: 0,
-                        duration: started.elapsed(),
-                        schema_version: SCHEMA_VERSION,
-                        redactions: 0,
-                        trigger,
-                        warnings: vec![],
-                        turn_count: 0,
-                        exec_count: 0,
-                    });
-                }
-            }
+            return Ok(report);
         }
+        let key = (ws.id().to_owned(), session_id.to_owned());
         inner.pending.remove(&key);
         self.write_now(&mut inner, ws, session_id, trigger, snapshot, now, started)
+    }
+
+    /// [`Store::persist`] when that costs no I/O and no wait: a `timer` or `edit` snapshot
+    /// within the coalescing interval of the session's last write is held in memory and
+    /// its report returned. `None` when it would have to write (a milestone, the interval
+    /// passed, no write yet), when another thread holds the store (for example during an
+    /// fsync: this never waits for it), or when persisting is off or disabled; the caller
+    /// then calls [`Store::persist`] where blocking is allowed. Lets an async server answer
+    /// most `timer`/`edit` persists on its runtime thread without guessing the store's timing.
+    pub fn try_coalesce(
+        &self,
+        ws: &Workspace,
+        session_id: &str,
+        trigger: PersistTrigger,
+        snapshot: &SessionSnapshot,
+        now: Instant,
+    ) -> Option<PersistReport> {
+        if trigger.is_milestone() || !self.cfg.persist || validate_session_id(session_id).is_err() {
+            return None;
+        }
+        let started = Instant::now();
+        let mut inner = match self.inner.try_lock() {
+            Ok(guard) => guard,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        self.check_enabled(&inner).ok()?;
+        self.hold(&mut inner, ws, session_id, trigger, snapshot, now, started)
+    }
+
+    /// Holds `snapshot` for the flusher when `trigger` is not a milestone and the session
+    /// was written less than the coalescing interval before `now`; `None` otherwise.
+    #[allow(clippy::too_many_arguments)]
+    fn hold(
+        &self,
+        inner: &mut Inner,
+        ws: &Workspace,
+        session_id: &str,
+        trigger: PersistTrigger,
+        snapshot: &SessionSnapshot,
+        now: Instant,
+        started: Instant,
+    ) -> Option<PersistReport> {
+        if trigger.is_milestone() {
+            return None;
+        }
+        let key = (ws.id().to_owned(), session_id.to_owned());
+        let deadline = *inner.last_write.get(&key)? + self.cfg.coalesce_interval;
+        if now >= deadline {
+            return None;
+        }
+        inner.pending.insert(
+            key,
+            Pending {
+                ws: ws.clone(),
+                snapshot: snapshot.clone(),
+                trigger,
+                deadline,
+            },
+        );
+        Some(PersistReport {
+            saved: false,
+            coalesced: true,
+            bytes: 0,
+            duration: started.elapsed(),
+            schema_version: SCHEMA_VERSION,
+            redactions: 0,
+            trigger,
+            warnings: vec![],
+            turn_count: 0,
+            exec_count: 0,
+        })
     }
 
     /// When the earliest held (coalesced) snapshot is due, if any.

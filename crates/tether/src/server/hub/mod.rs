@@ -105,11 +105,6 @@ pub struct Hub {
     print: Mutex<HashMap<String, Arc<PrintSession>>>,
     open: Mutex<HashMap<String, Open>>,
     persist_failures: Mutex<u32>,
-    /// When `persist` last had the store write each session (workspace id, session id), to
-    /// tell the persists the store will coalesce in memory (see [`Self::persist`]).
-    persist_saved_at: Mutex<HashMap<(String, String), Instant>>,
-    /// The store's coalescing interval (`StoreConfig::coalesce_interval`).
-    coalesce_interval: Duration,
     shutdown: CancellationToken,
     /// Set once [`Self::shutdown`] has run; held while it runs, so a second caller waits.
     shutdown_done: tokio::sync::Mutex<bool>,
@@ -171,7 +166,6 @@ impl Hub {
             encrypt: config.storage.encrypt,
             ..StoreConfig::default()
         };
-        let coalesce_interval = store_config.coalesce_interval;
         let store = if config.storage.persist {
             let store = Store::open(store_config).map_err(|e| StartError {
                 kind: "storage",
@@ -200,8 +194,6 @@ impl Hub {
             print: Mutex::new(HashMap::new()),
             open: Mutex::new(HashMap::new()),
             persist_failures: Mutex::new(0),
-            persist_saved_at: Mutex::new(HashMap::new()),
-            coalesce_interval,
             shutdown: CancellationToken::new(),
             shutdown_done: tokio::sync::Mutex::new(false),
         }))

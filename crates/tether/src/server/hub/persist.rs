@@ -1,7 +1,7 @@
 //! `session/persist`: the editor's view of a session saved through the store (which alone
 //! decides coalescing), with the persistence-disabled banner after repeated failures.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::json;
 use tower_lsp_server::jsonrpc::Result;
@@ -36,37 +36,29 @@ impl Hub {
         let (sid, snapshot) = (params.session_id.clone(), params.snapshot);
         let turn_count = snapshot.chat_turns.len();
         let exec_count = snapshot.exec_turns.len();
-        let key = (workspace_id.clone(), sid.clone());
         let now = Instant::now();
-        // A timer or edit trigger within the coalescing interval of the store's last write
-        // of this session only replaces the snapshot held in memory (Store::persist: no
-        // I/O), so it is done here rather than handed to the blocking pool: that handoff
-        // (a wake-up of a pool thread and one of this thread) was most of the round trip
-        // (benches/server.rs). The store wrote the session at or after `saved_at`, so a
-        // margin before the interval ends keeps the guess on the safe side; a wrong guess
-        // (the session was cleared meanwhile) costs one write on this thread, not an error.
-        let coalesces = !trigger.is_milestone()
-            && lock(&self.persist_saved_at)
-                .get(&key)
-                .is_some_and(|at| now + COALESCE_MARGIN < *at + self.coalesce_interval);
-        let result = if coalesces {
-            store.persist(&ws, &sid, trigger, &snapshot, now)
-        } else {
-            tokio::task::spawn_blocking(move || store.persist(&ws, &sid, trigger, &snapshot, now))
-                .await
-                .map_err(|e| {
-                    request_failed(
-                        format!("persist task failed: {e}"),
-                        json!({"kind": "internal"}),
-                    )
-                })?
+        // A timer or edit snapshot the store can hold in memory is answered here, on this
+        // thread (no I/O, and `try_coalesce` never waits for a thread that holds the store,
+        // e.g. in an fsync); everything else goes to the blocking pool. The store alone
+        // decides: the handoff to the pool was most of a coalesced round trip
+        // (benches/server.rs).
+        let held = store.try_coalesce(&ws, &sid, trigger, &snapshot, now);
+        let result = match held {
+            Some(report) => Ok(report),
+            None => tokio::task::spawn_blocking(move || {
+                store.persist(&ws, &sid, trigger, &snapshot, now)
+            })
+            .await
+            .map_err(|e| {
+                request_failed(
+                    format!("persist task failed: {e}"),
+                    json!({"kind": "internal"}),
+                )
+            })?,
         };
         match result {
             Ok(report) => {
                 *lock(&self.persist_failures) = 0;
-                if report.saved {
-                    lock(&self.persist_saved_at).insert(key, now);
-                }
                 if report.saved {
                     self.notifier.telemetry("session.persist.save", props(json!({
                         "workspaceId": workspace_id, "turnCount": turn_count, "execCount": exec_count,
@@ -112,7 +104,3 @@ impl Hub {
         }
     }
 }
-
-/// How long before the store's coalescing interval ends `persist` stops predicting that a
-/// timer or edit trigger will be coalesced (and hands it to the blocking pool instead).
-pub(super) const COALESCE_MARGIN: Duration = Duration::from_millis(250);
