@@ -1,4 +1,4 @@
-//! How an agent is configured: the protocol sketch's `initializationOptions.agents` entries.
+//! How an agent is configured: docs/protocol.md's `initializationOptions.agents` entries.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -18,7 +18,7 @@ pub enum AgentProtocol {
 }
 
 /// One agent: `{"command": "claude-agent-acp", "args": [], "env": {}, "protocol": "acp"}`
-/// (protocol sketch, `initialize`), plus an optional working directory for the process.
+/// (docs/protocol.md, `initialize`), plus an optional working directory for the process.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentConfig {
@@ -58,7 +58,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_the_sketch_form() {
+    fn parses_the_documented_form() {
         let c: AgentConfig = serde_json::from_str(
             r#"{"command":"claude-agent-acp","args":[],"env":{"A":"b"},"protocol":"acp"}"#,
         )

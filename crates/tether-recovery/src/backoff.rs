@@ -19,7 +19,7 @@
 //! whether it was clamped.
 //!
 //! The policies' JSON shapes are the editor contract's `initializationOptions.resume` and
-//! `initializationOptions.rateLimit` (protocol sketch, "initialize").
+//! `initializationOptions.rateLimit` (docs/protocol.md, "initialize").
 
 use std::fmt;
 
@@ -191,7 +191,7 @@ impl fmt::Display for DelayDecision {
 /// `initializationOptions.resume`: the resume circuit breaker's retry round.
 ///
 /// Defaults (R-RESUME-3: 1 s, 2 s, 4 s between retries, at most 3 attempts; R-ONESHOT-4 for
-/// one-shot runs; the protocol sketch's defaults): `maxAttempts` 3,
+/// one-shot runs; docs/protocol.md's defaults): `maxAttempts` 3,
 /// `baseDelayMs` 1000, `maxDelayMs` 4000, `jitter` none. `maxAttempts` counts every attempt,
 /// the first included (R-RESUME-3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -246,7 +246,7 @@ impl ResumeConfig {
 /// `initializationOptions.rateLimit`: waiting out a rate limit and resuming the same session.
 ///
 /// Defaults from R-RATE-2 and R-RATE-6 (backoff base 30 s, max 300 s, full jitter, at most 5
-/// retries), as in the protocol sketch.
+/// retries), as in docs/protocol.md.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct RateLimitConfig {
@@ -429,7 +429,7 @@ mod tests {
     }
 
     #[test]
-    fn config_json_uses_the_sketch_field_names_and_defaults_missing_fields() {
+    fn config_json_uses_the_documented_field_names_and_defaults_missing_fields() {
         let resume: ResumeConfig =
             serde_json::from_str(r#"{"maxAttempts":5,"jitter":"equal"}"#).unwrap();
         assert_eq!(resume.max_attempts, 5);

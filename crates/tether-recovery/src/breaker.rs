@@ -18,7 +18,7 @@
 //! [`Decision::Ignored`] and changes nothing. [`Breaker::last_transition`] is the log line of
 //! the last step.
 //!
-//! # Decisions by kind (issue 2; R-RESUME-3..5, R-RATE-1..6, R-ONESHOT-3; protocol sketch "Kinds")
+//! # Decisions by kind (issue 2; R-RESUME-3..5, R-RATE-1..6, R-ONESHOT-3; docs/protocol.md, `session/resume`)
 //! | kind | decision |
 //! | --- | --- |
 //! | `sessionExpired` | open at once, no retries; ask ("Previous session not found") |
@@ -50,7 +50,7 @@ use crate::budget::RetryBudget;
 use crate::observation::{ClassifiedError, ErrorKind};
 use crate::transition::{Transition, failure_event, short_id};
 
-/// The breaker's state (`ResumeResult.breaker.status` in the protocol sketch).
+/// The breaker's state (`ResumeResult.breaker.status` in docs/protocol.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum BreakerStatus {
@@ -142,7 +142,7 @@ pub struct RecoveryAction {
     pub title: String,
 }
 
-/// A recovery dialog: the protocol sketch's `ResumeResult.recovery`.
+/// A recovery dialog: docs/protocol.md's `ResumeResult.recovery`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RecoveryPrompt {

@@ -385,7 +385,7 @@ pub struct RetryDelay {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Classification {
-    /// The sketch's `ClassifiedError`.
+    /// The `ClassifiedError` of docs/protocol.md.
     pub error: ClassifiedError,
     /// The signal that decided the kind.
     pub decided_by: Evidence,
@@ -507,8 +507,8 @@ pub enum ObservationError {
     EmptyAcp,
 }
 
-/// Reads one observation as JSON (the forms of `tether classify`, protocol sketch "Command
-/// line") and classifies it. A fixture line (`{"input": {"source": …}, "expect": …}`) is
+/// Reads one observation as JSON (the forms of `tether classify`, README.md "Troubleshooting")
+/// and classifies it. A fixture line (`{"input": {"source": …}, "expect": …}`) is
 /// accepted too: its `input` is classified.
 ///
 /// # Errors

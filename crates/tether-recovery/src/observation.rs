@@ -1,7 +1,6 @@
 //! Failure observations and their classification.
 //!
-//! The JSON forms are those `tether classify` reads (the founders' protocol sketch, "Command
-//! line") and those of the captured fixtures in `tests/data/agent-failures.jsonl`. Keys are
+//! The JSON forms are those `tether classify` reads (README.md, "Troubleshooting") and those of the captured fixtures in `tests/data/agent-failures.jsonl`. Keys are
 //! camelCase; unknown keys are ignored so richer captures still parse.
 
 use serde::{Deserialize, Serialize};
@@ -114,7 +113,7 @@ pub enum TransportEvent {
     SpawnFailed,
 }
 
-/// The twelve failure kinds of the protocol sketch (`ClassifiedError.kind`).
+/// The twelve failure kinds of docs/protocol.md (`ClassifiedError.kind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum ErrorKind {
@@ -156,7 +155,7 @@ pub enum ErrorSource {
     Http,
 }
 
-/// A failure with its meaning: the protocol sketch's `ClassifiedError`.
+/// A failure with its meaning: docs/protocol.md's `ClassifiedError`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ClassifiedError {
@@ -177,7 +176,7 @@ pub struct ClassifiedError {
 }
 
 impl ErrorKind {
-    /// Every kind, in the sketch's order.
+    /// Every kind, in docs/protocol.md's order.
     pub const ALL: [ErrorKind; 12] = [
         ErrorKind::SessionExpired,
         ErrorKind::SessionNotReady,
@@ -213,7 +212,7 @@ impl ErrorKind {
 
     /// Whether an automatic retry can mend a failure of this kind (`ClassifiedError.retryable`).
     ///
-    /// Not retryable (protocol sketch, "Kinds"): `sessionExpired` (ask at once),
+    /// Not retryable (docs/protocol.md, `session/resume`): `sessionExpired` (ask at once),
     /// `authentication` (fail fast), `invalidRequest` (no retry), `cancelled` (stop). Every
     /// other kind is retried: transient ones with backoff, rate and usage limits after their
     /// wait, `sessionCorrupt` once with a fresh session, `unknown` like a transient error.

@@ -599,7 +599,7 @@ fn calls_out_of_place_are_ignored_and_change_nothing() {
 }
 
 #[test]
-fn the_snapshot_serialises_in_the_sketch_shape() {
+fn the_snapshot_serialises_in_the_documented_shape() {
     let mut b = breaker();
     let mut budget = RetryBudget::default();
     b.begin(T0);

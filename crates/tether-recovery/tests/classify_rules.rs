@@ -856,7 +856,7 @@ fn one_shot_process_results() {
 }
 
 #[test]
-fn the_classified_error_has_the_sketch_shape() {
+fn the_classified_error_has_the_documented_shape() {
     let c = classify_json(
         &acp(
             429,

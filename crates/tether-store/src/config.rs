@@ -43,7 +43,7 @@ pub(crate) fn rfc3339(t: chrono::DateTime<chrono::Utc>) -> String {
 pub struct StoreConfig {
     /// Root folder; `None` = the per-user local data folder from `directories`
     /// (`~/.local/share/tether` on Linux, `~/Library/Application Support/tether` on macOS,
-    /// `%LOCALAPPDATA%\tether\data` on Windows; protocol sketch `storage.dir: null`).
+    /// `%LOCALAPPDATA%\tether\data` on Windows; docs/protocol.md `storage.dir: null`).
     pub dir: Option<PathBuf>,
     /// Whether anything is written (`storage.persist`). When off, `persist` reports
     /// `saved: false` and nothing touches the disk; `load`, `list` and `chat_history` still
@@ -131,7 +131,7 @@ impl Default for StoreConfig {
     }
 }
 
-/// Why a snapshot is being persisted (protocol sketch, `session/persist`).
+/// Why a snapshot is being persisted (docs/protocol.md, `session/persist`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum PersistTrigger {
@@ -193,7 +193,7 @@ fn ser_ms<S: serde::Serializer>(d: &std::time::Duration, s: S) -> Result<S::Ok, 
     s.serialize_f64(d.as_secs_f64() * 1000.0)
 }
 
-/// One line of `session/list` (protocol sketch) plus a few fields for `tether sessions`.
+/// One line of `session/list` (docs/protocol.md) plus a few fields for `tether sessions`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionSummary {

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 /// Why a store operation failed. `kind()` gives the stable camelCase name the server puts in
-/// the JSON-RPC error's `data.kind` (protocol sketch, "Errors": `-32803`-style storage
+/// the JSON-RPC error's `data.kind` (docs/protocol.md, "Errors": `-32803`-style storage
 /// failures carry `{kind, path}`).
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

@@ -1,6 +1,6 @@
 //! Tether's session cache: a durable, private, versioned journal-and-manifest store.
 //!
-//! The store behind `session/persist` and every resume (R-STORE-1..14; protocol sketch
+//! The store behind `session/persist` and every resume (R-STORE-1..14; docs/protocol.md
 //! `SessionSnapshot`, `session/persist`, `session/list`, `session/clear`).
 //!
 //! * **Layout** — `<root>/workspaces/<sha256(normalized root)>/sessions/<session id>/`

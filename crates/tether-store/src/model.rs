@@ -1,9 +1,9 @@
-//! `SessionSnapshot`, exactly the shape of the protocol sketch's `session/persist` payload
+//! `SessionSnapshot`, exactly the shape of docs/protocol.md's `session/persist` payload
 //! (camelCase keys; every object also keeps unknown extra fields in `extra`, so a newer
 //! editor's additions survive a round trip), plus the store's own additions
 //! `chatTurnsBase`/`execTurnsBase` (see [`SessionSnapshot::chat_turns_base`]).
 //!
-//! Field meanings come from R-STORE-1 (what each domain persists) and the sketch.
+//! Field meanings come from R-STORE-1 (what each domain persists) and docs/protocol.md.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -15,7 +15,7 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
-/// Everything an editor needs to redraw a session (protocol sketch, `SessionSnapshot`).
+/// Everything an editor needs to redraw a session (docs/protocol.md, `SessionSnapshot`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionSnapshot {

@@ -4,7 +4,7 @@
 //! them with an example exchange, and a test fails when a method is registered here but not
 //! documented there, or the other way round. Keys are camelCase, enum values camelCase
 //! strings, durations are milliseconds (`…Ms`), times RFC 3339 UTC strings (`…Utc`).
-//! Source: the founders' protocol sketch (v1); names and meanings fixed there stay.
+//! Source: docs/protocol.md (protocol version 1); names and meanings fixed there stay.
 
 use std::path::PathBuf;
 

@@ -1,6 +1,6 @@
 //! `initializationOptions`: the server's configuration, sent by the editor in `initialize`.
 //!
-//! Every field is optional; the defaults are the protocol sketch's. Parsing and validation
+//! Every field is optional; the defaults are docs/protocol.md's. Parsing and validation
 //! errors name the field by its full path (`initializationOptions.resume.maxAttempts`) so an
 //! editor can point its user at the setting.
 
@@ -195,7 +195,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn absent_options_give_the_sketch_defaults() {
+    fn absent_options_give_the_documented_defaults() {
         let c = ServerConfig::from_options(None).unwrap();
         assert_eq!(c.default_agent, "claude");
         assert_eq!(c.agents["claude"].command, "claude-agent-acp");
@@ -254,7 +254,7 @@ mod tests {
     }
 
     #[test]
-    fn a_full_sketch_example_parses() {
+    fn a_full_documented_example_parses() {
         let c = ServerConfig::from_options(Some(json!({
             "storage": {"dir": "/tmp/x", "persist": true, "encrypt": false},
             "agents": {"claude": {"command": "claude-agent-acp", "args": [], "env": {}, "protocol": "acp"}},

@@ -231,7 +231,7 @@ namespace Tether.Client.Core
             return await SettleAsync(next, cancellationToken).ConfigureAwait(false);
         }
 
-        /// <summary>The server's "unknown session" error code (protocol sketch, Errors: -32002 with <c>data: {sessionId}</c>).</summary>
+        /// <summary>The server's "unknown session" error code (docs/protocol.md, Errors: -32002 with <c>data: {sessionId}</c>).</summary>
         public const long UnknownSessionCode = -32002;
 
         /// <summary>

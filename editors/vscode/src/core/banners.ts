@@ -1,7 +1,7 @@
 /**
  * `session/banner` / `session/bannerCleared` → notifications, and the banners' lifecycle.
  *
- * Kinds and their meaning come from the sketch and R-UI-3 / R-STORE-11 (restore failed: "Previous
+ * Kinds and their meaning come from docs/protocol.md and R-UI-3 / R-STORE-11 (restore failed: "Previous
  * session could not be restored; start a new session", dismissible), R-UI-3 (stream error banner
  * kept visible until dismissed or the retry succeeds). A banner lives from `session/banner`
  * until the user dismisses it (dismissible ones only) or the server clears it. VS Code cannot

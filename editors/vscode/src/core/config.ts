@@ -1,5 +1,5 @@
 /**
- * Settings (`tether.*`) → `initialize` `initializationOptions`, in the sketch's shape:
+ * Settings (`tether.*`) → `initialize` `initializationOptions`, in docs/protocol.md's shape:
  * `{storage: {dir, persist, encrypt}, agents: {<name>: {command, args, env, protocol}}, defaultAgent}`.
  * Fields the user left at their defaults are left out so the server's defaults apply.
  * A setting of the wrong type is reported (a problem naming the setting) and replaced by its

@@ -1,7 +1,7 @@
 /**
  * The Tether editor protocol as this extension sees it: method names and message shapes.
  *
- * Source: the founders' sketch (v1) of the editor contract, mirrored in the repository's
+ * Source: the editor contract,
  * `docs/protocol.md` once the server exists. Keys are camelCase, enum values camelCase strings,
  * durations in milliseconds (`…Ms`), timestamps RFC 3339 UTC strings (`…Utc`), paths absolute.
  *
@@ -86,7 +86,7 @@ export interface ClassifiedError {
   code?: number;
 }
 
-/** One button of the recovery dialog. The sketch fixes `retry` / "Try Again" and `new` / "Start New Session". */
+/** One button of the recovery dialog. docs/protocol.md fixes `retry` / "Try Again" and `new` / "Start New Session". */
 export interface RecoveryAction {
   id: string;
   title: string;

@@ -10,7 +10,7 @@
  */
 import type { RecoveryAction, RecoveryChoice, ResumeResult } from './protocol';
 
-/** The two actions the sketch fixes, used when the server sends no `actions`. */
+/** The two actions docs/protocol.md fixes, used when the server sends no `actions`. */
 export const DEFAULT_ACTIONS: readonly RecoveryAction[] = [
   { id: 'retry', title: 'Try Again' },
   { id: 'new', title: 'Start New Session' },

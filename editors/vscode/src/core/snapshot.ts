@@ -1,6 +1,6 @@
 /**
  * The extension's minimal model of the session it shows, sent as `session/persist`'s
- * `snapshot` (shape: the sketch's `SessionSnapshot`, fields from R-STORE-1).
+ * `snapshot` (shape: docs/protocol.md's `SessionSnapshot`, fields from R-STORE-1).
  *
  * The server owns the authoritative cache: it journals every update it forwards and
  * reconciles on resume. This model only adds what the server cannot see (the editor's UI state,

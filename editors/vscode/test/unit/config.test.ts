@@ -4,7 +4,7 @@ import { initializationOptions, readSettings, redactedForLog } from '../../src/c
 
 const reader = (values: Record<string, unknown>) => (key: string) => values[key];
 
-describe('settings → initializationOptions (sketch "initialize")', () => {
+describe('settings → initializationOptions (docs/protocol.md "initialize")', () => {
   it('sends only storage when the agent is left to the server default', () => {
     const { settings, problems } = readSettings(reader({}));
     assert.deepEqual(problems, []);
@@ -12,7 +12,7 @@ describe('settings → initializationOptions (sketch "initialize")', () => {
     assert.equal(settings.resumeOnStartup, true);
   });
 
-  it('passes persistence switches and the agent in the sketch shape', () => {
+  it('passes persistence switches and the agent in the shape of docs/protocol.md', () => {
     const { settings } = readSettings(
       reader({
         'persistence.enabled': false,

@@ -20,7 +20,7 @@ const needsChoice = (over: Partial<ResumeResult> = {}): ResumeResult => ({
   ...over,
 });
 
-describe('recovery dialog (R-RESUME-6, R-UI-1, sketch ResumeResult.recovery)', () => {
+describe('recovery dialog (R-RESUME-6, R-UI-1, docs/protocol.md ResumeResult.recovery)', () => {
   it("shows the server's message, detail and buttons as they are", () => {
     const intent = outcomeIntent(needsChoice(), 'sess-1');
     assert.equal(intent.kind, 'dialog');

@@ -7,7 +7,7 @@ namespace Tether.Client.Core.Persist
     /// <summary>
     /// The editor's part of the save cadence (R-UI-4, R-STORE-10): a <c>timer</c> persist every 30 s while
     /// a session is active, and a <c>shutdown</c> persist when the extension unloads. Milestone
-    /// saves and the 5 s coalescing are the server's (protocol sketch, session/persist).
+    /// saves and the 5 s coalescing are the server's (docs/protocol.md, session/persist).
     /// <para>
     /// The scheduler owns no timer: the host calls <see cref="TickAsync"/> periodically (Visual
     /// Studio: once a second from a timer; tests: after moving an injected clock), and the

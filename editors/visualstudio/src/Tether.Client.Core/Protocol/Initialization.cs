@@ -5,7 +5,7 @@ using Newtonsoft.Json.Linq;
 
 namespace Tether.Client.Core.Protocol
 {
-    /// <summary>How the server drives an agent (protocol sketch, initializationOptions.agents.*.protocol).</summary>
+    /// <summary>How the server drives an agent (docs/protocol.md, initializationOptions.agents.*.protocol).</summary>
     public static class AgentProtocols
     {
         /// <summary>Agent Client Protocol over the agent's stdio.</summary>
@@ -71,7 +71,7 @@ namespace Tether.Client.Core.Protocol
     }
 
     /// <summary>
-    /// <c>initialize.params.initializationOptions</c> (protocol sketch). Fields left null are
+    /// <c>initialize.params.initializationOptions</c> (docs/protocol.md). Fields left null are
     /// omitted so the server's defaults apply.
     /// </summary>
     public sealed class InitializationOptions

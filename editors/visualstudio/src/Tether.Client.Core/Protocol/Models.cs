@@ -1,4 +1,4 @@
-// Message models for the Tether editor protocol (the founders' sketch v1, kept in
+// Message models for the Tether editor protocol (docs/protocol.md, kept in
 // the repo as docs/protocol.md). Keys are camelCase, enum values
 // camelCase strings, durations in milliseconds (…Ms), times RFC 3339 UTC strings (…Utc).
 // Every property is optional on the wire: a missing key reads as null / default, never throws.
@@ -38,7 +38,7 @@ namespace Tether.Client.Core.Protocol
         HalfOpen,
     }
 
-    /// <summary>The classifier's failure kinds (protocol sketch, ClassifiedError.kind).</summary>
+    /// <summary>The classifier's failure kinds (docs/protocol.md, ClassifiedError.kind).</summary>
     public enum ErrorKind
     {
         /// <summary>Retried like a transient error, then the user decides; also any value this client does not know.</summary>
@@ -326,7 +326,7 @@ namespace Tether.Client.Core.Protocol
         [JsonProperty("snapshot")] public SessionSnapshot Snapshot { get; set; }
     }
 
-    /// <summary>The <c>trigger</c> values of <c>session/persist</c> (protocol sketch; R-STORE-10).</summary>
+    /// <summary>The <c>trigger</c> values of <c>session/persist</c> (docs/protocol.md; R-STORE-10).</summary>
     public static class PersistTriggers
     {
         /// <summary>Periodic save while a session is active; coalesced by the server to one write per 5 s.</summary>
@@ -370,7 +370,7 @@ namespace Tether.Client.Core.Protocol
     }
 
     /// <summary>
-    /// The editor's view of a session (protocol sketch <c>SessionSnapshot</c>). Only chat turns are
+    /// The editor's view of a session (docs/protocol.md <c>SessionSnapshot</c>). Only chat turns are
     /// modelled; every other section (execTurns, diffSessions, approvals, uiState, context,
     /// telemetry) is carried verbatim in <see cref="Extra"/>, so what the server restored is
     /// persisted back unchanged.

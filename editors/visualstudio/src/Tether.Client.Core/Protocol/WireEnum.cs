@@ -9,7 +9,7 @@ namespace Tether.Client.Core.Protocol
 {
     /// <summary>
     /// Marks the enum member a <see cref="WireEnumConverter"/> falls back to when the server
-    /// sends a value this client does not know (a newer server may add kinds: protocol sketch,
+    /// sends a value this client does not know (a newer server may add kinds: docs/protocol.md,
     /// "the project's docs/protocol.md may add fields and methods").
     /// </summary>
     [AttributeUsage(AttributeTargets.Field)]
@@ -19,7 +19,7 @@ namespace Tether.Client.Core.Protocol
 
     /// <summary>
     /// JSON converter for the protocol's enums: members are written as camelCase strings
-    /// (<c>HalfOpen</c> ⇄ <c>"halfOpen"</c>, as the sketch says "enum values are camelCase
+    /// (<c>HalfOpen</c> ⇄ <c>"halfOpen"</c>, as docs/protocol.md says "enum values are camelCase
     /// strings"); an unknown string reads as the member marked <see cref="WireFallbackAttribute"/>
     /// instead of throwing, so one new value from a newer server never drops a whole message.
     /// A non-string token (number, object) is a <see cref="JsonSerializationException"/>.

@@ -27,7 +27,7 @@ namespace Tether.Client.Core.Ui
         public const string RecoveryInfoBarId = "tether.recoveryPending";
         /// <summary>Action id of that info bar's link.</summary>
         public const string ReofferActionId = "tether.showRecoveryDialog";
-        /// <summary>Choice id "Try Again" (protocol sketch, recovery.actions).</summary>
+        /// <summary>Choice id "Try Again" (docs/protocol.md, recovery.actions).</summary>
         public const string RetryChoice = "retry";
         /// <summary>Choice id "Start New Session".</summary>
         public const string NewChoice = "new";
