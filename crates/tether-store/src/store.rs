@@ -1196,18 +1196,7 @@ impl Store {
         validate_session_id(session_id)?;
         let started = Instant::now();
         if !self.cfg.persist {
-            return Ok(PersistReport {
-                saved: false,
-                coalesced: false,
-                bytes: 0,
-                duration: started.elapsed(),
-                schema_version: SCHEMA_VERSION,
-                redactions: 0,
-                trigger,
-                warnings: vec![],
-                turn_count: 0,
-                exec_count: 0,
-            });
+            return Ok(nothing_written(trigger, false, started));
         }
         let mut inner = self.inner();
         self.check_enabled(&inner)?;
@@ -1278,18 +1267,7 @@ impl Store {
                 deadline,
             },
         );
-        Some(PersistReport {
-            saved: false,
-            coalesced: true,
-            bytes: 0,
-            duration: started.elapsed(),
-            schema_version: SCHEMA_VERSION,
-            redactions: 0,
-            trigger,
-            warnings: vec![],
-            turn_count: 0,
-            exec_count: 0,
-        })
+        Some(nothing_written(trigger, true, started))
     }
 
     /// When the earliest held (coalesced) snapshot is due, if any.
@@ -2291,6 +2269,23 @@ fn redacted(body: Body) -> Result<Body, StoreError> {
     let mut v = serde_json::to_value(&body).map_err(enc_err("journal event"))?;
     redact_value(&mut v);
     serde_json::from_value(v).map_err(enc_err("journal event"))
+}
+
+/// The report of a persist that wrote nothing: persisting is off, or the snapshot is held
+/// for coalescing (`coalesced`).
+fn nothing_written(trigger: PersistTrigger, coalesced: bool, started: Instant) -> PersistReport {
+    PersistReport {
+        saved: false,
+        coalesced,
+        bytes: 0,
+        duration: started.elapsed(),
+        schema_version: SCHEMA_VERSION,
+        redactions: 0,
+        trigger,
+        warnings: vec![],
+        turn_count: 0,
+        exec_count: 0,
+    }
 }
 
 fn summary(sid: &str, s: &State, encrypted: bool) -> SessionSummary {

@@ -24,8 +24,13 @@ struct Gate {
 }
 
 impl Gate {
+    /// Closing also forgets earlier passes, so `wait_entered` then waits for a new one.
     fn set_closed(&self, closed: bool) {
-        self.state.lock().unwrap().0 = closed;
+        let mut s = self.state.lock().unwrap();
+        s.0 = closed;
+        if closed {
+            s.1 = false;
+        }
         self.cv.notify_all();
     }
 

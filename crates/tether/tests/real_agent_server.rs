@@ -231,33 +231,13 @@ async fn fired(fake: &FakeModel, rule: u64, limit: Duration) -> bool {
 async fn claude_over_acp_through_the_server() {
     require_real_agents();
     let fake = FakeModel::start().await.expect("fake model API");
-    let launch = RealAgent::ClaudeAcp
-        .launch(&fake.base_url())
-        .unwrap_or_else(|e| panic!("{e}"));
     let world = World::new(Mode::Binary);
     // Every agent process carries this marker in its environment, so what is left can be
     // found whatever the program (Claude runs on node).
     let marker = format!("tether-e2e-{}", std::process::id());
-    let env: serde_json::Map<String, Value> = launch
-        .env
-        .iter()
-        .map(|(k, v)| {
-            let v = if k == procs::MARKER_VAR {
-                marker.clone()
-            } else {
-                v.clone()
-            };
-            (k.clone(), json!(v))
-        })
-        .collect();
-    let mut options = world.options();
-    options["agents"] = json!({"claude": {
-        "command": launch.program, "args": launch.args, "env": env, "protocol": "acp"
-    }});
-    options["defaultAgent"] = json!("claude");
+    let (mut options, ws, launch) = claude_options(&world, &fake, &marker);
     options["rateLimit"] =
         json!({"baseDelayMs": 500, "maxDelayMs": 5000, "maxRetries": 3, "jitter": "none"});
-    let ws = json!({"root": launch.workspace});
 
     // 1. A new session and a prompt turn, then a milestone persist.
     let first = editor(&world, &options).await;
