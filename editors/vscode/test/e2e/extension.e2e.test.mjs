@@ -578,10 +578,13 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
 
     // 4. Scrolling to the top pages older turns in from the server's cache (session/history):
     //    the 50 before the window, then the first 20, oldest at the top.
+    //    (A wheel event still in flight when the first page lands may already ask for the
+    //    second: either state is right, and the turns are in order in both.)
     await view.locator('#log').hover();
     await scrollUpForOlder(page, view, 100);
-    await view.locator('#older', { hasText: '20 older turns: scroll up to load them' }).waitFor({ timeout: 10_000 });
-    assert.match(await view.locator('.turn.restored.user').first().textContent(), /Question 11:/);
+    const shown = await view.locator('.turn.restored.user, .turn.restored.agent').count();
+    assert.ok(shown === 100 || shown === 120, `turns shown after one page: ${shown}`);
+    assert.match(await view.locator('.turn.restored.user').first().textContent(), shown === 100 ? /Question 11:/ : /Question 1:/);
     await screenshot(page, '13-view-older-loaded');
     await scrollUpForOlder(page, view, 120);
     await view.locator('#older').waitFor({ state: 'hidden', timeout: 10_000 });
