@@ -55,6 +55,8 @@ let ui: VscodeUi | undefined;
 let panel: SessionPanel | undefined;
 let running: Running | undefined;
 let starting: Promise<void> | undefined;
+/** The settings the last start read (JSON), to tell a real change from a repeated event. */
+let startedWith: string | undefined;
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const output = vscode.window.createOutputChannel('Tether', { log: true });
@@ -90,7 +92,18 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('tether.showSessions', () => showSessions()),
     vscode.commands.registerCommand('tether.showBanners', () => showBanners()),
     vscode.workspace.onDidChangeConfiguration(async (e) => {
-      if (!RESTART_KEYS.some((k) => e.affectsConfiguration(k))) return;
+      // After a window reload VS Code can activate the extension (restoring the session
+      // view) before the user's settings have reached this extension host; they arrive
+      // later as a change event whose affectsConfiguration('tether') is false. So compare
+      // what the settings now say with what the last start read.
+      const now = JSON.stringify(readSettings(setting).settings);
+      const changed = now !== startedWith || RESTART_KEYS.some((k) => e.affectsConfiguration(k));
+      if (!changed) return;
+      if (!running && !starting) {
+        ui?.log('Tether settings changed while no server runs: starting it with them');
+        await start(context);
+        return;
+      }
       const answer = await vscode.window.showInformationMessage(
         'Tether settings changed. Restart the Tether server to apply them?',
         'Restart',
@@ -103,6 +116,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   );
 
   await start(context);
+}
+
+/** One `tether.*` setting as this window sees it now. */
+function setting(key: string): unknown {
+  return vscode.workspace.getConfiguration('tether').get(key);
 }
 
 export async function deactivate(): Promise<void> {
@@ -119,7 +137,8 @@ function start(context: vscode.ExtensionContext): Promise<void> {
 async function doStart(context: vscode.ExtensionContext): Promise<void> {
   if (!ui || running) return;
   const out = ui.output;
-  const { settings, problems } = readSettings((key) => vscode.workspace.getConfiguration('tether').get(key));
+  const { settings, problems } = readSettings(setting);
+  startedWith = JSON.stringify(settings);
   for (const p of problems) out.warn(p);
   if (problems.length > 0) void vscode.window.showWarningMessage(`Tether: ${problems.join('; ')}`);
 
