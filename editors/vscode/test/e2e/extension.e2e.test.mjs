@@ -227,9 +227,10 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     await waitForStatus(page, /Tether: choose how to recover/, 10_000);
     // The session view came back with the reloaded window: the saved (empty) transcript,
     // marked stale, and the outstanding choice as its status.
-    const view = await sessionViewFrame(page, 30_000);
-    await view.locator('#stale').waitFor({ state: 'visible', timeout: 10_000 });
-    await view.locator('#status', { hasText: 'choose Try Again or Start New Session' }).waitFor({ timeout: 10_000 });
+    //    (The restored view's script can take many seconds to run on a loaded 2-core machine.)
+    const view = await sessionViewFrame(page, 60_000);
+    await view.locator('#stale').waitFor({ state: 'visible', timeout: 60_000 });
+    await view.locator('#status', { hasText: 'choose Try Again or Start New Session' }).waitFor({ timeout: 30_000 });
     const shot = await screenshot(page, '03-recovery-dialog');
     console.log(`dialog: ${JSON.stringify({ message: dialog.message, detail: dialog.detail, buttons: dialog.buttons })}; ${shot}`);
     const texts = [...seen].join('\n');
