@@ -41,17 +41,7 @@ impl Hub {
                         .unwrap_or_else(|| spawn_observation(&e.to_string())));
                 }
             };
-            let id = session.id.clone();
-            let live = Live::start(
-                id.clone(),
-                ctx.agent.clone(),
-                &ctx.workspace,
-                conn,
-                session.events,
-                self.notifier.clone(),
-            )
-            .await;
-            lock(&self.live).insert(id.clone(), live);
+            let id = self.go_live(ctx, conn, session).await;
             self.remember(&ctx.workspace, &id, &ctx.agent).await;
             return Ok(Attached {
                 session_id: id,
@@ -78,17 +68,7 @@ impl Hub {
                 for update in repairs {
                     self.notifier.update(&session.id, update, false).await;
                 }
-                let id = session.id.clone();
-                let live = Live::start(
-                    id.clone(),
-                    ctx.agent.clone(),
-                    &ctx.workspace,
-                    conn,
-                    session.events,
-                    self.notifier.clone(),
-                )
-                .await;
-                lock(&self.live).insert(id.clone(), live);
+                let id = self.go_live(ctx, conn, session).await;
                 Ok(Attached {
                     session_id: id,
                     replayed,
@@ -103,6 +83,27 @@ impl Hub {
                     .unwrap_or_else(|| spawn_observation(&e.to_string())))
             }
         }
+    }
+
+    /// Registers `session` on `conn` as live (its event pump started); returns its id.
+    async fn go_live(
+        &self,
+        ctx: &ResumeCtx,
+        conn: AcpConnection,
+        session: tether_host::Session,
+    ) -> String {
+        let id = session.id.clone();
+        let live = Live::start(
+            id.clone(),
+            ctx.agent.clone(),
+            &ctx.workspace,
+            conn,
+            session.events,
+            self.notifier.clone(),
+        )
+        .await;
+        lock(&self.live).insert(id.clone(), live);
+        id
     }
 }
 
