@@ -1737,22 +1737,38 @@ impl Store {
     ) -> Result<Vec<ChatTurn>, StoreError> {
         validate_session_id(session_id)?;
         let _inner = self.inner();
-        let dir = self.session_dir(ws, session_id);
-        let jpath = dir.join(JOURNAL);
-        if !self.check(&dir, true)? || !self.check(&jpath, false)? {
+        let Some((dir, jpath, key)) = self.journal_to_read(ws, session_id)? else {
             return Ok(vec![]);
-        }
-        let manifest: Option<Manifest> = self
-            .read_manifest(&dir.join(MANIFEST))
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok());
-        let key = self.session_key(manifest.as_ref(), &dir)?;
+        };
         let codec = self.codec(&dir, ws, session_id, key.as_ref());
         let end = start.saturating_add(limit as u64);
         Ok(read_chat_range(&codec, &jpath, start, end)?
             .into_values()
             .filter_map(|v| serde_json::from_value(v).ok())
             .collect())
+    }
+
+    /// A session's folder, journal path and key, for reading its journal without opening
+    /// (locking, repairing) the session; `None` when it has no journal.
+    ///
+    /// # Errors
+    /// `NotPrivate`; `KeyUnavailable` for an encrypted session without its key.
+    fn journal_to_read(
+        &self,
+        ws: &Workspace,
+        session_id: &str,
+    ) -> Result<Option<(PathBuf, PathBuf, Option<Key>)>, StoreError> {
+        let dir = self.session_dir(ws, session_id);
+        let jpath = dir.join(JOURNAL);
+        if !self.check(&dir, true)? || !self.check(&jpath, false)? {
+            return Ok(None);
+        }
+        let manifest: Option<Manifest> = self
+            .read_manifest(&dir.join(MANIFEST))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        let key = self.session_key(manifest.as_ref(), &dir)?;
+        Ok(Some((dir, jpath, key)))
     }
 
     /// The `limit` chat turns before absolute index `before` (`session/history`): turns
@@ -1798,22 +1814,14 @@ impl Store {
                 });
             }
         }
-        let dir = self.session_dir(ws, session_id);
-        let jpath = dir.join(JOURNAL);
-        let empty = ChatPage {
-            base: 0,
-            turns: Vec::new(),
-            total: 0,
-            from_memory: false,
+        let Some((dir, jpath, key)) = self.journal_to_read(ws, session_id)? else {
+            return Ok(ChatPage {
+                base: 0,
+                turns: Vec::new(),
+                total: 0,
+                from_memory: false,
+            });
         };
-        if !self.check(&dir, true)? || !self.check(&jpath, false)? {
-            return Ok(empty);
-        }
-        let manifest: Option<Manifest> = self
-            .read_manifest(&dir.join(MANIFEST))
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok());
-        let key = self.session_key(manifest.as_ref(), &dir)?;
         let codec = self.codec(&dir, ws, session_id, key.as_ref());
         // Two streaming passes: the page's place depends on the total, known only at the
         // journal's end, and a later truncation can move it below turns already passed.
