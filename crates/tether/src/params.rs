@@ -27,11 +27,17 @@ pub fn parse<T: DeserializeOwned>(params: Value) -> Result<T, Error> {
 
 /// Parses any JSON value as `T`, with the same field-naming errors as [`parse`].
 pub fn parse_any<T: DeserializeOwned>(params: Value) -> Result<T, Error> {
+    parse_fields(params).map_err(|(field, reason)| invalid_params(&field, &reason))
+}
+
+/// Parses any JSON value as `T`; on failure `(field, reason)`, with `field` named as
+/// [`parse`] names it. For callers that build their own error (the hub, which knows no
+/// JSON-RPC library).
+pub fn parse_fields<T: DeserializeOwned>(params: Value) -> Result<T, (String, String)> {
     serde_path_to_error::deserialize::<_, T>(params).map_err(|err| {
         let path = dotted(err.path());
         let reason = err.inner().to_string();
-        let field = field_of(&path, &reason);
-        invalid_params(&field, &reason)
+        (field_of(&path, &reason), reason)
     })
 }
 

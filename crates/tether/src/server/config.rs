@@ -62,7 +62,7 @@ pub struct ServerConfig {
     /// How long an agent may send nothing mid-turn before the editor is told it is silent
     /// (`session/status` `agentSilent`), in seconds. Short: it is information, not a
     /// failure (agents that retry by themselves are silent for seconds; see
-    /// `server::silence`).
+    /// `server::hub::silence`).
     pub silent_status_secs: u64,
 }
 

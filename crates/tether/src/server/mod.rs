@@ -1,21 +1,20 @@
 //! `tether serve`: the stdio JSON-RPC server (LSP base protocol), built on
 //! `tower-lsp-server`.
 //!
-//! [`backend`] implements the LSP lifecycle and routes Tether's methods; [`hub`] holds
-//! the session state (breakers, live agents, the cache) and drives recoveries; [`notifier`]
-//! sends what the editor renders.
+//! [`hub`] holds every session's state (breakers, live agents, the cache), drives the
+//! recoveries and publishes what editors should see as typed events; it knows no LSP.
+//! [`conn`] is one editor connection: the LSP lifecycle, the routing of Tether's methods to
+//! the hub, and the rendering of the hub's events for that client; [`transport`] frames
+//! its stdio (the input guard, the outbox, the output pump).
 
-pub mod backend;
 pub mod config;
+pub mod conn;
 pub mod hub;
-pub mod live;
-pub mod notifier;
-pub mod silence;
 pub mod transport;
 
 use std::path::PathBuf;
 
-pub use backend::{Backend, REGISTERED_METHODS, build_service};
+pub use conn::{Backend, REGISTERED_METHODS, build_service};
 
 /// How `tether serve` was started (command-line options, not editor configuration).
 #[derive(Debug, Clone, Default)]

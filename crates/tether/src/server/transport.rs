@@ -152,7 +152,7 @@ where
     let (server_read, _) = tokio::io::split(server_in);
     let (_, server_write) = tokio::io::split(server_out);
     tower_lsp_server::Server::new(server_read, server_write, socket)
-        .concurrency_level(super::backend::MAX_CONCURRENT_REQUESTS)
+        .concurrency_level(super::conn::MAX_CONCURRENT_REQUESTS)
         .serve(service)
         .await;
     tracing::info!("client gone, exit received or signalled; shutting agents down");

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use tether_host::acp::AcpConnection;
 use tether_recovery::Observation;
 
-use crate::server::live::{Live, shutdown_conn};
+use super::live::{Live, shutdown_conn};
 
+use super::events::Event;
 use super::{Hub, ResumeCtx, lock, spawn_observation};
 
 impl Hub {
@@ -63,10 +64,18 @@ impl Hub {
             Ok((session, replay, repairs)) => {
                 let (replayed, repaired) = (replay.len(), repairs.len());
                 for update in replay {
-                    self.notifier.update(&session.id, update, true).await;
+                    let update = Event::Update {
+                        update,
+                        replay: true,
+                    };
+                    self.emit(Some(&session.id), update).await;
                 }
                 for update in repairs {
-                    self.notifier.update(&session.id, update, false).await;
+                    let update = Event::Update {
+                        update,
+                        replay: false,
+                    };
+                    self.emit(Some(&session.id), update).await;
                 }
                 let id = self.go_live(ctx, conn, session).await;
                 Ok(Attached {
@@ -99,9 +108,8 @@ impl Hub {
             &ctx.workspace,
             conn,
             session.events,
-            self.notifier.clone(),
-        )
-        .await;
+            self.bus.clone(),
+        );
         lock(&self.live).insert(id.clone(), live);
         id
     }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use tether_store::Store;
 use tokio_util::sync::CancellationToken;
 
-use crate::server::live::Live;
+use super::live::Live;
 
 use super::{Hub, lock};
 

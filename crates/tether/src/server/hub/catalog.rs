@@ -1,9 +1,9 @@
 //! The cache as a catalog: `session/list`, `session/clear` and `session/history`.
 
+use super::error::Result;
 use serde_json::json;
-use tower_lsp_server::jsonrpc::Result;
 
-use crate::params::invalid_params;
+use super::invalid_params;
 use crate::protocol::{
     ClearParams, ClearResult, HISTORY_DEFAULT_LIMIT, HISTORY_MAX_LIMIT, HistoryParams,
     HistoryResult, ListResult, SessionSummary, WorkspaceParams,

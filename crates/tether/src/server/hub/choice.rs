@@ -4,13 +4,14 @@
 use std::path::Path;
 use std::time::Instant;
 
+use super::error::Result;
 use tether_recovery::ErrorKind;
 use tether_recovery::breaker::{Breaker, Decision, UserChoice};
-use tower_lsp_server::jsonrpc::Result;
 
-use crate::params::invalid_params;
+use super::invalid_params;
 use crate::protocol::{Choice, Reconciliation, RecoveryChoiceParams, ResumeResult};
 
+use super::events::Event;
 use super::{Hub, Open, ResumeCtx, lock, now_ms, unknown_session, view, workspace_of};
 
 impl Hub {
@@ -65,7 +66,7 @@ impl Hub {
             session_id: previous.unwrap_or_default().to_owned(),
             agent: agent.to_owned(),
             workspace: workspace.to_owned(),
-            token: None,
+            origin: None,
             had_cache: false,
             started: Instant::now(),
             reconciliation: Reconciliation::default(),
@@ -114,11 +115,14 @@ impl Hub {
             }
             // The old session's banners go with it.
             for banner in ["stale", "restore", "choice", "recovered"] {
-                self.notifier
-                    .banner_cleared(&format!("{banner}:{prev}"))
-                    .await;
+                let id = format!("{banner}:{prev}");
+                self.emit(Some(prev), Event::BannerCleared { id }).await;
             }
-            self.notifier.expired(prev, &attached.session_id).await;
+            let expired = Event::Expired {
+                previous_session_id: prev.to_owned(),
+                session_id: attached.session_id.clone(),
+            };
+            self.emit(Some(prev), expired).await;
         }
         self.log(
             &attached.session_id,

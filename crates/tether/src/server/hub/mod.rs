@@ -4,8 +4,12 @@
 //! budget, the live agent sessions and the cache. Its public methods are the protocol's
 //! requests; each flow feeds the sans-IO recovery core (`tether_recovery`) with what the
 //! agent did and carries out the decisions it returns: attempt, wait, ask the user, start
-//! fresh, fail. Every decision is logged with the session id and attempt (`tracing` and
-//! `window/logMessage`).
+//! fresh, fail. Every decision is logged with the session id and attempt (`tracing`, and an
+//! [`events::Event::Log`] that editors show in their log).
+//!
+//! The hub knows no editor and no LSP: it imports nothing from `server::conn`, returns
+//! [`error::HubError`]s, and tells editors what happens by publishing typed events on its
+//! [`events::Bus`], which every editor connection subscribes to.
 //!
 //! The flows: [`resume`] (cache first, then the breaker's driver), [`attempt`] (one agent
 //! attempt, shared by resume and crash restart), [`choice`] (`session/recoveryChoice`),
@@ -19,11 +23,15 @@ mod attempt;
 mod background;
 mod catalog;
 mod choice;
+pub mod error;
+pub mod events;
+pub mod live;
 mod persist;
 mod print;
 mod prompt;
 mod report;
 mod resume;
+pub mod silence;
 mod turns;
 
 use attempt::Attached;
@@ -48,15 +56,13 @@ use tether_recovery::classify::{ClassifyContext, classify};
 use tether_recovery::{ClassifiedError, Observation};
 use tether_store::{Store, StoreConfig, Workspace};
 use tokio_util::sync::CancellationToken;
-use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
-use tower_lsp_server::ls_types::MessageType;
 
-use crate::params::invalid_params;
-use crate::protocol::{BreakerView, ProgressToken, Reconciliation, Recovery, RecoveryAction, code};
+use crate::protocol::{BreakerView, Reconciliation, Recovery, RecoveryAction};
 use crate::server::ServeOptions;
 use crate::server::config::ServerConfig;
-use crate::server::live::Live;
-use crate::server::notifier::Notifier;
+use error::{HubError, Result};
+use events::{Bus, Event, LogLevel, Origin, SubscriberId};
+use live::Live;
 
 /// Why the server could not start its session state.
 #[derive(Debug, Clone)]
@@ -82,7 +88,8 @@ struct ResumeCtx {
     session_id: String,
     agent: String,
     workspace: PathBuf,
-    token: Option<ProgressToken>,
+    /// The request this resume runs for (its status events carry it).
+    origin: Option<Origin>,
     had_cache: bool,
     started: Instant,
     /// What the cache had that a new agent process cannot confirm (R-STORE-7).
@@ -93,7 +100,7 @@ struct ResumeCtx {
 pub struct Hub {
     me: Weak<Hub>,
     config: ServerConfig,
-    notifier: Notifier,
+    bus: Arc<Bus>,
     store: Option<Arc<Store>>,
     /// Where agent process groups are recorded; `None` = not recorded.
     registry_path: Option<PathBuf>,
@@ -127,20 +134,16 @@ fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-fn request_failed(message: String, data: Value) -> Error {
-    Error {
-        code: ErrorCode::from(code::REQUEST_FAILED),
-        message: message.into(),
-        data: Some(data),
-    }
+fn request_failed(message: String, data: Value) -> HubError {
+    HubError::request_failed(message, data)
 }
 
-fn unknown_session(session_id: &str) -> Error {
-    Error {
-        code: ErrorCode::from(code::UNKNOWN_SESSION),
-        message: format!("unknown session {session_id}").into(),
-        data: Some(json!({ "sessionId": session_id })),
-    }
+fn unknown_session(session_id: &str) -> HubError {
+    HubError::unknown_session(session_id)
+}
+
+fn invalid_params(field: &str, reason: &str) -> HubError {
+    HubError::invalid_params(field, reason)
 }
 
 fn short(id: &str) -> &str {
@@ -158,7 +161,6 @@ impl Hub {
     /// The cache folder is unusable (not ours, a symlink, readable by others).
     pub fn start(
         config: ServerConfig,
-        notifier: Notifier,
         options: &ServeOptions,
     ) -> std::result::Result<Arc<Self>, StartError> {
         let store_config = StoreConfig {
@@ -184,7 +186,7 @@ impl Hub {
         Ok(Arc::new_cyclic(|me| Self {
             me: me.clone(),
             config,
-            notifier,
+            bus: Arc::new(Bus::default()),
             store,
             registry_path,
             registry: tokio::sync::OnceCell::new(),
@@ -199,6 +201,23 @@ impl Hub {
         }))
     }
 
+    /// The bus the hub publishes its events on.
+    #[must_use]
+    pub fn bus(&self) -> &Arc<Bus> {
+        &self.bus
+    }
+
+    /// Subscribes an editor connection (or a test) to every event published from now on.
+    pub fn subscribe(&self, subscriber: Arc<dyn events::Subscriber>) -> SubscriberId {
+        self.bus.subscribe(subscriber)
+    }
+
+    /// A fresh [`Origin`] for a request about to run (see [`Self::resume`]).
+    #[must_use]
+    pub fn origin(&self) -> Origin {
+        self.bus.origin()
+    }
+
     /// After `initialized`: open the child registry (in the background), start the
     /// coalesced-persist flusher and the idle reaper.
     pub async fn initialized(&self) {
@@ -206,11 +225,12 @@ impl Hub {
             tokio::spawn(async move {
                 if let Err(message) = me.registry().await {
                     tracing::warn!(error = %message, "child registry unusable; agents cannot be started");
-                    me.notifier
-                        .show_warning(format!(
+                    me.emit(None, Event::Warning {
+                        message: format!(
                             "Tether cannot record its agent processes, so it will not start agents: {message}"
-                        ))
-                        .await;
+                        ),
+                    })
+                    .await;
                 }
             });
         }
@@ -221,24 +241,30 @@ impl Hub {
         let ttl = Duration::from_secs(self.config.connection_ttl_secs);
         tokio::spawn(idle_reaper(me, ttl, self.shutdown.clone()));
         if let Some(store) = &self.store {
-            self.notifier
-                .log(
-                    MessageType::INFO,
-                    format!(
+            self.emit(
+                None,
+                Event::Log {
+                    level: LogLevel::Info,
+                    message: format!(
                         "tether {}: cache at {}",
                         env!("CARGO_PKG_VERSION"),
                         store.root().display()
                     ),
-                )
-                .await;
+                },
+            )
+            .await;
             for warning in store.open_warnings() {
                 // e.g. encryption asked for but no keychain: the store says so and keeps
                 // plaintext with redaction.
                 let text = serde_json::to_string(warning).unwrap_or_default();
                 tracing::warn!(warning = %text, "session cache");
-                self.notifier
-                    .show_warning(format!("Tether session cache: {text}"))
-                    .await;
+                self.emit(
+                    None,
+                    Event::Warning {
+                        message: format!("Tether session cache: {text}"),
+                    },
+                )
+                .await;
             }
         }
     }
@@ -322,10 +348,30 @@ impl Hub {
         classify(observation, &ctx).error
     }
 
+    /// Logs a decision about `session` (`tracing`, and a [`Event::Log`] for editors).
     async fn log(&self, session: &str, message: String) {
         tracing::info!(session, "{message}");
-        self.notifier
-            .log(MessageType::INFO, format!("[{}] {message}", short(session)))
+        let message = format!("[{}] {message}", short(session));
+        let key = (!session.is_empty() && session != "-").then_some(session);
+        self.emit(
+            key,
+            Event::Log {
+                level: LogLevel::Info,
+                message,
+            },
+        )
+        .await;
+    }
+
+    /// Publishes `event` about `session` (or hub-wide).
+    async fn emit(&self, session: Option<&str>, event: Event) {
+        self.bus.publish(session, None, event).await;
+    }
+
+    /// Publishes `event` about the session a resume is about, for the request that runs it.
+    async fn emit_for(&self, ctx: &ResumeCtx, event: Event) {
+        self.bus
+            .publish(Some(&ctx.session_id), ctx.origin, event)
             .await;
     }
 
@@ -382,7 +428,7 @@ fn recovery_of(prompt: &tether_recovery::breaker::RecoveryPrompt) -> Recovery {
     }
 }
 
-fn prompt_error(error: &ClassifiedError) -> Error {
+fn prompt_error(error: &ClassifiedError) -> HubError {
     request_failed(
         format!(
             "the prompt turn failed: {:?}: {}",
@@ -407,7 +453,7 @@ fn workspace_of(root: &Path) -> Result<Workspace> {
     Workspace::new(root).map_err(|e| invalid_params("workspace.root", &e.to_string()))
 }
 
-fn store_error(err: &tether_store::StoreError) -> Error {
+fn store_error(err: &tether_store::StoreError) -> HubError {
     request_failed(
         format!("session cache: {err}"),
         json!({"kind": err.kind(), "path": err.path()}),

@@ -3,12 +3,13 @@
 
 use std::time::Instant;
 
+use super::error::Result;
 use serde_json::json;
-use tower_lsp_server::jsonrpc::Result;
 
-use crate::params::invalid_params;
+use super::invalid_params;
 use crate::protocol::{BannerKind, BannerParams, PersistResult};
 
+use super::events::Event;
 use super::{Hub, absolute_root, lock, props, request_failed, store_error, workspace_of};
 
 impl Hub {
@@ -60,10 +61,16 @@ impl Hub {
             Ok(report) => {
                 *lock(&self.persist_failures) = 0;
                 if report.saved {
-                    self.notifier.telemetry("session.persist.save", props(json!({
+                    let properties = props(json!({
                         "workspaceId": workspace_id, "turnCount": turn_count, "execCount": exec_count,
                         "bytes": report.bytes, "durationMs": report.duration.as_millis() as u64, "trigger": trigger,
-                    }))).await;
+                    }));
+                    let name = "session.persist.save".to_owned();
+                    self.emit(
+                        Some(&params.session_id),
+                        Event::Telemetry { name, properties },
+                    )
+                    .await;
                 }
                 if report.redactions > 0 {
                     self.log(
@@ -87,17 +94,24 @@ impl Hub {
                     *n += 1;
                     *n
                 };
-                self.notifier.telemetry("session.persist.failure", props(json!({
+                let properties = props(json!({
                     "workspaceId": workspace_id, "errorType": err.kind(), "trigger": trigger, "attempt": failures,
-                }))).await;
+                }));
+                let name = "session.persist.failure".to_owned();
+                self.emit(
+                    Some(&params.session_id),
+                    Event::Telemetry { name, properties },
+                )
+                .await;
                 if store.as_ref().is_some_and(|s| s.persistence_disabled()) {
-                    self.notifier.banner(BannerParams {
+                    // Hub-wide: saving is off for every session.
+                    self.emit(None, Event::Banner(BannerParams {
                         id: "persistenceDisabled".into(),
                         session_id: None,
                         kind: BannerKind::PersistenceDisabled,
                         message: format!("Saving sessions failed {failures} times in a row and is now off: {err}. Re-enable it in the settings."),
                         dismissible: true,
-                    }).await;
+                    })).await;
                 }
                 Err(store_error(&err))
             }

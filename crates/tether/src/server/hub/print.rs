@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use super::error::Result;
 use serde_json::{Value, json};
 use tether_host::claude_print::{
     OneShotError, OneShotJob, PrintOptions, run_one_shot_with_recovery,
@@ -11,8 +12,8 @@ use tether_host::claude_print::{
 use tether_recovery::breaker::Breaker;
 use tether_store::{ChatRole, SessionMeta, Workspace};
 use tokio_util::sync::CancellationToken;
-use tower_lsp_server::jsonrpc::Result;
 
+use super::events::Event;
 use crate::protocol::{BannerKind, BannerParams, PromptParams, PromptResult, ResumeResult};
 
 use super::{
@@ -45,9 +46,8 @@ impl Hub {
                         .map(|t| t.text.clone())
                 });
                 if let Some(l) = &loaded {
-                    self.notifier
-                        .restored(id, serde_json::to_value(&l.snapshot).unwrap_or(Value::Null))
-                        .await;
+                    let snapshot = serde_json::to_value(&l.snapshot).unwrap_or(Value::Null);
+                    self.emit(Some(id), Event::Restored { snapshot }).await;
                 }
                 (
                     id.to_owned(),
@@ -162,26 +162,27 @@ impl Hub {
                                 .await;
                     }
                 }
-                self.notifier
-                    .update(&session.id, json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": result.output}}), false)
-                    .await;
+                let update = Event::Update {
+                    update: json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": result.output}}),
+                    replay: false,
+                };
+                self.emit(Some(&session.id), update).await;
                 if result.stale {
                     let why = result
                         .error
                         .as_ref()
                         .map_or_else(String::new, |e| format!(" ({:?}: {})", e.kind, e.message));
-                    self.notifier
-                        .banner(BannerParams {
-                            id: format!("stale:{}", session.id),
-                            session_id: Some(session.id.clone()),
-                            kind: BannerKind::StaleSnapshot,
-                            message: format!(
-                                "{} failed{why}; showing its last cached answer.",
-                                session.agent
-                            ),
-                            dismissible: true,
-                        })
-                        .await;
+                    let banner = BannerParams {
+                        id: format!("stale:{}", session.id),
+                        session_id: Some(session.id.clone()),
+                        kind: BannerKind::StaleSnapshot,
+                        message: format!(
+                            "{} failed{why}; showing its last cached answer.",
+                            session.agent
+                        ),
+                        dismissible: true,
+                    };
+                    self.emit(Some(&session.id), Event::Banner(banner)).await;
                 } else {
                     *lock(&session.last_output) = Some(result.output.clone());
                     self.append_turn(

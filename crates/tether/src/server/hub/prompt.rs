@@ -5,18 +5,19 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::error::Result;
 use serde_json::{Value, json};
 use tether_host::acp::AcpConnection;
 use tether_recovery::rate_limit::{RateLimitDecision, RateLimitWaiter};
 use tether_recovery::{ErrorKind, Observation};
 use tether_store::ChatRole;
-use tower_lsp_server::jsonrpc::Result;
 
-use crate::params::invalid_params;
+use super::invalid_params;
+use super::live::{Live, shutdown_conn};
+use super::silence::{SilenceDecision, SilenceWatch};
 use crate::protocol::{PromptParams, PromptResult, SessionRef, StatusParams, StatusState};
-use crate::server::live::{Live, shutdown_conn};
-use crate::server::silence::{SilenceDecision, SilenceWatch};
 
+use super::events::Event;
 use super::{
     Hub, TurnOf, lock, now_ms, prompt_error, request_failed, spawn_observation, unknown_session,
 };
@@ -37,21 +38,16 @@ impl Hub {
             .cloned()
             .ok_or_else(|| unknown_session(&params.session_id))?;
         let blocks: Vec<agent_client_protocol::v1::schema::ContentBlock> =
-            crate::params::parse_any(Value::Array(params.prompt.clone())).map_err(|e| {
-                let data = e.data.clone().unwrap_or(Value::Null);
-                let field = data["field"].as_str().unwrap_or_default();
-                invalid_params(
-                    &format!(
-                        "prompt{}{field}",
-                        if field.starts_with('[') || field.is_empty() {
-                            ""
-                        } else {
-                            "."
-                        }
-                    ),
-                    data["reason"].as_str().unwrap_or("not an ACP ContentBlock"),
-                )
-            })?;
+            crate::params::parse_fields(Value::Array(params.prompt.clone())).map_err(
+                |(field, reason)| {
+                    let dot = if field.starts_with('[') || field.is_empty() {
+                        ""
+                    } else {
+                        "."
+                    };
+                    invalid_params(&format!("prompt{dot}{field}"), &reason)
+                },
+            )?;
         let _turn = live.turn_lock.lock().await;
         let cancel = live.new_turn_token();
         let user_text = prompt_text(&params.prompt);
@@ -134,23 +130,19 @@ impl Hub {
                             max_retries,
                             ..
                         } => {
-                            self.notifier
-                                .status(
-                                    StatusParams {
-                                        session_id: live.id.clone(),
-                                        state: StatusState::RateLimited,
-                                        attempt: retry,
-                                        max_attempts: max_retries,
-                                        retry_in_ms: Some(delay_ms),
-                                        error_kind: Some(error.kind),
-                                        message: format!(
-                                            "Rate limited, resuming in {} s",
-                                            delay_ms.div_ceil(1000)
-                                        ),
-                                    },
-                                    None,
-                                )
-                                .await;
+                            let status = StatusParams {
+                                session_id: live.id.clone(),
+                                state: StatusState::RateLimited,
+                                attempt: retry,
+                                max_attempts: max_retries,
+                                retry_in_ms: Some(delay_ms),
+                                error_kind: Some(error.kind),
+                                message: format!(
+                                    "Rate limited, resuming in {} s",
+                                    delay_ms.div_ceil(1000)
+                                ),
+                            };
+                            self.emit(Some(&live.id), Event::Status(status)).await;
                             tokio::select! {
                                 () = tokio::time::sleep(Duration::from_millis(delay_ms)) => {}
                                 () = cancel.cancelled() => {
@@ -165,20 +157,16 @@ impl Hub {
                             }
                             let resume = rate_limit.on_timer(now_ms());
                             self.log(&live.id, format!("rate limit: {resume}")).await;
-                            self.notifier
-                                .status(
-                                    StatusParams {
-                                        session_id: live.id.clone(),
-                                        state: StatusState::Resuming,
-                                        attempt: retry,
-                                        max_attempts: max_retries,
-                                        retry_in_ms: None,
-                                        error_kind: None,
-                                        message: "Resuming session after rate limit".into(),
-                                    },
-                                    None,
-                                )
-                                .await;
+                            let status = StatusParams {
+                                session_id: live.id.clone(),
+                                state: StatusState::Resuming,
+                                attempt: retry,
+                                max_attempts: max_retries,
+                                retry_in_ms: None,
+                                error_kind: None,
+                                message: "Resuming session after rate limit".into(),
+                            };
+                            self.emit(Some(&live.id), Event::Status(status)).await;
                             self.after_api_error(&live, &observation).await?;
                             continue;
                         }
@@ -192,10 +180,15 @@ impl Hub {
                     let repaired = live.take_turn().repairs.len() + turn.repairs.len();
                     let mut err = prompt_error(&error);
                     err.message = match restarted {
-                        Ok(()) => format!("{}; the agent was restarted and the session reloaded ({repaired} interrupted tool call(s) finished as failed)", err.message),
-                        Err(e) => format!("{}; {repaired} interrupted tool call(s) finished as failed; the agent could not be restarted with this session: {}", err.message, e.message),
-                    }
-                    .into();
+                        Ok(()) => format!(
+                            "{}; the agent was restarted and the session reloaded ({repaired} interrupted tool call(s) finished as failed)",
+                            err.message
+                        ),
+                        Err(e) => format!(
+                            "{}; {repaired} interrupted tool call(s) finished as failed; the agent could not be restarted with this session: {}",
+                            err.message, e.message
+                        ),
+                    };
                     return Err(err);
                 }
                 _ => return Err(prompt_error(&error)),
@@ -286,20 +279,16 @@ impl Hub {
         };
         self.log(&live.id, format!("silence watch: {message}"))
             .await;
-        self.notifier
-            .status(
-                StatusParams {
-                    session_id: live.id.clone(),
-                    state,
-                    attempt: 0,
-                    max_attempts: 0,
-                    retry_in_ms: None,
-                    error_kind: None,
-                    message,
-                },
-                None,
-            )
-            .await;
+        let status = StatusParams {
+            session_id: live.id.clone(),
+            state,
+            attempt: 0,
+            max_attempts: 0,
+            retry_in_ms: None,
+            error_kind: None,
+            message,
+        };
+        self.emit(Some(&live.id), Event::Status(status)).await;
     }
 
     /// The quirks-table row of a live session's agent ([`tether_host::quirks`]).
@@ -318,7 +307,7 @@ impl Hub {
             &live.id,
             format!(
                 "agent exited ({}); restarting and reloading",
-                crate::server::live::redacted(why)
+                super::live::redacted(why)
             ),
         )
         .await;
@@ -345,12 +334,20 @@ impl Hub {
                 prompt_error(&error)
             })?;
         for update in loaded.replay {
-            self.notifier.update(&live.id, update, true).await;
+            let update = Event::Update {
+                update,
+                replay: true,
+            };
+            self.emit(Some(&live.id), update).await;
         }
         for update in &loaded.repairs {
-            self.notifier.update(&live.id, update.clone(), false).await;
+            let update = Event::Update {
+                update: update.clone(),
+                replay: false,
+            };
+            self.emit(Some(&live.id), update).await;
         }
-        if let Some(old) = live.replace(conn, loaded.session.events, self.notifier.clone()) {
+        if let Some(old) = live.replace(conn, loaded.session.events, self.bus.clone()) {
             tokio::spawn(shutdown_conn(old));
         }
         Ok(())

@@ -1,5 +1,5 @@
-//! What the hub tells editors about a resume: status (with the client's progress token)
-//! and telemetry events.
+//! What the hub tells editors about a resume: status events (published for the request
+//! that runs the resume, so its connection can report work-done progress) and telemetry.
 
 use serde_json::{Value, json};
 use tether_recovery::ErrorKind;
@@ -7,6 +7,7 @@ use tether_store::{SessionSnapshot, Workspace};
 
 use crate::protocol::{StatusParams, StatusState};
 
+use super::events::Event;
 use super::{Hub, ResumeCtx, props};
 
 impl Hub {
@@ -21,20 +22,16 @@ impl Hub {
         error_kind: Option<ErrorKind>,
         message: String,
     ) {
-        self.notifier
-            .status(
-                StatusParams {
-                    session_id: ctx.session_id.clone(),
-                    state,
-                    attempt,
-                    max_attempts,
-                    retry_in_ms,
-                    error_kind,
-                    message,
-                },
-                ctx.token.as_ref(),
-            )
-            .await;
+        let status = StatusParams {
+            session_id: ctx.session_id.clone(),
+            state,
+            attempt,
+            max_attempts,
+            retry_in_ms,
+            error_kind,
+            message,
+        };
+        self.emit_for(ctx, Event::Status(status)).await;
     }
 
     pub(super) async fn telemetry(&self, name: &str, ctx: &ResumeCtx, extra: Value) {
@@ -42,7 +39,9 @@ impl Hub {
         if let Ok(ws) = Workspace::new(&ctx.workspace) {
             properties.insert("workspaceId".into(), json!(ws.id()));
         }
-        self.notifier.telemetry(name, properties).await;
+        let name = name.to_owned();
+        self.emit_for(ctx, Event::Telemetry { name, properties })
+            .await;
     }
 
     pub(super) async fn telemetry_resume_start(&self, ctx: &ResumeCtx, snapshot: &SessionSnapshot) {

@@ -1,35 +1,42 @@
 //! `session/resume`: the cached transcript first (`session/restored`, marked stale), then
 //! the circuit breaker's driver: attempt, wait (backoff or a rate limit), ask the user,
 //! start fresh or fail, until one ends the request. Needing the user never blocks the
-//! request: it answers `needsChoice` and the dialog runs in a task of its own.
+//! request: it answers `needsChoice`, and a [`Event::ChoiceNeeded`] asks the editors that do
+//! not render the dialog themselves, from a task of its own.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use super::error::Result;
 use serde_json::{Value, json};
 use tether_host::AgentProtocol;
 use tether_recovery::ClassifiedError;
 use tether_recovery::breaker::{Breaker, Decision, WaitReason};
 use tether_store::Workspace;
-use tower_lsp_server::jsonrpc::Result;
 
-use crate::params::invalid_params;
+use super::invalid_params;
 use crate::protocol::{
     BannerKind, BannerParams, Reconciliation, Recovery, RecoveryAction, RecoveryChoiceParams,
     ResumeParams, ResumeResult, StatusState,
 };
 
+use super::events::{Answer, Event, Origin};
 use super::{
     Attached, Hub, Open, ResumeCtx, absolute_root, lock, now_ms, recovery_of, request_failed, view,
     workspace_of,
 };
 
 impl Hub {
-    /// `session/resume`.
+    /// `session/resume`. The status events of the resume carry `origin` (see
+    /// [`Hub::origin`]), so the connection that asked can report progress on them.
     ///
     /// # Errors
     /// `-32602` for a relative workspace root or an unknown agent.
-    pub async fn resume(&self, params: ResumeParams) -> Result<ResumeResult> {
+    pub async fn resume(
+        &self,
+        params: ResumeParams,
+        origin: Option<Origin>,
+    ) -> Result<ResumeResult> {
         let workspace = absolute_root(&params.workspace.root)?;
         let (agent, agent_config) = self.agent_config(params.agent.as_deref())?;
         let cached_id = match params.session_id.clone() {
@@ -40,13 +47,7 @@ impl Hub {
             }
             None => self.latest_session(&workspace).await,
         };
-        let token = params.work_done_token.clone();
-        if let Some(token) = &token {
-            self.notifier
-                .progress_begin(token, "Resuming session")
-                .await;
-        }
-        let result = match cached_id {
+        match cached_id {
             _ if agent_config.protocol == AgentProtocol::ClaudePrint => Ok(self
                 .attach_print(&agent, &workspace, cached_id.as_deref())
                 .await),
@@ -67,7 +68,7 @@ impl Hub {
                         session_id: id.clone(),
                         agent: agent.clone(),
                         workspace: workspace.clone(),
-                        token: token.clone(),
+                        origin,
                         had_cache: false,
                         started: Instant::now(),
                         reconciliation: Reconciliation::default(),
@@ -75,15 +76,7 @@ impl Hub {
                     self.resume_cached(ctx).await
                 }
             }
-        };
-        if let Some(token) = &token {
-            let message = match &result {
-                Ok(r) => format!("{:?}", r.outcome),
-                Err(e) => e.message.to_string(),
-            };
-            self.notifier.progress_end(token, &message).await;
         }
-        result
     }
 
     pub(super) async fn latest_session(&self, workspace: &Path) -> Option<String> {
@@ -113,18 +106,17 @@ impl Hub {
                     };
                     let snapshot = serde_json::to_value(&loaded.snapshot).unwrap_or(Value::Null);
                     self.telemetry_resume_start(&ctx, &loaded.snapshot).await;
-                    self.notifier.restored(&ctx.session_id, snapshot).await;
-                    self.notifier
-                        .banner(BannerParams {
-                            id: format!("stale:{}", ctx.session_id),
-                            session_id: Some(ctx.session_id.clone()),
-                            kind: BannerKind::StaleSnapshot,
-                            message:
-                                "Showing the saved transcript; the agent has not confirmed it yet."
-                                    .into(),
-                            dismissible: true,
-                        })
-                        .await;
+                    self.emit_for(&ctx, Event::Restored { snapshot }).await;
+                    let banner = BannerParams {
+                        id: format!("stale:{}", ctx.session_id),
+                        session_id: Some(ctx.session_id.clone()),
+                        kind: BannerKind::StaleSnapshot,
+                        message:
+                            "Showing the saved transcript; the agent has not confirmed it yet."
+                                .into(),
+                        dismissible: true,
+                    };
+                    self.emit_for(&ctx, Event::Banner(banner)).await;
                     for warning in &loaded.warnings {
                         self.log(
                             &ctx.session_id,
@@ -138,15 +130,14 @@ impl Hub {
                 }
                 Ok(Ok(None)) => {}
                 Ok(Err(err)) => {
-                    self.notifier
-                        .banner(BannerParams {
-                            id: format!("restore:{}", ctx.session_id),
-                            session_id: Some(ctx.session_id.clone()),
-                            kind: BannerKind::RestoreFailed,
-                            message: format!("Previous session could not be restored: {err}"),
-                            dismissible: true,
-                        })
-                        .await;
+                    let banner = BannerParams {
+                        id: format!("restore:{}", ctx.session_id),
+                        session_id: Some(ctx.session_id.clone()),
+                        kind: BannerKind::RestoreFailed,
+                        message: format!("Previous session could not be restored: {err}"),
+                        dismissible: true,
+                    };
+                    self.emit_for(&ctx, Event::Banner(banner)).await;
                 }
                 Err(_) => {}
             }
@@ -271,9 +262,7 @@ impl Hub {
                             ctx: ctx.clone(),
                         },
                     );
-                    if !self.notifier.renders().recovery_dialog {
-                        self.ask_in_background(id.clone(), recovery);
-                    }
+                    self.ask_in_background(id.clone(), recovery);
                     return Ok(result);
                 }
                 Decision::Fail { error, offer_login } => {
@@ -337,7 +326,10 @@ impl Hub {
         failures: u32,
     ) -> ResumeResult {
         let id = &ctx.session_id;
-        self.notifier.banner_cleared(&format!("stale:{id}")).await;
+        let cleared = Event::BannerCleared {
+            id: format!("stale:{id}"),
+        };
+        self.emit_for(ctx, cleared).await;
         let snap = breaker.snapshot();
         self.status(
             ctx,
@@ -356,18 +348,17 @@ impl Hub {
         if failures > 0 {
             // The breaker's attempt count leaves out loads that only waited out a rate
             // limit; the failures counted here are every attempt that did not attach.
-            self.notifier
-                .banner(BannerParams {
-                    id: format!("recovered:{}", attached.session_id),
-                    session_id: Some(attached.session_id.clone()),
-                    kind: BannerKind::RecoveredLive,
-                    message: format!(
-                        "Session recovered after {failures} failed attempt{}.",
-                        if failures == 1 { "" } else { "s" }
-                    ),
-                    dismissible: true,
-                })
-                .await;
+            let banner = BannerParams {
+                id: format!("recovered:{}", attached.session_id),
+                session_id: Some(attached.session_id.clone()),
+                kind: BannerKind::RecoveredLive,
+                message: format!(
+                    "Session recovered after {failures} failed attempt{}.",
+                    if failures == 1 { "" } else { "s" }
+                ),
+                dismissible: true,
+            };
+            self.emit_for(ctx, Event::Banner(banner)).await;
         }
         self.record_resume(&ctx.workspace, &attached.session_id)
             .await;
@@ -395,7 +386,11 @@ impl Hub {
         self.telemetry("session.resume.success", ctx, json!({"turnCount": attached.replayed, "execCount": 0, "diffCount": 0, "elapsedMs": elapsed})).await;
         if attached.fresh && id != &attached.session_id {
             // The agent could not take the old session back: a new one replaced it.
-            self.notifier.expired(id, &attached.session_id).await;
+            let expired = Event::Expired {
+                previous_session_id: id.clone(),
+                session_id: attached.session_id.clone(),
+            };
+            self.emit_for(ctx, expired).await;
             return ResumeResult::started(
                 attached.session_id,
                 Some(id.clone()),
@@ -445,13 +440,20 @@ impl Hub {
         }
     }
 
-    /// Asks a client that does not render the dialog, through `window/showMessageRequest`,
-    /// in a task of its own (never inside the request handler).
+    /// Publishes [`Event::ChoiceNeeded`] from a task of its own (never inside the request
+    /// handler) and carries out the first answer: an editor that does not render the dialog
+    /// from `ResumeResult.recovery` asks its user and answers; when none answers (every
+    /// editor renders the dialog itself), the choice comes as `session/recoveryChoice`.
     pub(super) fn ask_in_background(&self, session_id: String, recovery: Recovery) {
         let me = self.me.clone();
-        let notifier = self.notifier.clone();
+        let bus = self.bus.clone();
         tokio::spawn(async move {
-            let choice = notifier.ask_recovery(&recovery).await;
+            let (answer, reply) = Answer::new();
+            let event = Event::ChoiceNeeded { recovery, answer };
+            bus.publish(Some(&session_id), None, event).await;
+            let Ok(choice) = reply.await else {
+                return;
+            };
             let Some(me) = me.upgrade() else { return };
             match choice {
                 Some(choice) => {
@@ -479,15 +481,14 @@ impl Hub {
                     }
                 }
                 None => {
-                    me.notifier
-                        .banner(BannerParams {
-                            id: format!("choice:{session_id}"),
-                            session_id: Some(session_id.clone()),
-                            kind: BannerKind::RestoreFailed,
-                            message: "The session is still not resumed. Run \"Resume Session\" to choose again.".into(),
-                            dismissible: true,
-                        })
-                        .await;
+                    let banner = BannerParams {
+                        id: format!("choice:{session_id}"),
+                        session_id: Some(session_id.clone()),
+                        kind: BannerKind::RestoreFailed,
+                        message: "The session is still not resumed. Run \"Resume Session\" to choose again.".into(),
+                        dismissible: true,
+                    };
+                    me.emit(Some(&session_id), Event::Banner(banner)).await;
                 }
             }
         });

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use tether_store::{ChatRole, ChatTurn, SessionMeta, Workspace};
 
-use crate::server::live::Live;
+use super::live::Live;
 
 use super::{Hub, PrintSession, now_ms};
 

@@ -16,9 +16,8 @@ use tether_host::acp::{AcpConnection, PermissionDecision, SessionEvent};
 use tether_recovery::Observation;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
-use tower_lsp_server::ls_types::MessageType;
 
-use super::notifier::Notifier;
+use super::events::{Answer, Bus, Event, LogLevel};
 
 /// One live session.
 pub struct Live {
@@ -62,16 +61,15 @@ impl std::fmt::Debug for Live {
 }
 
 impl Live {
-    /// Wraps a connection whose session `id` is open, and starts pumping `events` to the
-    /// editor. `replay` and `repairs` (from `session/load`) are forwarded first, marked
-    /// `replay: true` and `false` respectively.
-    pub async fn start(
+    /// Wraps a connection whose session `id` is open, and starts pumping `events` onto the
+    /// hub's `bus`.
+    pub fn start(
         id: String,
         agent: String,
         workspace: &Path,
         conn: AcpConnection,
         events: mpsc::Receiver<SessionEvent>,
-        notifier: Notifier,
+        bus: Arc<Bus>,
     ) -> Arc<Self> {
         let (barrier_tx, barrier_rx) = mpsc::unbounded_channel();
         let live = Arc::new(Self {
@@ -89,7 +87,7 @@ impl Live {
             live.id.clone(),
             events,
             barrier_rx,
-            notifier,
+            bus,
             live.turn.clone(),
         ));
         live
@@ -100,7 +98,7 @@ impl Live {
         &self,
         conn: AcpConnection,
         events: mpsc::Receiver<SessionEvent>,
-        notifier: Notifier,
+        bus: Arc<Bus>,
     ) -> Option<Arc<AcpConnection>> {
         let (barrier_tx, barrier_rx) = mpsc::unbounded_channel();
         *lock(&self.barrier) = barrier_tx;
@@ -109,7 +107,7 @@ impl Live {
             self.id.clone(),
             events,
             barrier_rx,
-            notifier,
+            bus,
             self.turn.clone(),
         ));
         lock(&self.conn).replace(Arc::new(conn))
@@ -205,7 +203,7 @@ async fn pump(
     id: String,
     mut events: mpsc::Receiver<SessionEvent>,
     mut barriers: mpsc::UnboundedReceiver<oneshot::Sender<()>>,
-    notifier: Notifier,
+    bus: Arc<Bus>,
     turn: Arc<Mutex<TurnText>>,
 ) {
     // Events are taken in batches (one wake-up per batch while an agent streams); the
@@ -219,7 +217,7 @@ async fn pump(
                     break;
                 }
                 for event in batch.drain(..) {
-                    handle(&id, event, &notifier, &turn).await;
+                    handle(&id, event, &bus, &turn).await;
                 }
             }
             Some(ack) = barriers.recv() => {
@@ -233,7 +231,7 @@ async fn pump(
     }
 }
 
-async fn handle(id: &str, event: SessionEvent, notifier: &Notifier, turn: &Mutex<TurnText>) {
+async fn handle(id: &str, event: SessionEvent, bus: &Bus, turn: &Mutex<TurnText>) {
     lock(turn).events += 1;
     match event {
         SessionEvent::Update { update } => {
@@ -242,7 +240,15 @@ async fn handle(id: &str, event: SessionEvent, notifier: &Notifier, turn: &Mutex
             {
                 lock(turn).agent.push_str(text);
             }
-            notifier.update(id, update, false).await;
+            bus.publish(
+                Some(id),
+                None,
+                Event::Update {
+                    update,
+                    replay: false,
+                },
+            )
+            .await;
         }
         SessionEvent::Repair { update, reason } => {
             let explanation = update["content"][0]["content"]["text"]
@@ -255,17 +261,35 @@ async fn handle(id: &str, event: SessionEvent, notifier: &Notifier, turn: &Mutex
                 "finished a dangling tool call as failed"
             );
             lock(turn).repairs.push(explanation);
-            notifier.update(id, update, false).await;
+            bus.publish(
+                Some(id),
+                None,
+                Event::Update {
+                    update,
+                    replay: false,
+                },
+            )
+            .await;
         }
         SessionEvent::Permission(request) => {
             let mut params = request.params.clone();
             params["sessionId"] = json!(id);
-            let notifier = notifier.clone();
+            // Asked of every editor watching the session; the first answer wins. The pump
+            // goes on meanwhile: the answer is awaited in a task of its own.
+            let (answer, reply) = Answer::new();
+            bus.publish(Some(id), None, Event::Permission { params, answer })
+                .await;
             tokio::spawn(async move {
-                let decision = match notifier.request_permission(params).await {
-                    Ok(answer) => decision_of(&answer, &request.option_ids()),
-                    Err(err) => {
-                        tracing::warn!(error = %err.message, "permission request failed; answering cancelled");
+                let decision = match reply.await {
+                    Ok(Some(answer)) => decision_of(&answer, &request.option_ids()),
+                    Ok(None) => {
+                        tracing::warn!("permission request failed; answering cancelled");
+                        PermissionDecision::Cancelled
+                    }
+                    Err(_) => {
+                        tracing::warn!(
+                            "no editor took the permission request; answering cancelled"
+                        );
                         PermissionDecision::Cancelled
                     }
                 };
@@ -278,12 +302,15 @@ async fn handle(id: &str, event: SessionEvent, notifier: &Notifier, turn: &Mutex
                 _ => 0,
             };
             tracing::warn!(session = id, silent_s, "agent silent mid-turn");
-            notifier
-                .log(
-                    MessageType::WARNING,
-                    format!("[{id}] the agent has been silent for {silent_s} s mid-turn; it may be retrying its model API. Cancel the turn to stop waiting."),
-                )
-                .await;
+            bus.publish(
+                Some(id),
+                None,
+                Event::Log {
+                    level: LogLevel::Warning,
+                    message: format!("[{id}] the agent has been silent for {silent_s} s mid-turn; it may be retrying its model API. Cancel the turn to stop waiting."),
+                },
+            )
+            .await;
         }
         SessionEvent::Exited(observation) => {
             tracing::warn!(session = id, observation = %redacted(&observation), "agent transport ended");

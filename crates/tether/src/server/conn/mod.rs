@@ -1,9 +1,16 @@
-//! The LSP lifecycle and the routing of Tether's methods.
+//! One editor connection: the LSP lifecycle, the routing of Tether's methods to the hub,
+//! and what this editor sees of the hub's events ([`render`]).
+//!
+//! Everything that is about this one editor lives here and nowhere else: its capabilities
+//! (what it renders), its work-done progress tokens, its JSON-RPC errors. The hub answers
+//! with [`HubError`]s, turned into JSON-RPC errors in one place ([`rpc_error`]).
 //!
 //! Handlers never wait for the user: tower-lsp-server runs a bounded number of requests at
 //! once, so a resume that needs the user returns `needsChoice` at once and the answer comes
-//! later as `session/recoveryChoice` (or from a `window/showMessageRequest` awaited in a task
-//! of its own).
+//! later as `session/recoveryChoice` (or from a `window/showMessageRequest` the renderer
+//! awaits in a task of its own).
+
+pub mod render;
 
 use std::sync::{Arc, OnceLock};
 
@@ -18,10 +25,11 @@ use tower_lsp_server::{Client, ClientSocket, LanguageServer, LspService, LspServ
 use super::ServeOptions;
 use super::config::ServerConfig;
 use super::hub::Hub;
-use super::notifier::{ClientRenders, Notifier};
+use super::hub::error::HubError;
 use super::transport::Outbox;
 use crate::params;
 use crate::protocol::{PROTOCOL_VERSION, method};
+use render::{ClientRenders, Renderer};
 
 /// Requests served at once. Resume and prompt handlers can wait out backoff delays and
 /// rate limits, so this is well above tower-lsp-server's default of 4; none of them ever
@@ -32,6 +40,7 @@ pub const MAX_CONCURRENT_REQUESTS: usize = 64;
 #[derive(Debug, Default)]
 pub struct Shared {
     sessions: OnceLock<Arc<Hub>>,
+    renderer: OnceLock<Arc<Renderer>>,
 }
 
 impl Shared {
@@ -104,9 +113,27 @@ impl Backend {
         })
     }
 
+    /// `session/resume`, with work-done progress when the request gives a token: the
+    /// hub's status events for this request are reported under it.
     async fn resume(&self, params: Value) -> Result<Value> {
-        let p = params::parse(params)?;
-        to_value(self.sessions()?.resume(p).await)
+        let p: crate::protocol::ResumeParams = params::parse(params)?;
+        let hub = self.sessions()?;
+        let origin = hub.origin();
+        let renderer = self.shared.renderer.get();
+        if let (Some(token), Some(renderer)) = (p.work_done_token.clone(), renderer) {
+            renderer
+                .begin_progress(origin, token, "Resuming session")
+                .await;
+        }
+        let result = hub.resume(p, Some(origin)).await;
+        if let Some(renderer) = renderer {
+            let message = match &result {
+                Ok(r) => format!("{:?}", r.outcome),
+                Err(e) => e.message.clone(),
+            };
+            renderer.end_progress(origin, &message).await;
+        }
+        to_value(result)
     }
 
     async fn recovery_choice(&self, params: Value) -> Result<Value> {
@@ -159,8 +186,20 @@ impl Backend {
     }
 }
 
-fn to_value<T: serde::Serialize>(result: Result<T>) -> Result<Value> {
-    result.and_then(|v| serde_json::to_value(v).map_err(|e| Error::internal_error().with(e)))
+fn to_value<T: serde::Serialize>(result: std::result::Result<T, HubError>) -> Result<Value> {
+    result
+        .map_err(rpc_error)
+        .and_then(|v| serde_json::to_value(v).map_err(|e| Error::internal_error().with(e)))
+}
+
+/// The JSON-RPC error of a hub error: the one place where one becomes the other.
+#[must_use]
+pub fn rpc_error(err: HubError) -> Error {
+    Error {
+        code: ErrorCode::from(err.code),
+        message: err.message.into(),
+        data: err.data,
+    }
 }
 
 trait ErrorExt {
@@ -179,13 +218,21 @@ impl LanguageServer for Backend {
         let config = ServerConfig::from_options(params.initialization_options.clone())
             .map_err(|e| params::invalid_params(&e.field, &e.reason))?;
         let renders = ClientRenders::from_experimental(params.capabilities.experimental.as_ref());
-        let notifier = Notifier::new(self.client.clone(), self.outbox.clone(), renders);
-        let sessions = Hub::start(config, notifier, &self.options).map_err(|e| Error {
+        if self.shared.sessions.get().is_some() {
+            return Err(Error::invalid_request().with("initialize sent twice"));
+        }
+        let hub = Hub::start(config, &self.options).map_err(|e| Error {
             code: ErrorCode::from(crate::protocol::code::REQUEST_FAILED),
             message: e.message.clone().into(),
             data: Some(json!({"kind": e.kind, "path": e.path})),
         })?;
-        if self.shared.sessions.set(sessions).is_err() {
+        let renderer = Arc::new(Renderer::new(
+            self.client.clone(),
+            self.outbox.clone(),
+            renders,
+        ));
+        hub.subscribe(renderer.clone());
+        if self.shared.sessions.set(hub).is_err() || self.shared.renderer.set(renderer).is_err() {
             return Err(Error::invalid_request().with("initialize sent twice"));
         }
         tracing::info!(?renders, "initialized");

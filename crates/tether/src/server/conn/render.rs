@@ -1,0 +1,329 @@
+//! What one editor sees of the hub: its events rendered as this client can show them, with
+//! the fallbacks for clients that do not render Tether's own notifications (protocol:
+//! "initialize").
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use tower_lsp_server::Client;
+use tower_lsp_server::ls_types::notification::{LogMessage, Notification, ShowMessage};
+use tower_lsp_server::ls_types::request::Request;
+use tower_lsp_server::ls_types::{
+    LogMessageParams, MessageActionItem, MessageType, ProgressToken as LspToken, ShowMessageParams,
+    ShowMessageRequestParams,
+};
+
+use crate::protocol::{
+    BannerClearedParams, BannerKind, Choice, ExpiredParams, ProgressToken, Recovery,
+    TelemetryParams, notify,
+};
+use crate::server::hub::events::{Delivery, Envelope, Event, LogLevel, Origin, Subscriber};
+use crate::server::transport::Outbox;
+
+/// `session/requestPermission`, server → client.
+pub(crate) enum RequestPermission {}
+impl Request for RequestPermission {
+    type Params = Value;
+    type Result = Value;
+    const METHOD: &'static str = notify::REQUEST_PERMISSION;
+}
+
+/// What the client said it renders itself (`capabilities.experimental.tether`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClientRenders {
+    /// It shows the recovery dialog from `ResumeResult.recovery`.
+    pub recovery_dialog: bool,
+    /// It shows `session/banner`.
+    pub banners: bool,
+    /// It shows `session/status`.
+    pub status: bool,
+}
+
+impl ClientRenders {
+    /// Reads `capabilities.experimental.tether` (absent fields = false).
+    #[must_use]
+    pub fn from_experimental(experimental: Option<&Value>) -> Self {
+        let tether = experimental.and_then(|e| e.get("tether"));
+        let flag = |name: &str| {
+            tether
+                .and_then(|t| t.get(name))
+                .and_then(Value::as_bool)
+                .unwrap_or(false)
+        };
+        Self {
+            recovery_dialog: flag("recoveryDialog"),
+            banners: flag("banners"),
+            status: flag("status"),
+        }
+    }
+}
+
+/// One editor's renderer: subscribed to the hub's bus, it turns each [`Event`] into what
+/// this client shows, by what it said it renders ([`ClientRenders`]): Tether's `session/*`
+/// notifications, or `window/showMessage` for banners; `$/progress` reports for the status
+/// of a request that came with a work-done token; `window/showMessageRequest` for a
+/// recovery the client does not render itself. Notifications go through the [`Outbox`]
+/// (ordered before later responses); server → client requests through tower-lsp-server's
+/// `Client` (which routes their answers), each awaited in a task of its own.
+#[derive(Debug)]
+pub struct Renderer {
+    client: Client,
+    outbox: Outbox,
+    renders: ClientRenders,
+    /// The work-done token of each running request that gave one (this editor's only).
+    progress: Mutex<HashMap<Origin, ProgressToken>>,
+}
+
+/// The title of the "Try Again" action (R-RESUME-6).
+pub const TRY_AGAIN: &str = "Try Again";
+/// The title of the "Start New Session" action (R-RESUME-6).
+pub const START_NEW: &str = "Start New Session";
+
+/// `session/update` params, borrowed (the hot path of a streaming turn: no copy of the
+/// update), serialized exactly as [`crate::protocol::UpdateParams`].
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct UpdateRef<'a> {
+    session_id: &'a str,
+    update: &'a Value,
+    replay: bool,
+}
+
+impl Renderer {
+    /// A renderer for `client`.
+    #[must_use]
+    pub fn new(client: Client, outbox: Outbox, renders: ClientRenders) -> Self {
+        Self {
+            client,
+            outbox,
+            renders,
+            progress: Mutex::new(HashMap::new()),
+        }
+    }
+
+    async fn send<P: Serialize + ?Sized>(&self, method: &str, params: &P) {
+        // Serialized straight into the frame: a `session/update` is on the hot path of a
+        // streaming turn (benches/server.rs).
+        if !self.outbox.notify_with(method, params).await {
+            tracing::debug!(method, "editor gone; notification dropped");
+        }
+    }
+
+    /// Starts work-done progress under `token` for the request `origin`; the status events
+    /// published for it are reported under the token until [`Self::end_progress`].
+    pub async fn begin_progress(&self, origin: Origin, token: ProgressToken, title: &str) {
+        self.send_progress(
+            &token,
+            json!({"kind": "begin", "title": title, "cancellable": false}),
+        )
+        .await;
+        lock(&self.progress).insert(origin, token);
+    }
+
+    /// Ends the work-done progress of `origin`, if it had one.
+    pub async fn end_progress(&self, origin: Origin, message: &str) {
+        let token = lock(&self.progress).remove(&origin);
+        if let Some(token) = token {
+            self.send_progress(&token, json!({"kind": "end", "message": message}))
+                .await;
+        }
+    }
+
+    async fn send_progress(&self, token: &ProgressToken, value: Value) {
+        let token = match token {
+            ProgressToken::Number(n) => LspToken::Number(*n),
+            ProgressToken::String(s) => LspToken::String(s.clone()),
+        };
+        self.send("$/progress", &json!({"token": token, "value": value}))
+            .await;
+    }
+
+    async fn render(&self, envelope: &Envelope) {
+        let session = envelope.session_id.as_deref().unwrap_or_default();
+        match &envelope.event {
+            Event::Restored { snapshot } => {
+                let params = json!({"sessionId": session, "snapshot": snapshot, "stale": true});
+                self.send(notify::RESTORED, &params).await;
+            }
+            Event::Status(params) => {
+                let token = envelope
+                    .origin
+                    .and_then(|o| lock(&self.progress).get(&o).cloned());
+                if let Some(token) = token {
+                    self.send_progress(
+                        &token,
+                        json!({"kind": "report", "message": params.message}),
+                    )
+                    .await;
+                }
+                if self.renders.status {
+                    self.send(notify::STATUS, params).await;
+                }
+            }
+            Event::Banner(params) => {
+                if self.renders.banners {
+                    self.send(notify::BANNER, params).await;
+                } else {
+                    let typ = match params.kind {
+                        BannerKind::RecoveredLive => MessageType::INFO,
+                        _ => MessageType::WARNING,
+                    };
+                    let message = ShowMessageParams {
+                        typ,
+                        message: params.message.clone(),
+                    };
+                    self.send(ShowMessage::METHOD, &message).await;
+                }
+            }
+            Event::BannerCleared { id } => {
+                // Nothing for clients without banners: a `showMessage` cannot be taken back.
+                if self.renders.banners {
+                    self.send(
+                        notify::BANNER_CLEARED,
+                        &BannerClearedParams { id: id.clone() },
+                    )
+                    .await;
+                }
+            }
+            Event::Expired {
+                previous_session_id,
+                session_id,
+            } => {
+                let params = ExpiredParams {
+                    previous_session_id: previous_session_id.clone(),
+                    session_id: session_id.clone(),
+                };
+                self.send(notify::EXPIRED, &params).await;
+            }
+            Event::Update { update, replay } => {
+                let params = UpdateRef {
+                    session_id: session,
+                    update,
+                    replay: *replay,
+                };
+                self.send(notify::UPDATE, &params).await;
+            }
+            Event::Permission { params, answer } => {
+                let (client, params, answer) =
+                    (self.client.clone(), params.clone(), answer.clone());
+                tokio::spawn(async move {
+                    let result = client.send_request::<RequestPermission>(params).await;
+                    if let Err(err) = &result {
+                        tracing::warn!(error = %err.message, "the editor failed the permission request");
+                    }
+                    answer.send(result.ok());
+                });
+            }
+            Event::ChoiceNeeded { recovery, answer } => {
+                // A client that renders the dialog has it from `ResumeResult.recovery`.
+                if !self.renders.recovery_dialog {
+                    let (client, recovery, answer) =
+                        (self.client.clone(), recovery.clone(), answer.clone());
+                    tokio::spawn(async move {
+                        answer.send(ask_recovery(&client, &recovery).await);
+                    });
+                }
+            }
+            Event::Telemetry { name, properties } => {
+                let params = TelemetryParams {
+                    name: name.clone(),
+                    properties: properties.clone(),
+                };
+                self.send(notify::TELEMETRY, &params).await;
+            }
+            Event::Log { level, message } => {
+                let typ = match level {
+                    LogLevel::Info => MessageType::INFO,
+                    LogLevel::Warning => MessageType::WARNING,
+                };
+                let params = LogMessageParams {
+                    typ,
+                    message: message.clone(),
+                };
+                self.send(LogMessage::METHOD, &params).await;
+            }
+            Event::Warning { message } => {
+                let params = ShowMessageParams {
+                    typ: MessageType::WARNING,
+                    message: message.clone(),
+                };
+                self.send(ShowMessage::METHOD, &params).await;
+            }
+        }
+    }
+}
+
+impl Subscriber for Renderer {
+    fn deliver<'a>(&'a self, envelope: &'a Envelope) -> Delivery<'a> {
+        Box::pin(self.render(envelope))
+    }
+}
+
+/// Asks through `window/showMessageRequest`. `None` when the user dismissed it or the
+/// client failed to answer.
+async fn ask_recovery(client: &Client, recovery: &Recovery) -> Option<Choice> {
+    let params = ShowMessageRequestParams {
+        typ: MessageType::WARNING,
+        message: format!("{}\n{}", recovery.message, recovery.detail),
+        actions: Some(
+            recovery
+                .actions
+                .iter()
+                .map(|a| MessageActionItem {
+                    title: a.title.clone(),
+                    properties: Default::default(),
+                })
+                .collect(),
+        ),
+    };
+    let answer = client
+        .send_request::<tower_lsp_server::ls_types::request::ShowMessageRequest>(params)
+        .await
+        .ok()
+        .flatten()?;
+    match answer.title.as_str() {
+        TRY_AGAIN => Some(Choice::Retry),
+        START_NEW => Some(Choice::New),
+        _ => None,
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn renders_reads_the_experimental_tether_flags() {
+        let all = json!({"tether": {"recoveryDialog": true, "banners": true, "status": true}});
+        assert_eq!(
+            ClientRenders::from_experimental(Some(&all)),
+            ClientRenders {
+                recovery_dialog: true,
+                banners: true,
+                status: true
+            }
+        );
+        let some = json!({"tether": {"banners": true}});
+        assert_eq!(
+            ClientRenders::from_experimental(Some(&some)),
+            ClientRenders {
+                recovery_dialog: false,
+                banners: true,
+                status: false
+            }
+        );
+        assert_eq!(
+            ClientRenders::from_experimental(None),
+            ClientRenders::default()
+        );
+        let wrong = json!({"tether": {"banners": "yes"}});
+        assert!(!ClientRenders::from_experimental(Some(&wrong)).banners);
+    }
+}

@@ -1,0 +1,394 @@
+//! The hub's event bus: everything the hub has to tell editors, as typed events.
+//!
+//! The hub knows no editor and no LSP. What a flow wants an editor to see (a status, the
+//! cached transcript, a banner, an agent's update, a permission question, a log line) it
+//! publishes here as an [`Event`]; every editor connection subscribes and renders it the
+//! way its client can (`server::conn`). An event is published under the session it is
+//! about (or under none: a hub-wide warning) and gets that session's next sequence number
+//! ([`Envelope::seq`]: 1, 2, 3… per session, never reused), so that a connection that
+//! reattaches can ask for what it missed.
+//!
+//! Delivery is in `seq` order per session: publishing holds the session's slot while every
+//! subscriber takes the event, and a subscriber only queues it (an editor's bounded outbox),
+//! so a publish returns once every connection has the event in order. That is what keeps
+//! the invariant "every update of a turn reaches the editor before the turn's answer": the
+//! pump publishes a turn's updates before the prompt handler, after its barrier, answers.
+//!
+//! Events that need an answer (a permission question, a recovery the user must choose)
+//! carry an [`Answer`]: the first subscriber to answer wins; when every subscriber has
+//! dropped it unanswered, the hub's receiver sees that nobody will.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use serde_json::{Map, Value};
+use tokio::sync::oneshot;
+
+use crate::protocol::{BannerParams, Choice, Recovery, StatusParams};
+
+/// What the hub tells editors. Payloads are Tether's own protocol types (docs/protocol.md);
+/// how each reaches a client (`session/*` notification, `$/progress`,
+/// `window/showMessage`…) is the connection's choice.
+#[derive(Debug)]
+pub enum Event {
+    /// The cached transcript of a session being resumed, not yet confirmed by its agent
+    /// (R-STORE-7): `snapshot` is a `SessionSnapshot` as JSON.
+    Restored {
+        /// The cached snapshot.
+        snapshot: Value,
+    },
+    /// Where a resume, a rate-limit wait or a turn stands.
+    Status(StatusParams),
+    /// A banner to show (or, for clients without banners, a message).
+    Banner(BannerParams),
+    /// A banner that no longer applies, by its id.
+    BannerCleared {
+        /// The banner's id (`stale:<session>`, `recovered:<session>`…).
+        id: String,
+    },
+    /// The session could not be taken back; `session_id` replaced it (published under the
+    /// previous session's id).
+    Expired {
+        /// The session that expired.
+        previous_session_id: String,
+        /// The session that replaced it.
+        session_id: String,
+    },
+    /// An ACP `session/update` from the agent (`replay`: part of a `session/load` history,
+    /// not new output).
+    Update {
+        /// The update as the agent sent it (or as the hub repaired it).
+        update: Value,
+        /// Whether it replays history.
+        replay: bool,
+    },
+    /// An agent asks permission for a tool call: `params` are ACP
+    /// `session/requestPermission` params; the answer is the client's result as it gave it,
+    /// `None` when the client failed to answer.
+    Permission {
+        /// The request's params (with Tether's session id).
+        params: Value,
+        /// Where the answer goes.
+        answer: Answer<Option<Value>>,
+    },
+    /// Retries are spent and the user must choose (R-RESUME-6). A client that renders the
+    /// dialog from `ResumeResult.recovery` ignores this; another asks the user and answers
+    /// with the choice, or `None` when the user dismissed the question.
+    ChoiceNeeded {
+        /// What to show.
+        recovery: Recovery,
+        /// Where the choice goes.
+        answer: Answer<Option<Choice>>,
+    },
+    /// A telemetry event (names and properties: docs/protocol.md, "telemetry/event").
+    Telemetry {
+        /// The event's name, e.g. `session.resume.success`.
+        name: String,
+        /// Its properties.
+        properties: Map<String, Value>,
+    },
+    /// A decision worth a line in the editor's log (also logged through `tracing`).
+    Log {
+        /// How notable it is.
+        level: LogLevel,
+        /// The line.
+        message: String,
+    },
+    /// Something the user must see once (a cache or registry problem at start).
+    Warning {
+        /// What to show.
+        message: String,
+    },
+}
+
+/// How notable a [`Event::Log`] line is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogLevel {
+    /// A decision (an attempt, a wait, a restart).
+    Info,
+    /// Something went wrong and was handled.
+    Warning,
+}
+
+/// Which request of which connection an event was published for, so that the connection
+/// that made the request can report progress on it (an LSP work-done token lives only in
+/// the connection). Allocated by [`Bus::origin`], unique for the bus's lifetime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Origin(u64);
+
+/// One published event.
+#[derive(Debug)]
+pub struct Envelope {
+    /// The session it is about; `None` for hub-wide events.
+    pub session_id: Option<String>,
+    /// Its place among the events of that session (or among the hub-wide ones): 1 for the
+    /// first, then each one more.
+    pub seq: u64,
+    /// The request it was published for, when one caused it.
+    pub origin: Option<Origin>,
+    /// The event.
+    pub event: Event,
+}
+
+/// The answer slot of an event that asks something: shared by every subscriber that gets
+/// the event; the first [`Answer::send`] wins.
+#[derive(Debug)]
+pub struct Answer<T>(Arc<Mutex<Option<oneshot::Sender<T>>>>);
+
+impl<T> Clone for Answer<T> {
+    fn clone(&self) -> Self {
+        Self(self.0.clone())
+    }
+}
+
+impl<T> Answer<T> {
+    /// A slot and its receiver. The receiver fails when every clone of the slot is dropped
+    /// unanswered.
+    #[must_use]
+    pub fn new() -> (Self, oneshot::Receiver<T>) {
+        let (tx, rx) = oneshot::channel();
+        (Self(Arc::new(Mutex::new(Some(tx)))), rx)
+    }
+
+    /// Answers; false when another subscriber answered first or the asker is gone.
+    pub fn send(&self, value: T) -> bool {
+        let sender = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        sender.is_some_and(|tx| tx.send(value).is_ok())
+    }
+}
+
+/// A future a subscriber returns from [`Subscriber::deliver`].
+pub type Delivery<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+
+/// An editor connection (or a test) that takes the hub's events.
+pub trait Subscriber: Send + Sync {
+    /// Takes one event. Called in `seq` order per session; must only queue what it sends
+    /// (it may wait for room in a bounded queue), never wait for an editor's answer: an
+    /// [`Answer`] is cloned into a task of the subscriber's own.
+    fn deliver<'a>(&'a self, envelope: &'a Envelope) -> Delivery<'a>;
+}
+
+/// A subscription's handle, for [`Bus::unsubscribe`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubscriberId(u64);
+
+type Subscribers = Arc<[(SubscriberId, Arc<dyn Subscriber>)]>;
+
+/// The bus: subscribers, and the next `seq` of every session.
+pub struct Bus {
+    subscribers: RwLock<Subscribers>,
+    /// Per session, the last `seq` given; its async lock is held while the event is
+    /// delivered, so delivery follows `seq`.
+    seqs: Mutex<HashMap<String, Arc<tokio::sync::Mutex<u64>>>>,
+    /// The same for hub-wide events.
+    hub_wide: Arc<tokio::sync::Mutex<u64>>,
+    next_id: AtomicU64,
+}
+
+impl std::fmt::Debug for Bus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bus")
+            .field("subscribers", &self.read().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Bus {
+    fn default() -> Self {
+        Self {
+            subscribers: RwLock::new(Arc::new([])),
+            seqs: Mutex::new(HashMap::new()),
+            hub_wide: Arc::default(),
+            next_id: AtomicU64::new(1),
+        }
+    }
+}
+
+impl Bus {
+    /// Adds a subscriber; it gets every event published from now on.
+    pub fn subscribe(&self, subscriber: Arc<dyn Subscriber>) -> SubscriberId {
+        let id = SubscriberId(self.next_id.fetch_add(1, Ordering::Relaxed));
+        let mut subs = self
+            .subscribers
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut list: Vec<_> = subs.iter().cloned().collect();
+        list.push((id, subscriber));
+        *subs = list.into();
+        id
+    }
+
+    /// Removes a subscriber; events already being delivered may still reach it.
+    pub fn unsubscribe(&self, id: SubscriberId) {
+        let mut subs = self
+            .subscribers
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let list: Vec<_> = subs.iter().filter(|(s, _)| *s != id).cloned().collect();
+        *subs = list.into();
+    }
+
+    /// A fresh [`Origin`] for a request about to run.
+    pub fn origin(&self) -> Origin {
+        Origin(self.next_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Publishes `event` about `session_id` (or hub-wide) to every subscriber, in `seq`
+    /// order; returns its `seq` once every subscriber has taken it.
+    pub async fn publish(
+        &self,
+        session_id: Option<&str>,
+        origin: Option<Origin>,
+        event: Event,
+    ) -> u64 {
+        let slot = match session_id {
+            None => self.hub_wide.clone(),
+            Some(id) => {
+                let mut seqs = self
+                    .seqs
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                match seqs.get(id) {
+                    Some(slot) => slot.clone(),
+                    None => seqs.entry(id.to_owned()).or_default().clone(),
+                }
+            }
+        };
+        let mut last = slot.lock().await;
+        *last += 1;
+        let envelope = Envelope {
+            session_id: session_id.map(str::to_owned),
+            seq: *last,
+            origin,
+            event,
+        };
+        let subscribers = self.read();
+        for (_, subscriber) in subscribers.iter() {
+            subscriber.deliver(&envelope).await;
+        }
+        envelope.seq
+    }
+
+    fn read(&self) -> Subscribers {
+        self.subscribers
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::sync::mpsc;
+
+    /// Records `(session, seq)` of every event it takes.
+    struct Recorder(mpsc::UnboundedSender<(Option<String>, u64)>);
+
+    impl Subscriber for Recorder {
+        fn deliver<'a>(&'a self, envelope: &'a Envelope) -> Delivery<'a> {
+            Box::pin(async move {
+                let _ = self.0.send((envelope.session_id.clone(), envelope.seq));
+            })
+        }
+    }
+
+    fn log(message: &str) -> Event {
+        Event::Log {
+            level: LogLevel::Info,
+            message: message.into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn seq_counts_from_one_per_session() {
+        let bus = Bus::default();
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        bus.subscribe(Arc::new(Recorder(tx)));
+        // (session, expected seq)
+        let table: &[(Option<&str>, u64)] = &[
+            (Some("a"), 1),
+            (Some("a"), 2),
+            (Some("b"), 1),
+            (None, 1),
+            (Some("a"), 3),
+            (None, 2),
+            (Some("b"), 2),
+        ];
+        for (session, want) in table {
+            assert_eq!(bus.publish(*session, None, log("x")).await, *want);
+            assert_eq!(
+                rx.recv().await,
+                Some((session.map(str::to_owned), *want)),
+                "{session:?}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn concurrent_publishers_deliver_in_seq_order() {
+        let bus = Arc::new(Bus::default());
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        bus.subscribe(Arc::new(Recorder(tx)));
+        let mut tasks = tokio::task::JoinSet::new();
+        for _ in 0..8 {
+            let bus = bus.clone();
+            tasks.spawn(async move {
+                for _ in 0..50 {
+                    bus.publish(Some("s"), None, log("x")).await;
+                    tokio::task::yield_now().await;
+                }
+            });
+        }
+        while tasks.join_next().await.is_some() {}
+        drop(bus);
+        let mut seen = Vec::new();
+        while let Ok((_, seq)) = rx.try_recv() {
+            seen.push(seq);
+        }
+        assert_eq!(seen, (1..=400).collect::<Vec<_>>());
+    }
+
+    #[tokio::test]
+    async fn every_subscriber_gets_every_event_until_it_unsubscribes() {
+        let bus = Bus::default();
+        let (tx1, mut rx1) = mpsc::unbounded_channel();
+        let (tx2, mut rx2) = mpsc::unbounded_channel();
+        let first = bus.subscribe(Arc::new(Recorder(tx1)));
+        bus.subscribe(Arc::new(Recorder(tx2)));
+        bus.publish(Some("s"), None, log("one")).await;
+        bus.unsubscribe(first);
+        bus.publish(Some("s"), None, log("two")).await;
+        assert_eq!(rx1.try_recv().ok(), Some((Some("s".into()), 1)));
+        assert!(rx1.try_recv().is_err());
+        assert_eq!(rx2.try_recv().ok(), Some((Some("s".into()), 1)));
+        assert_eq!(rx2.try_recv().ok(), Some((Some("s".into()), 2)));
+    }
+
+    #[tokio::test]
+    async fn the_first_answer_wins_and_silence_is_seen() {
+        let (answer, rx) = Answer::<u32>::new();
+        let other = answer.clone();
+        assert!(answer.send(1));
+        assert!(!other.send(2));
+        assert_eq!(rx.await.ok(), Some(1));
+
+        let (answer, rx) = Answer::<u32>::new();
+        drop(answer);
+        assert!(rx.await.is_err(), "nobody answered");
+    }
+
+    #[test]
+    fn origins_are_unique() {
+        let bus = Bus::default();
+        let (a, b) = (bus.origin(), bus.origin());
+        assert_ne!(a, b);
+    }
+}
