@@ -10,7 +10,7 @@ use tether_recovery::Observation;
 use super::live::{Live, shutdown_conn};
 
 use super::events::Event;
-use super::{Hub, ResumeCtx, lock, spawn_observation};
+use super::{Hub, ResumeCtx, Session, lock, spawn_observation};
 
 impl Hub {
     /// One agent attempt: start the agent and take the session back (load, resume, or a new
@@ -110,7 +110,7 @@ impl Hub {
             session.events,
             self.bus.clone(),
         );
-        lock(&self.live).insert(id.clone(), live);
+        lock(&self.sessions).insert(id.clone(), Session::Acp(live));
         id
     }
 }

@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::live::Live;
 
-use super::{Hub, lock};
+use super::{Hub, Session, lock};
 
 /// Writes coalesced persists when they fall due (at most one write per 5 s per session).
 pub(super) async fn flusher(store: Arc<Store>, shutdown: CancellationToken) {
@@ -38,13 +38,21 @@ pub(super) async fn idle_reaper(me: Weak<Hub>, ttl: Duration, shutdown: Cancella
         }
         let Some(me) = me.upgrade() else { return };
         let idle: Vec<Arc<Live>> = {
-            let mut live = lock(&me.live);
-            let ids: Vec<String> = live
+            let mut sessions = lock(&me.sessions);
+            let ids: Vec<String> = sessions
                 .iter()
-                .filter(|(_, l)| l.idle_for() > ttl && l.turn_lock.try_lock().is_ok())
+                .filter(|(_, s)| match s {
+                    Session::Acp(l) => l.idle_for() > ttl && l.turn_lock.try_lock().is_ok(),
+                    Session::Print(_) => false,
+                })
                 .map(|(id, _)| id.clone())
                 .collect();
-            ids.iter().filter_map(|id| live.remove(id)).collect()
+            ids.iter()
+                .filter_map(|id| match sessions.remove(id) {
+                    Some(Session::Acp(l)) => Some(l),
+                    _ => None,
+                })
+                .collect()
         };
         for l in idle {
             me.log(

@@ -75,6 +75,15 @@ pub struct StartError {
     pub path: Option<PathBuf>,
 }
 
+/// A session the hub runs.
+#[derive(Clone)]
+enum Session {
+    /// An ACP agent process holding the session ([`Live`]).
+    Acp(Arc<Live>),
+    /// A one-shot CLI run once per prompt (`claude -p`).
+    Print(Arc<PrintSession>),
+}
+
 /// A recovery waiting for the user's choice (breaker open).
 struct Open {
     breaker: Breaker,
@@ -108,8 +117,8 @@ pub struct Hub {
     registry: tokio::sync::OnceCell<std::result::Result<Arc<ChildRegistry>, String>>,
     budget: Mutex<RetryBudget>,
     rng: Mutex<ChaCha8Rng>,
-    live: Mutex<HashMap<String, Arc<Live>>>,
-    print: Mutex<HashMap<String, Arc<PrintSession>>>,
+    /// Every session this hub runs, by Tether's session id.
+    sessions: Mutex<HashMap<String, Session>>,
     open: Mutex<HashMap<String, Open>>,
     persist_failures: Mutex<u32>,
     shutdown: CancellationToken,
@@ -192,8 +201,7 @@ impl Hub {
             registry: tokio::sync::OnceCell::new(),
             budget: Mutex::new(RetryBudget::default()),
             rng: Mutex::new(ChaCha8Rng::seed_from_u64(seed)),
-            live: Mutex::new(HashMap::new()),
-            print: Mutex::new(HashMap::new()),
+            sessions: Mutex::new(HashMap::new()),
             open: Mutex::new(HashMap::new()),
             persist_failures: Mutex::new(0),
             shutdown: CancellationToken::new(),
@@ -278,7 +286,13 @@ impl Hub {
         }
         *done = true;
         self.shutdown.cancel();
-        let lives: Vec<_> = lock(&self.live).drain().map(|(_, l)| l).collect();
+        let lives: Vec<_> = lock(&self.sessions)
+            .drain()
+            .filter_map(|(_, s)| match s {
+                Session::Acp(live) => Some(live),
+                Session::Print(_) => None,
+            })
+            .collect();
         let count = lives.len();
         // All agents at once: each shutdown may wait 1 s + 2 s (stdin close, SIGTERM).
         let mut stops = tokio::task::JoinSet::new();
@@ -290,6 +304,22 @@ impl Hub {
             let _ = tokio::task::spawn_blocking(move || store.flush_all(Instant::now())).await;
         }
         tracing::info!(agents = count, "agents shut down, cache flushed");
+    }
+
+    /// The live ACP session `id`, if the hub runs one.
+    fn live(&self, id: &str) -> Option<Arc<Live>> {
+        match lock(&self.sessions).get(id) {
+            Some(Session::Acp(live)) => Some(live.clone()),
+            _ => None,
+        }
+    }
+
+    /// The `claude -p` session `id`, if the hub runs one.
+    fn print_session(&self, id: &str) -> Option<Arc<PrintSession>> {
+        match lock(&self.sessions).get(id) {
+            Some(Session::Print(print)) => Some(print.clone()),
+            _ => None,
+        }
     }
 
     fn agent_config(&self, name: Option<&str>) -> Result<(String, tether_host::AgentConfig)> {

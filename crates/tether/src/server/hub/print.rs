@@ -17,7 +17,8 @@ use super::events::Event;
 use crate::protocol::{BannerKind, BannerParams, PromptParams, PromptResult, ResumeResult};
 
 use super::{
-    Hub, TurnOf, lock, now_ms, prompt_error, prompt_text, request_failed, spawn_observation, view,
+    Hub, Session, TurnOf, lock, now_ms, prompt_error, prompt_text, request_failed,
+    spawn_observation, view,
 };
 
 impl Hub {
@@ -66,7 +67,7 @@ impl Hub {
             last_output: Mutex::new(last_output),
             cancel: Mutex::new(CancellationToken::new()),
         });
-        lock(&self.print).insert(id.clone(), session);
+        lock(&self.sessions).insert(id.clone(), Session::Print(session));
         if cached.is_none() {
             self.remember(workspace, &id, agent).await;
         }

@@ -29,13 +29,11 @@ impl Hub {
     /// `-32002` for a session that is not live; `-32803` with the `ClassifiedError` when the
     /// turn failed and no recovery could finish it.
     pub async fn prompt(&self, params: PromptParams) -> Result<PromptResult> {
-        let print = lock(&self.print).get(&params.session_id).cloned();
-        if let Some(print) = print {
+        if let Some(print) = self.print_session(&params.session_id) {
             return self.prompt_print(&print, &params).await;
         }
-        let live = lock(&self.live)
-            .get(&params.session_id)
-            .cloned()
+        let live = self
+            .live(&params.session_id)
             .ok_or_else(|| unknown_session(&params.session_id))?;
         let blocks: Vec<agent_client_protocol::v1::schema::ContentBlock> =
             crate::params::parse_fields(Value::Array(params.prompt.clone())).map_err(
@@ -355,14 +353,13 @@ impl Hub {
 
     /// `session/cancel`.
     pub async fn cancel(&self, params: SessionRef) {
-        let print = lock(&self.print).get(&params.session_id).cloned();
-        if let Some(print) = print {
+        if let Some(print) = self.print_session(&params.session_id) {
             lock(&print.cancel).cancel();
             self.log(&print.id, "one-shot run cancelled by the editor".into())
                 .await;
             return;
         }
-        let Some(live) = lock(&self.live).get(&params.session_id).cloned() else {
+        let Some(live) = self.live(&params.session_id) else {
             tracing::debug!(
                 session = params.session_id,
                 "cancel for a session that is not live"

@@ -53,7 +53,7 @@ impl Hub {
                 .await),
             None => self.start_new(&agent, &workspace, None).await,
             Some(id) => {
-                if let Some(live) = lock(&self.live).get(&id).cloned()
+                if let Some(live) = self.live(&id)
                     && live.exited().is_none()
                 {
                     // Still live in this server (R-PROC-1: connections outlive clients).
