@@ -33,9 +33,9 @@ mod state;
 mod store;
 
 pub use config::{
-    ChatPage, Clock, FIRST_PROMPT_CHARS, LoadedSession, PersistReport, PersistTrigger,
+    ChatPage, Clock, ExecPage, FIRST_PROMPT_CHARS, LoadedSession, PersistReport, PersistTrigger,
     SCHEMA_VERSION, SessionSummary, StaleDiff, StaleMarks, StaleReason, StoreConfig, SystemClock,
-    WorkspaceSummary,
+    TurnPage, WorkspaceSummary,
 };
 pub use crypto::{Key, KeyProvider, KeyUnavailable, KeychainKeyProvider, MemoryKeyProvider};
 pub use error::{StoreError, StoreWarning};

@@ -14,8 +14,9 @@ use sha2::{Digest, Sha256};
 use crate::ansi::{cap_tail, strip_ansi};
 use crate::codec::{Codec, DecodeError};
 use crate::config::{
-    ChatPage, Clock, LoadedSession, PersistReport, PersistTrigger, SCHEMA_VERSION, SessionSummary,
-    StaleDiff, StaleMarks, StaleReason, StoreConfig, SystemClock, WorkspaceSummary, rfc3339,
+    ChatPage, Clock, ExecPage, LoadedSession, PersistReport, PersistTrigger, SCHEMA_VERSION,
+    SessionSummary, StaleDiff, StaleMarks, StaleReason, StoreConfig, SystemClock, TurnPage,
+    WorkspaceSummary, rfc3339,
 };
 use crate::crypto::{Key, KeyProvider, KeychainKeyProvider};
 use crate::error::{StoreError, StoreWarning};
@@ -1742,7 +1743,7 @@ impl Store {
         };
         let codec = self.codec(&dir, ws, session_id, key.as_ref());
         let end = start.saturating_add(limit as u64);
-        Ok(read_chat_range(&codec, &jpath, start, end)?
+        Ok(read_range(&codec, &jpath, TurnList::Chat, start, end)?
             .into_values()
             .filter_map(|v| serde_json::from_value(v).ok())
             .collect())
@@ -1788,25 +1789,52 @@ impl Store {
         before: u64,
         limit: usize,
     ) -> Result<ChatPage, StoreError> {
+        self.turn_page(ws, session_id, TurnList::Chat, before, limit)
+    }
+
+    /// [`Store::chat_page`] for the exec turns (terminal commands), whose indexes are the
+    /// session's `execTurnsBase` numbering.
+    ///
+    /// # Errors
+    /// As [`Store::load`].
+    pub fn exec_page(
+        &self,
+        ws: &Workspace,
+        session_id: &str,
+        before: u64,
+        limit: usize,
+    ) -> Result<ExecPage, StoreError> {
+        self.turn_page(ws, session_id, TurnList::Exec, before, limit)
+    }
+
+    fn turn_page<T: serde::de::DeserializeOwned>(
+        &self,
+        ws: &Workspace,
+        session_id: &str,
+        list: TurnList,
+        before: u64,
+        limit: usize,
+    ) -> Result<TurnPage<T>, StoreError> {
         validate_session_id(session_id)?;
         let inner = self.inner();
         let key = (ws.id().to_owned(), session_id.to_owned());
         if let Some(h) = inner.handles.get(&key).filter(|h| !h.poisoned) {
-            let total = h.state.chat_total();
+            let (total, base, held) = match list {
+                TurnList::Chat => (h.state.chat_total(), h.state.chat_base, &h.state.chat),
+                TurnList::Exec => (h.state.exec_total(), h.state.exec_base, &h.state.exec),
+            };
             let end = before.min(total);
             let start = end.saturating_sub(limit as u64);
-            if start >= h.state.chat_base {
-                let from = usize::try_from(start - h.state.chat_base).unwrap_or(usize::MAX);
-                let upto = usize::try_from(end - h.state.chat_base).unwrap_or(usize::MAX);
-                let turns = h
-                    .state
-                    .chat
+            if start >= base {
+                let from = usize::try_from(start - base).unwrap_or(usize::MAX);
+                let upto = usize::try_from(end - base).unwrap_or(usize::MAX);
+                let turns = held
                     .get(from..upto)
                     .unwrap_or_default()
                     .iter()
                     .filter_map(|v| serde_json::from_value(v.clone()).ok())
                     .collect();
-                return Ok(ChatPage {
+                return Ok(TurnPage {
                     base: start,
                     turns,
                     total,
@@ -1815,7 +1843,7 @@ impl Store {
             }
         }
         let Some((dir, jpath, key)) = self.journal_to_read(ws, session_id)? else {
-            return Ok(ChatPage {
+            return Ok(TurnPage {
                 base: 0,
                 turns: Vec::new(),
                 total: 0,
@@ -1825,12 +1853,12 @@ impl Store {
         let codec = self.codec(&dir, ws, session_id, key.as_ref());
         // Two streaming passes: the page's place depends on the total, known only at the
         // journal's end, and a later truncation can move it below turns already passed.
-        let total = chat_total_in_journal(&codec, &jpath)?;
+        let total = total_in_journal(&codec, &jpath, list)?;
         let end = before.min(total);
         let start = end.saturating_sub(limit as u64);
-        let turns = read_chat_range(&codec, &jpath, start, end)?;
+        let turns = read_range(&codec, &jpath, list, start, end)?;
         drop(inner);
-        Ok(ChatPage {
+        Ok(TurnPage {
             base: start,
             turns: turns
                 .into_values()
@@ -1939,7 +1967,7 @@ impl Store {
         if from >= upto {
             return Ok(());
         }
-        let older = read_chat_range(codec, jpath, from, upto)?;
+        let older = read_range(codec, jpath, TurnList::Chat, from, upto)?;
         if older.len() as u64 != upto - from {
             tracing::warn!(
                 from,
@@ -2420,32 +2448,25 @@ enum TurnList {
     Exec,
 }
 
-/// Chat turns `[start, end)` of the whole transcript, by absolute index, read by streaming
-/// the journal from its start (memory bounded by the range).
-fn read_chat_range(
+/// Turns `[start, end)` of one of the session's lists, by absolute index, read by
+/// streaming the journal from its start (memory bounded by the range).
+fn read_range(
     codec: &Codec<'_>,
     jpath: &Path,
+    list: TurnList,
     start: u64,
     end: u64,
 ) -> Result<std::collections::BTreeMap<u64, Value>, StoreError> {
     let mut turns: std::collections::BTreeMap<u64, Value> = Default::default();
     let mut warnings = Vec::new();
     journal::scan(codec.fs, jpath, 0, SCAN_CHUNK, |_, ev| {
-        let (from, list) = match codec.decode(ev, true, &mut warnings) {
-            Ok(Event {
-                body: Body::Chat { from, turns },
-                ..
-            }) => (from, turns),
-            // A checkpoint restates turns from its window's start; older ones are kept.
-            Ok(Event {
-                body: Body::Checkpoint(c),
-                ..
-            }) => (c.chat_base, c.chat),
-            Ok(_) => return true,
-            Err(_) => return false,
+        let (from, items) = match records_of(codec.decode(ev, true, &mut warnings), list) {
+            Some(Ok(found)) => found,
+            Some(Err(())) => return false,
+            None => return true,
         };
         turns.retain(|&i, _| i < from);
-        for (i, v) in list.into_iter().enumerate() {
+        for (i, v) in items.into_iter().enumerate() {
             let idx = from + i as u64;
             if (start..end).contains(&idx) {
                 turns.insert(idx, v);
@@ -2457,27 +2478,59 @@ fn read_chat_range(
     Ok(turns)
 }
 
-/// The number of chat turns the journal describes, by streaming it once.
-fn chat_total_in_journal(codec: &Codec<'_>, jpath: &Path) -> Result<u64, StoreError> {
+/// The number of turns in one of the session's lists, by streaming the journal once.
+fn total_in_journal(codec: &Codec<'_>, jpath: &Path, list: TurnList) -> Result<u64, StoreError> {
     let mut total = 0u64;
     let mut warnings = Vec::new();
     journal::scan(codec.fs, jpath, 0, SCAN_CHUNK, |_, ev| {
-        match codec.decode(ev, true, &mut warnings) {
-            Ok(Event {
-                body: Body::Chat { from, turns },
-                ..
-            }) => total = from.saturating_add(turns.len() as u64),
-            Ok(Event {
-                body: Body::Checkpoint(c),
-                ..
-            }) => total = c.chat_base.saturating_add(c.chat.len() as u64),
-            Ok(_) => {}
-            Err(_) => return false,
+        match records_of(codec.decode(ev, true, &mut warnings), list) {
+            Some(Ok((from, items))) => total = from.saturating_add(items.len() as u64),
+            Some(Err(())) => return false,
+            None => {}
         }
         true
     })
     .map_err(io("read journal", jpath))?;
     Ok(total)
+}
+
+/// What a journal record says of `list`: `(from, turns)` when it restates the list from
+/// `from` on (a turns record of that list, or a checkpoint, which restates both from its
+/// window's start); `None` for a record about something else; `Err` for one that does not
+/// decode (the scan stops there, as a load does).
+#[allow(clippy::type_complexity)]
+fn records_of<E>(
+    decoded: Result<Event, E>,
+    list: TurnList,
+) -> Option<Result<(u64, Vec<Value>), ()>> {
+    match (decoded, list) {
+        (
+            Ok(Event {
+                body: Body::Chat { from, turns },
+                ..
+            }),
+            TurnList::Chat,
+        )
+        | (
+            Ok(Event {
+                body: Body::Exec { from, turns },
+                ..
+            }),
+            TurnList::Exec,
+        ) => Some(Ok((from, turns))),
+        (
+            Ok(Event {
+                body: Body::Checkpoint(c),
+                ..
+            }),
+            _,
+        ) => Some(Ok(match list {
+            TurnList::Chat => (c.chat_base, c.chat),
+            TurnList::Exec => (c.exec_base, c.exec),
+        })),
+        (Ok(_), _) => None,
+        (Err(_), _) => Some(Err(())),
+    }
 }
 
 struct Replay {

@@ -292,6 +292,55 @@ fn unchanged_snapshot_appends_nothing_and_new_turn_appends_only_itself() {
     assert_eq!(milestone(&store, &ws, &loaded.snapshot).bytes, 0);
 }
 
+/// Exec turns page the same way as chat turns, by their own numbering (`execTurnsBase`),
+/// from memory inside the window and from the journal outside it.
+#[test]
+fn exec_pages_come_from_memory_inside_the_window_and_from_the_journal_outside_it() {
+    let tmp = Tmp::new();
+    let ws = tmp.workspace();
+    let cfg = || StoreConfig {
+        resume_window_turns: 10,
+        checkpoint_min_bytes: 2_000,
+        ..config(&tmp.root())
+    };
+    let store = Store::open(cfg()).unwrap();
+    let mut snap = snapshot(3);
+    snap.exec_turns.clear();
+    for i in 0..40 {
+        snap.exec_turns
+            .push(exec(i, &format!("output of command {i}")));
+        milestone(&store, &ws, &snap);
+    }
+    drop(store);
+    let ids = |p: &tether_store::ExecPage| {
+        p.turns
+            .iter()
+            .map(|t| t.exec_id.clone())
+            .collect::<Vec<_>>()
+    };
+    let want = |r: std::ops::Range<u64>| r.map(|i| exec(i, "").exec_id).collect::<Vec<_>>();
+
+    let store = Store::open(cfg()).unwrap();
+    let page = store.exec_page(&ws, SID, u64::MAX, 15).unwrap();
+    assert_eq!((page.base, page.total, page.from_memory), (25, 40, false));
+    assert_eq!(ids(&page), want(25..40));
+    assert_eq!(page.turns[0], snap.exec_turns[25], "turns read back whole");
+    // The chat list is its own: three turns, untouched by the exec numbering.
+    let chat = store.chat_page(&ws, SID, u64::MAX, 15).unwrap();
+    assert_eq!((chat.base, chat.total), (0, 3));
+
+    let loaded = store.load(&ws, SID).unwrap().unwrap();
+    assert_eq!(loaded.snapshot.exec_turns_base, 30);
+    let page = store.exec_page(&ws, SID, 30, 5).unwrap();
+    assert_eq!((page.base, page.from_memory), (25, true));
+    assert_eq!(ids(&page), want(25..30));
+    let page = store.exec_page(&ws, SID, 12, 5).unwrap();
+    assert_eq!((page.base, page.from_memory), (7, false));
+    assert_eq!(ids(&page), want(7..12));
+    let page = store.exec_page(&ws, SID, 2, 5).unwrap();
+    assert_eq!((page.base, ids(&page)), (0, want(0..2)));
+}
+
 /// `session/history` pages: from the open session's memory when the page is inside its
 /// window, from the journal otherwise (also with no session open and after a truncation
 /// moved the end of the transcript below turns the journal wrote earlier).

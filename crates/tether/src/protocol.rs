@@ -431,7 +431,12 @@ pub struct HistoryParams {
     /// the `chatTurnsBase` of what the client shows. Absent = the end of the transcript.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub before_turn: Option<u64>,
-    /// Turns wanted, 1 to [`HISTORY_MAX_LIMIT`]; absent = [`HISTORY_DEFAULT_LIMIT`].
+    /// Absolute exec turn index the exec page ends before: the client's `execTurnsBase`.
+    /// Absent = no exec turns are wanted (the result has no exec fields).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_exec_turn: Option<u64>,
+    /// Turns wanted of each list, 1 to [`HISTORY_MAX_LIMIT`]; absent =
+    /// [`HISTORY_DEFAULT_LIMIT`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<u32>,
 }
@@ -457,6 +462,16 @@ pub struct HistoryResult {
     pub chat_turns: Vec<tether_store::ChatTurn>,
     /// Chat turns in the whole cached transcript.
     pub total_chat_turns: u64,
+    /// Absolute index of `execTurns[0]` (only when `beforeExecTurn` was given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exec_turns_base: Option<u64>,
+    /// The exec turns `[execTurnsBase, beforeExecTurn)`, oldest first (only when
+    /// `beforeExecTurn` was given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exec_turns: Option<Vec<tether_store::ExecTurn>>,
+    /// Exec turns in the whole cached session (only when `beforeExecTurn` was given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_exec_turns: Option<u64>,
 }
 
 /// `session/clear` params.

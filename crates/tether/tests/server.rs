@@ -690,8 +690,11 @@ async fn history_pages_back_to_the_first_turn(mode: Mode) {
     let turns: Vec<Value> = (0..120)
         .map(|i| json!({"id": format!("t{i}"), "role": if i % 2 == 0 {"user"} else {"assistant"}, "text": format!("turn {i}"), "timestampUtc": "2026-11-22T01:00:00Z", "complete": true}))
         .collect();
+    let execs: Vec<Value> = (0..70)
+        .map(|i| json!({"execId": format!("e{i}"), "header": "$ ls", "command": "ls", "status": "done", "exitCode": 0, "buffer": format!("out {i}\n"), "truncatedBytes": 0}))
+        .collect();
     let snapshot = json!({
-        "chatTurns": turns, "execTurns": [], "diffSessions": [], "approvals": {"pending": []},
+        "chatTurns": turns, "execTurns": execs, "diffSessions": [], "approvals": {"pending": []},
         "uiState": {"isStreamErrorVisible": false}, "context": {"workingDir": world.workspace}
     });
     let page = async |editor: &Editor, mut params: Value| {
@@ -725,6 +728,39 @@ async fn history_pages_back_to_the_first_turn(mode: Mode) {
         }
         assert_eq!(bases, vec![70, 20, 0]);
         assert_eq!(ids, (0..120).map(|i| format!("t{i}")).collect::<Vec<_>>());
+        // Exec turns page by their own numbering, asked for with `beforeExecTurn`.
+        let mut before = 70u64;
+        let mut exec_ids: Vec<String> = Vec::new();
+        while before > 0 {
+            let got = page(
+                editor,
+                json!({"sessionId": "s-h", "beforeTurn": 0, "beforeExecTurn": before, "limit": 30}),
+            )
+            .await
+            .unwrap();
+            assert_eq!(got["totalExecTurns"], 70, "{got}");
+            assert_eq!(got["chatTurns"], json!([]), "nothing before chat turn 0");
+            let base = got["execTurnsBase"].as_u64().unwrap();
+            assert_eq!(base, before.saturating_sub(30));
+            let mut older: Vec<String> = got["execTurns"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["execId"].as_str().unwrap().to_owned())
+                .collect();
+            older.append(&mut exec_ids);
+            exec_ids = older;
+            before = base;
+        }
+        assert_eq!(
+            exec_ids,
+            (0..70).map(|i| format!("e{i}")).collect::<Vec<_>>()
+        );
+        // Without `beforeExecTurn`, no exec fields at all.
+        let chat_only = page(editor, json!({"sessionId": "s-h", "limit": 1}))
+            .await
+            .unwrap();
+        assert!(chat_only.get("execTurns").is_none(), "{chat_only}");
     };
     let editor = world.editor().await;
     let saved = editor

@@ -65,8 +65,9 @@ impl Hub {
         Ok(ClearResult { removed })
     }
 
-    /// `session/history`: the chat turns before `beforeTurn`, from the cache (the open
-    /// session's memory when the page is inside it, else a streaming read of its journal).
+    /// `session/history`: the chat turns before `beforeTurn` and, when `beforeExecTurn` is
+    /// given, the exec turns before it, from the cache (the open session's memory when a
+    /// page is inside it, else a streaming read of its journal).
     ///
     /// # Errors
     /// `-32602` for a relative root, a bad session id or a `limit` outside
@@ -85,21 +86,31 @@ impl Hub {
         let before = params.before_turn.unwrap_or(u64::MAX);
         let session_id = params.session_id;
         let Some(store) = self.store.clone() else {
+            let exec = params.before_exec_turn.map(|_| ());
             return Ok(HistoryResult {
                 session_id,
                 chat_turns_base: 0,
                 chat_turns: Vec::new(),
                 total_chat_turns: 0,
+                exec_turns_base: exec.map(|()| 0),
+                exec_turns: exec.map(|()| Vec::new()),
+                total_exec_turns: exec.map(|()| 0),
             });
         };
         let ws = workspace_of(&workspace)?;
         let sid = session_id.clone();
         let started = std::time::Instant::now();
-        let page =
-            tokio::task::spawn_blocking(move || store.chat_page(&ws, &sid, before, limit as usize))
-                .await
-                .map_err(|e| request_failed(e.to_string(), json!({"kind": "internal"})))?
-                .map_err(|e| store_error(&e))?;
+        let before_exec = params.before_exec_turn;
+        let (page, exec) = tokio::task::spawn_blocking(move || {
+            let page = store.chat_page(&ws, &sid, before, limit as usize)?;
+            let exec = before_exec
+                .map(|b| store.exec_page(&ws, &sid, b, limit as usize))
+                .transpose()?;
+            Ok::<_, tether_store::StoreError>((page, exec))
+        })
+        .await
+        .map_err(|e| request_failed(e.to_string(), json!({"kind": "internal"})))?
+        .map_err(|e| store_error(&e))?;
         tracing::debug!(
             session = %session_id,
             before = ?params.before_turn,
@@ -108,6 +119,7 @@ impl Hub {
             turns = page.turns.len(),
             total = page.total,
             from_memory = page.from_memory,
+            exec_turns = exec.as_ref().map(|e| e.turns.len()),
             ms = started.elapsed().as_millis() as u64,
             "session/history page"
         );
@@ -116,6 +128,9 @@ impl Hub {
             chat_turns_base: page.base,
             chat_turns: page.turns,
             total_chat_turns: page.total,
+            exec_turns_base: exec.as_ref().map(|e| e.base),
+            total_exec_turns: exec.as_ref().map(|e| e.total),
+            exec_turns: exec.map(|e| e.turns),
         })
     }
 }
