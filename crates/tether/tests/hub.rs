@@ -59,6 +59,14 @@ impl Recorder {
             .collect()
     }
 
+    /// The agent text the session's updates carried, in order.
+    fn agent_text(&self, session: &str) -> String {
+        self.of(session)
+            .iter()
+            .filter_map(|s| s.what.strip_prefix("update:").map(str::to_owned))
+            .collect()
+    }
+
     /// Waits for an event `what` starts with (the event itself, not a delay).
     async fn wait_for(&self, prefix: &str) -> Seen {
         let mut rx = self.count.subscribe();
@@ -216,11 +224,7 @@ async fn a_turns_updates_are_published_before_its_answer_numbered_from_one() {
     assert_eq!(answer.stop_reason, "end_turn");
     // Publishing returns once every subscriber has the event: the whole reply is here
     // when the turn's answer is.
-    let text: String = recorder
-        .of(&sid)
-        .iter()
-        .filter_map(|s| s.what.strip_prefix("update:").map(str::to_owned))
-        .collect();
+    let text = recorder.agent_text(&sid);
     assert_eq!(text, "echo: hello");
     assert_seq_from_one(&recorder.of(&sid));
     hub.shutdown().await;
@@ -337,11 +341,7 @@ async fn a_permission_question_takes_the_subscribers_answer() {
         .unwrap();
     let answer = hub.prompt(prompt(&sid, "may I?")).await.expect("a turn");
     assert_eq!(answer.stop_reason, "end_turn");
-    let text: String = recorder
-        .of(&sid)
-        .iter()
-        .filter_map(|s| s.what.strip_prefix("update:").map(str::to_owned))
-        .collect();
+    let text = recorder.agent_text(&sid);
     assert!(text.contains("permission: allow"), "{text}");
     hub.shutdown().await;
 }

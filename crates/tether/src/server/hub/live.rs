@@ -240,15 +240,7 @@ async fn handle(id: &str, event: SessionEvent, bus: &Bus, turn: &Mutex<TurnText>
             {
                 lock(turn).agent.push_str(text);
             }
-            bus.publish(
-                Some(id),
-                None,
-                Event::Update {
-                    update,
-                    replay: false,
-                },
-            )
-            .await;
+            publish_update(bus, id, update).await;
         }
         SessionEvent::Repair { update, reason } => {
             let explanation = update["content"][0]["content"]["text"]
@@ -261,15 +253,7 @@ async fn handle(id: &str, event: SessionEvent, bus: &Bus, turn: &Mutex<TurnText>
                 "finished a dangling tool call as failed"
             );
             lock(turn).repairs.push(explanation);
-            bus.publish(
-                Some(id),
-                None,
-                Event::Update {
-                    update,
-                    replay: false,
-                },
-            )
-            .await;
+            publish_update(bus, id, update).await;
         }
         SessionEvent::Permission(request) => {
             let mut params = request.params.clone();
@@ -317,6 +301,15 @@ async fn handle(id: &str, event: SessionEvent, bus: &Bus, turn: &Mutex<TurnText>
             lock(turn).exited = Some(observation);
         }
     }
+}
+
+/// Publishes a live (not replayed) `session/update` of session `id`.
+async fn publish_update(bus: &Bus, id: &str, update: Value) {
+    let event = Event::Update {
+        update,
+        replay: false,
+    };
+    bus.publish(Some(id), None, event).await;
 }
 
 /// An observation as JSON for the logs, with secrets redacted (an agent's stderr tail can
