@@ -2,6 +2,7 @@
 //! and the editor-facing JSON protocol), the command line, and the demo.
 
 pub mod cli;
+pub mod daemon;
 pub mod demo;
 pub mod editor;
 pub mod logging;

@@ -15,6 +15,28 @@ struct Cli {
 }
 
 #[derive(Subcommand, Debug)]
+enum DaemonAction {
+    /// Run the daemon in the foreground (the forwarder starts it this way).
+    Run {
+        /// Exit after this many seconds with no editor and no live session.
+        #[arg(long, env = "TETHER_DAEMON_IDLE_SECS", default_value_t = tether::daemon::cli::DEFAULT_IDLE_SECS)]
+        idle_secs: u64,
+        /// The log file (rotated daily); default stderr (which a forwarder that starts
+        /// the daemon points at `<runtime dir>/tether-<build>.daemon.log`).
+        #[arg(long, value_name = "PATH")]
+        log_file: Option<PathBuf>,
+    },
+    /// Print the daemon's editors, live sessions, running turns and agent processes.
+    Status {
+        /// Print the status as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop the daemon: every agent shut down, every cache flushed.
+    Stop,
+}
+
+#[derive(Subcommand, Debug)]
 enum Command {
     /// Run the editor-facing JSON-RPC server on stdin/stdout (LSP base protocol).
     Serve {
@@ -24,6 +46,19 @@ enum Command {
         /// The log file (rotated daily); default `<data dir>/logs/tether.log`.
         #[arg(long, value_name = "PATH")]
         log_file: Option<PathBuf>,
+        /// `auto`: forward to the user's daemon (started when none runs), so sessions
+        /// outlive this editor; `off`: serve in this process.
+        #[arg(long, value_enum, env = "TETHER_REMOTE", default_value = "off")]
+        remote: tether::daemon::cli::Remote,
+    },
+    /// The per-user daemon that holds every session for the forwarding `tether serve`.
+    Daemon {
+        #[command(subcommand)]
+        action: Option<DaemonAction>,
+        /// The runtime folder holding the socket (default `$TETHER_RUNTIME_DIR`, else
+        /// `$XDG_RUNTIME_DIR/tether`, else `<data dir>/run`).
+        #[arg(long, value_name = "DIR", global = true)]
+        runtime_dir: Option<PathBuf>,
     },
     /// Classify one agent failure read as JSON on stdin; print its ClassifiedError as JSON.
     /// With --corpus, score the classifier on a JSONL corpus instead.
@@ -64,7 +99,25 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Serve { stdio: _, log_file } => tether::cli::serve::run(log_file),
+        Command::Serve {
+            stdio: _,
+            log_file,
+            remote,
+        } => tether::cli::serve::run(log_file, remote),
+        Command::Daemon {
+            action,
+            runtime_dir,
+        } => match action.unwrap_or(DaemonAction::Run {
+            idle_secs: tether::daemon::cli::DEFAULT_IDLE_SECS,
+            log_file: None,
+        }) {
+            DaemonAction::Run {
+                idle_secs,
+                log_file,
+            } => tether::daemon::cli::run_daemon(runtime_dir, idle_secs, log_file),
+            DaemonAction::Status { json } => tether::daemon::cli::status(runtime_dir, json),
+            DaemonAction::Stop => tether::daemon::cli::stop(runtime_dir),
+        },
         Command::Classify {
             corpus: Some(path),
             now,

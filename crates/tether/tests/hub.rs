@@ -173,6 +173,7 @@ impl World {
         let serve = ServeOptions {
             registry_file: Some(self.path().join("children.json")),
             handle_signals: false,
+            hubs: None,
         };
         let hub = Hub::start(config, &serve).expect("hub starts");
         hub.subscribe(recorder.clone());

@@ -3,10 +3,12 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::daemon::cli::{Remote, forward_stdio};
 use crate::server::{ServeOptions, serve_stdio};
 
-/// Runs the server until `exit` or end of input. Logs go to stderr and the log file.
-pub fn run(log_file: Option<PathBuf>) -> ExitCode {
+/// Runs the server until `exit` or end of input (`remote` off), or forwards stdio to the
+/// user's daemon (`remote` auto). Logs go to stderr and the log file.
+pub fn run(log_file: Option<PathBuf>, remote: Remote) -> ExitCode {
     let log_file = log_file.or_else(|| {
         crate::logging::default_data_dir().map(|d| crate::logging::default_log_file(&d))
     });
@@ -34,7 +36,10 @@ pub fn run(log_file: Option<PathBuf>) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(serve_stdio(ServeOptions::default()));
+    match remote {
+        Remote::Off => runtime.block_on(serve_stdio(ServeOptions::default())),
+        Remote::Auto => runtime.block_on(forward_stdio(ServeOptions::default())),
+    }
     // Agents were shut down by `serve_stdio`; do not wait for stray blocking tasks.
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
     ExitCode::SUCCESS

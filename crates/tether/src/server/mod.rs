@@ -10,6 +10,7 @@
 pub mod config;
 pub mod conn;
 pub mod hub;
+pub mod hubs;
 pub mod transport;
 
 use std::path::PathBuf;
@@ -27,6 +28,10 @@ pub struct ServeOptions {
     /// flushed, then return. Set by [`serve_stdio`] (the process's own server), never for an
     /// in-process server, whose host process owns its signals.
     pub handle_signals: bool,
+    /// The daemon's hubs: when set, a connection attaches to the hub of its configuration
+    /// and only detaches when its editor goes (sessions and running turns stay); when
+    /// `None` (in-process), the connection starts a hub of its own and shuts it down.
+    pub hubs: Option<std::sync::Arc<hubs::Hubs>>,
 }
 
 /// Serves the protocol on this process's stdin and stdout until `exit` or end of input,
@@ -44,6 +49,16 @@ pub async fn serve_stdio(options: ServeOptions) {
     };
     transport::serve(stdio::input(), stdio::output(), options).await;
 }
+
+/// This process's stdin and stdout as the reactor drives them (see [`serve_stdio`]).
+pub(crate) fn stdio_streams() -> (StdioIn, StdioOut) {
+    (stdio::input(), stdio::output())
+}
+
+/// This process's stdin, as [`stdio_streams`] gives it.
+pub(crate) type StdioIn = std::pin::Pin<Box<dyn tokio::io::AsyncRead + Send>>;
+/// This process's stdout, as [`stdio_streams`] gives it.
+pub(crate) type StdioOut = std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>;
 
 mod stdio {
     use std::fs::File;

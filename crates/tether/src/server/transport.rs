@@ -171,6 +171,12 @@ where
     let _ = tokio::time::timeout(std::time::Duration::from_secs(5), pump).await;
 }
 
+/// Waits for the first of SIGTERM, SIGHUP and SIGINT (handlers installed at the call) and
+/// returns its name: the daemon ends on them as `tether serve` does.
+pub async fn first_termination_signal() -> &'static str {
+    TerminationSignals::install().first().await
+}
+
 /// The termination signals `tether serve` handles: SIGTERM, SIGHUP and SIGINT (an editor
 /// that quits often ends its server with one of them). Installed at once (before the server
 /// answers anything), so none of them can end the process with its default action later; a

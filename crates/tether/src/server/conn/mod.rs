@@ -12,6 +12,7 @@
 
 pub mod render;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use serde_json::{Value, json};
@@ -26,6 +27,7 @@ use super::ServeOptions;
 use super::config::ServerConfig;
 use super::hub::Hub;
 use super::hub::error::HubError;
+use super::hub::events::SubscriberId;
 use super::transport::Outbox;
 use crate::params;
 use crate::protocol::{PROTOCOL_VERSION, method};
@@ -41,13 +43,29 @@ pub const MAX_CONCURRENT_REQUESTS: usize = 64;
 pub struct Shared {
     sessions: OnceLock<Arc<Hub>>,
     renderer: OnceLock<Arc<Renderer>>,
+    /// This connection's subscription to the hub's bus.
+    subscription: OnceLock<SubscriberId>,
+    /// Whether the hub is the daemon's (shared): the connection only detaches from it.
+    attached: AtomicBool,
+    /// Whether this connection started its hub (so it runs the hub's `initialized`).
+    started_hub: AtomicBool,
 }
 
 impl Shared {
-    /// Shuts every agent down and flushes the cache (at `exit` or end of input).
+    /// The editor is gone or said `shutdown`/`exit`. In-process: shuts every agent down and
+    /// flushes the cache. Attached to the daemon's hub: detaches only (the sessions, their
+    /// agents and running turns stay for the next editor).
     pub async fn shutdown(&self) {
-        if let Some(sessions) = self.sessions.get() {
-            sessions.shutdown().await;
+        let Some(hub) = self.sessions.get() else {
+            return;
+        };
+        if self.attached.load(Ordering::SeqCst) {
+            if let Some(id) = self.subscription.get() {
+                hub.bus().unsubscribe(*id);
+            }
+            tracing::info!("editor detached; its sessions stay in the daemon");
+        } else {
+            hub.shutdown().await;
         }
     }
 }
@@ -115,30 +133,50 @@ impl Backend {
 
     /// `session/resume`, with work-done progress when the request gives a token: the
     /// hub's status events for this request are reported under it.
+    fn renderer(&self) -> Result<&Arc<Renderer>> {
+        self.shared.renderer.get().ok_or_else(|| Error {
+            code: ErrorCode::from(-32002),
+            message: "server not initialized".into(),
+            data: None,
+        })
+    }
+
     async fn resume(&self, params: Value) -> Result<Value> {
         let p: crate::protocol::ResumeParams = params::parse(params)?;
         let hub = self.sessions()?;
         let origin = hub.origin();
-        let renderer = self.shared.renderer.get();
-        if let (Some(token), Some(renderer)) = (p.work_done_token.clone(), renderer) {
-            renderer
-                .begin_progress(origin, token, "Resuming session")
-                .await;
+        let renderer = self.renderer()?;
+        if let Some(id) = &p.session_id {
+            renderer.watch(id);
         }
+        renderer
+            .begin_request(origin, p.work_done_token.clone(), "Resuming session")
+            .await;
         let result = hub.resume(p, Some(origin)).await;
-        if let Some(renderer) = renderer {
-            let message = match &result {
-                Ok(r) => format!("{:?}", r.outcome),
-                Err(e) => e.message.clone(),
-            };
-            renderer.end_progress(origin, &message).await;
-        }
+        let message = match &result {
+            Ok(r) => {
+                if let Some(id) = &r.session_id {
+                    renderer.watch(id);
+                }
+                format!("{:?}", r.outcome)
+            }
+            Err(e) => e.message.clone(),
+        };
+        renderer.end_request(origin, &message).await;
         to_value(result)
     }
 
     async fn recovery_choice(&self, params: Value) -> Result<Value> {
-        let p = params::parse(params)?;
-        to_value(self.sessions()?.recovery_choice(p).await)
+        let p: crate::protocol::RecoveryChoiceParams = params::parse(params)?;
+        let renderer = self.renderer()?;
+        renderer.watch(&p.session_id);
+        let result = self.sessions()?.recovery_choice(p).await;
+        if let Ok(r) = &result
+            && let Some(id) = &r.session_id
+        {
+            renderer.watch(id);
+        }
+        to_value(result)
     }
 
     async fn persist(&self, params: Value) -> Result<Value> {
@@ -147,7 +185,8 @@ impl Backend {
     }
 
     async fn prompt(&self, params: Value) -> Result<Value> {
-        let p = params::parse(params)?;
+        let p: crate::protocol::PromptParams = params::parse(params)?;
+        self.renderer()?.watch(&p.session_id);
         to_value(self.sessions()?.prompt(p).await)
     }
 
@@ -221,20 +260,34 @@ impl LanguageServer for Backend {
         if self.shared.sessions.get().is_some() {
             return Err(Error::invalid_request().with("initialize sent twice"));
         }
-        let hub = Hub::start(config, &self.options).map_err(|e| Error {
+        let hub_error = |e: super::hub::StartError| Error {
             code: ErrorCode::from(crate::protocol::code::REQUEST_FAILED),
             message: e.message.clone().into(),
             data: Some(json!({"kind": e.kind, "path": e.path})),
-        })?;
+        };
+        let (hub, started) = match &self.options.hubs {
+            Some(hubs) => {
+                // Editors that send the same options share one hub (and its sessions).
+                let key = serde_json::to_string(&params.initialization_options).unwrap_or_default();
+                hubs.attach(&key, config, &self.options)
+                    .map_err(hub_error)?
+            }
+            None => (Hub::start(config, &self.options).map_err(hub_error)?, true),
+        };
+        let attached = self.options.hubs.is_some();
         let renderer = Arc::new(Renderer::new(
             self.client.clone(),
             self.outbox.clone(),
             renders,
+            !attached,
         ));
-        hub.subscribe(renderer.clone());
+        let subscription = hub.subscribe(renderer.clone());
         if self.shared.sessions.set(hub).is_err() || self.shared.renderer.set(renderer).is_err() {
             return Err(Error::invalid_request().with("initialize sent twice"));
         }
+        let _ = self.shared.subscription.set(subscription);
+        self.shared.attached.store(attached, Ordering::SeqCst);
+        self.shared.started_hub.store(started, Ordering::SeqCst);
         tracing::info!(?renders, "initialized");
         Ok(InitializeResult {
             capabilities: ServerCapabilities {
@@ -250,7 +303,10 @@ impl LanguageServer for Backend {
     }
 
     async fn initialized(&self, _: InitializedParams) {
-        if let Ok(sessions) = self.sessions() {
+        // A hub the daemon already runs was initialized by the editor that started it.
+        if let Ok(sessions) = self.sessions()
+            && self.shared.started_hub.load(Ordering::SeqCst)
+        {
             sessions.initialized().await;
         }
     }

@@ -2,7 +2,7 @@
 //! the fallbacks for clients that do not render Tether's own notifications (protocol:
 //! "initialize").
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 use serde::Serialize;
@@ -72,8 +72,13 @@ pub struct Renderer {
     client: Client,
     outbox: Outbox,
     renders: ClientRenders,
-    /// The work-done token of each running request that gave one (this editor's only).
-    progress: Mutex<HashMap<Origin, ProgressToken>>,
+    /// Whether it renders every session's events (in-process: the hub is this editor's
+    /// alone); else only those of [`Self::watch`]ed sessions and of its own requests.
+    watch_all: bool,
+    /// The sessions this editor works with (daemon: other editors' sessions are not its).
+    watching: Mutex<HashSet<String>>,
+    /// This editor's running requests, with the work-done token of those that gave one.
+    requests: Mutex<HashMap<Origin, Option<ProgressToken>>>,
 }
 
 /// The title of the "Try Again" action (R-RESUME-6).
@@ -94,13 +99,29 @@ struct UpdateRef<'a> {
 impl Renderer {
     /// A renderer for `client`.
     #[must_use]
-    pub fn new(client: Client, outbox: Outbox, renders: ClientRenders) -> Self {
+    pub fn new(client: Client, outbox: Outbox, renders: ClientRenders, watch_all: bool) -> Self {
         Self {
             client,
             outbox,
             renders,
-            progress: Mutex::new(HashMap::new()),
+            watch_all,
+            watching: Mutex::new(HashSet::new()),
+            requests: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Renders the events of `session_id` from now on.
+    pub fn watch(&self, session_id: &str) {
+        if !self.watch_all {
+            lock(&self.watching).insert(session_id.to_owned());
+        }
+    }
+
+    /// Whether an event about `session_id` (for the request `origin`) is this editor's.
+    fn is_mine(&self, session_id: Option<&str>, origin: Option<Origin>) -> bool {
+        self.watch_all
+            || session_id.is_none_or(|id| lock(&self.watching).contains(id))
+            || origin.is_some_and(|o| lock(&self.requests).contains_key(&o))
     }
 
     async fn send<P: Serialize + ?Sized>(&self, method: &str, params: &P) {
@@ -111,20 +132,23 @@ impl Renderer {
         }
     }
 
-    /// Starts work-done progress under `token` for the request `origin`; the status events
-    /// published for it are reported under the token until [`Self::end_progress`].
-    pub async fn begin_progress(&self, origin: Origin, token: ProgressToken, title: &str) {
-        self.send_progress(
-            &token,
-            json!({"kind": "begin", "title": title, "cancellable": false}),
-        )
-        .await;
-        lock(&self.progress).insert(origin, token);
+    /// A request `origin` of this editor starts: its events are rendered, and with a
+    /// `token` its status events are work-done progress reports (`title` begins it) until
+    /// [`Self::end_request`].
+    pub async fn begin_request(&self, origin: Origin, token: Option<ProgressToken>, title: &str) {
+        if let Some(token) = &token {
+            self.send_progress(
+                token,
+                json!({"kind": "begin", "title": title, "cancellable": false}),
+            )
+            .await;
+        }
+        lock(&self.requests).insert(origin, token);
     }
 
-    /// Ends the work-done progress of `origin`, if it had one.
-    pub async fn end_progress(&self, origin: Origin, message: &str) {
-        let token = lock(&self.progress).remove(&origin);
+    /// The request `origin` ended with `message`: its work-done progress, if any, ends.
+    pub async fn end_request(&self, origin: Origin, message: &str) {
+        let token = lock(&self.requests).remove(&origin).flatten();
         if let Some(token) = token {
             self.send_progress(&token, json!({"kind": "end", "message": message}))
                 .await;
@@ -141,6 +165,9 @@ impl Renderer {
     }
 
     async fn render(&self, envelope: &Envelope) {
+        if !self.is_mine(envelope.session_id.as_deref(), envelope.origin) {
+            return;
+        }
         let session = envelope.session_id.as_deref().unwrap_or_default();
         match &envelope.event {
             Event::Restored { snapshot } => {
@@ -150,7 +177,7 @@ impl Renderer {
             Event::Status(params) => {
                 let token = envelope
                     .origin
-                    .and_then(|o| lock(&self.progress).get(&o).cloned());
+                    .and_then(|o| lock(&self.requests).get(&o).cloned().flatten());
                 if let Some(token) = token {
                     self.send_progress(
                         &token,
@@ -191,6 +218,8 @@ impl Renderer {
                 previous_session_id,
                 session_id,
             } => {
+                // The session this editor worked with goes on under a new id.
+                self.watch(session_id);
                 let params = ExpiredParams {
                     previous_session_id: previous_session_id.clone(),
                     session_id: session_id.clone(),

@@ -75,6 +75,23 @@ pub struct StartError {
     pub path: Option<PathBuf>,
 }
 
+/// One session a hub runs, as `tether daemon status` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LiveSummary {
+    /// Tether's session id.
+    pub session_id: String,
+    /// The configured agent's name.
+    pub agent: String,
+    /// The workspace root.
+    pub workspace: PathBuf,
+    /// Whether a prompt turn is running.
+    pub turn_running: bool,
+    /// The agent's process group (ACP sessions whose agent runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_pgid: Option<i32>,
+}
+
 /// A session the hub runs.
 #[derive(Clone)]
 enum Session {
@@ -224,6 +241,32 @@ impl Hub {
     #[must_use]
     pub fn origin(&self) -> Origin {
         self.bus.origin()
+    }
+
+    /// The live agent sessions, for `tether daemon status`.
+    #[must_use]
+    pub fn live_sessions(&self) -> Vec<LiveSummary> {
+        let mut out: Vec<LiveSummary> = lock(&self.sessions)
+            .iter()
+            .map(|(id, s)| match s {
+                Session::Acp(live) => LiveSummary {
+                    session_id: id.clone(),
+                    agent: live.agent.clone(),
+                    workspace: live.workspace.clone(),
+                    turn_running: live.turn_lock.try_lock().is_err(),
+                    agent_pgid: live.conn().map(|c| c.pgid()),
+                },
+                Session::Print(print) => LiveSummary {
+                    session_id: id.clone(),
+                    agent: print.agent.clone(),
+                    workspace: print.workspace.clone(),
+                    turn_running: false,
+                    agent_pgid: None,
+                },
+            })
+            .collect();
+        out.sort_by(|a, b| a.session_id.cmp(&b.session_id));
+        out
     }
 
     /// After `initialized`: open the child registry (in the background), start the

@@ -1,0 +1,264 @@
+//! `tether daemon [run|status|stop]` and the forwarding `tether serve --stdio
+//! --remote=auto`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use super::forwarder::{ForwardError, connect, splice};
+use super::handshake::{Purpose, read_line};
+use super::paths::{runtime_dir, socket_path};
+use super::server::{DaemonOptions, Status, bind, run};
+
+/// The default of `--idle-secs`: the daemon exits after 10 minutes with no editor and no
+/// live session.
+pub const DEFAULT_IDLE_SECS: u64 = 600;
+
+/// How long `tether daemon stop` waits for the daemon's process to end once its sessions
+/// are down.
+pub const STOP_EXIT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Whether `tether serve` forwards to the daemon (`--remote`, `TETHER_REMOTE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Remote {
+    /// Serve in this process (the hub ends with the editor).
+    Off,
+    /// Forward to the user's daemon, starting it when none runs.
+    Auto,
+}
+
+fn current_thread_runtime(what: &str) -> Option<tokio::runtime::Runtime> {
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => Some(rt),
+        Err(err) => {
+            eprintln!("{what}: cannot start the async runtime: {err}");
+            None
+        }
+    }
+}
+
+fn chosen_dir(dir: Option<PathBuf>, what: &str) -> Option<PathBuf> {
+    match dir.map_or_else(runtime_dir, Ok) {
+        Ok(d) => Some(d),
+        Err(err) => {
+            eprintln!("{what}: {err}");
+            None
+        }
+    }
+}
+
+/// `tether daemon run`: binds the socket, says `ready` on stdout (the forwarder that
+/// started it waits for that line), then serves until stopped or idle. Logs to `log_file`
+/// when given, else to stderr.
+pub fn run_daemon(dir: Option<PathBuf>, idle_secs: u64, log_file: Option<PathBuf>) -> ExitCode {
+    let what = "tether daemon";
+    // Without --log-file the log goes to stderr: a daemon started by a forwarder has its
+    // stderr on `<runtime dir>/tether-<build>.daemon.log` (0600).
+    let _guard = match crate::logging::init(log_file.as_deref()) {
+        Ok(g) => g,
+        Err(err) => {
+            eprintln!("{what}: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    let Some(dir) = chosen_dir(dir, what) else {
+        return ExitCode::from(2);
+    };
+    let Some(runtime) = current_thread_runtime(what) else {
+        return ExitCode::FAILURE;
+    };
+    let outcome = runtime.block_on(async {
+        let listener = match bind(&dir).await {
+            Ok(l) => l,
+            Err(err) => {
+                eprintln!("{what}: {err}");
+                return Err(ExitCode::FAILURE);
+            }
+        };
+        let options = DaemonOptions {
+            runtime_dir: dir.clone(),
+            idle: Duration::from_secs(idle_secs),
+            registry_file: None,
+        };
+        Ok(run(listener, options, say_ready).await)
+    });
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    match outcome {
+        Ok(stop_waiters) => {
+            // The stop clients' connections must close with the process itself (the
+            // kernel closes them at exit, after the process has released its memory), so
+            // that their end of input says the daemon is gone: never dropped before.
+            std::mem::forget(stop_waiters);
+            ExitCode::SUCCESS
+        }
+        Err(code) => code,
+    }
+}
+
+/// Writes `ready` to stdout, then points stdout at /dev/null: the pipe of the forwarder
+/// that started the daemon closes, and nothing the daemon prints later can block on it.
+fn say_ready() {
+    use std::io::Write;
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "ready");
+    let _ = out.flush();
+    if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
+        use std::os::fd::AsRawFd;
+        // SAFETY: dup2 onto fd 1, which this process owns; both fds are valid.
+        unsafe { libc::dup2(null.as_raw_fd(), 1) };
+    }
+}
+
+/// `tether daemon status`: prints the daemon's clients and live sessions (`--json` for the
+/// raw status). Exit 1 when no daemon of this build runs.
+pub fn status(dir: Option<PathBuf>, json: bool) -> ExitCode {
+    let what = "tether daemon status";
+    let Some(dir) = chosen_dir(dir, what) else {
+        return ExitCode::from(2);
+    };
+    let Some(runtime) = current_thread_runtime(what) else {
+        return ExitCode::FAILURE;
+    };
+    runtime.block_on(async {
+        let exe = std::env::current_exe().unwrap_or_default();
+        let (mut stream, _) = match connect(&dir, &exe, Purpose::Status, false).await {
+            Ok(c) => c,
+            Err(err) => return not_running(&dir, &err),
+        };
+        let status: Status = match read_line(&mut stream).await {
+            Ok(s) => s,
+            Err(err) => {
+                eprintln!("{what}: {err}");
+                return ExitCode::FAILURE;
+            }
+        };
+        if json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&status).unwrap_or_default()
+            );
+        } else {
+            print_status(&status);
+        }
+        ExitCode::SUCCESS
+    })
+}
+
+fn print_status(status: &Status) {
+    println!(
+        "tether daemon pid {} (build {}): {} editor(s), {} live session(s)",
+        status.pid,
+        status.build,
+        status.clients,
+        status.sessions.len()
+    );
+    if status.sessions.is_empty() {
+        return;
+    }
+    println!(
+        "{:<38} {:<12} {:<5} {:>8}  WORKSPACE",
+        "SESSION", "AGENT", "TURN", "PGID"
+    );
+    for s in &status.sessions {
+        println!(
+            "{:<38} {:<12} {:<5} {:>8}  {}",
+            s.session_id,
+            s.agent,
+            if s.turn_running { "yes" } else { "-" },
+            s.agent_pgid
+                .map_or_else(|| "-".to_owned(), |p| p.to_string()),
+            s.workspace.display()
+        );
+    }
+}
+
+fn not_running(dir: &Path, err: &ForwardError) -> ExitCode {
+    eprintln!(
+        "no tether daemon of this build runs ({}: {err})",
+        socket_path(dir).display()
+    );
+    ExitCode::FAILURE
+}
+
+/// `tether daemon stop`: asks the daemon to stop and waits until it has (every agent shut
+/// down, caches flushed). Exit 1 when none runs.
+pub fn stop(dir: Option<PathBuf>) -> ExitCode {
+    let what = "tether daemon stop";
+    let Some(dir) = chosen_dir(dir, what) else {
+        return ExitCode::from(2);
+    };
+    let Some(runtime) = current_thread_runtime(what) else {
+        return ExitCode::FAILURE;
+    };
+    runtime.block_on(async {
+        let exe = std::env::current_exe().unwrap_or_default();
+        let (mut stream, welcome) = match connect(&dir, &exe, Purpose::Stop, false).await {
+            Ok(c) => c,
+            Err(err) => return not_running(&dir, &err),
+        };
+        // The daemon answers once its hubs are down, and the connection ends when its
+        // process does.
+        match read_line::<_, serde_json::Value>(&mut stream).await {
+            Ok(_) => {
+                let mut rest = Vec::new();
+                let ended = tokio::time::timeout(
+                    STOP_EXIT_TIMEOUT,
+                    tokio::io::AsyncReadExt::read_to_end(&mut stream, &mut rest),
+                )
+                .await;
+                if ended.is_err() {
+                    eprintln!(
+                        "{what}: the daemon (pid {}) stopped its sessions but has not exited after {STOP_EXIT_TIMEOUT:?}",
+                        welcome.daemon_pid
+                    );
+                    return ExitCode::FAILURE;
+                }
+                println!("tether daemon pid {} stopped", welcome.daemon_pid);
+                ExitCode::SUCCESS
+            }
+            Err(err) => {
+                eprintln!("{what}: the daemon did not confirm: {err}");
+                ExitCode::FAILURE
+            }
+        }
+    })
+}
+
+/// `tether serve --stdio --remote=auto`: forwards this process's stdio to the daemon,
+/// starting it when none runs. When no daemon can be reached, serves in this process
+/// instead (logged), so an editor is never left without a server.
+pub async fn forward_stdio(options: crate::server::ServeOptions) {
+    let dir = match runtime_dir() {
+        Ok(d) => d,
+        Err(err) => {
+            tracing::warn!(error = %err, "no runtime folder for the daemon; serving in this process");
+            return crate::server::serve_stdio(options).await;
+        }
+    };
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(err) => {
+            tracing::warn!(error = %err, "cannot find this binary to start the daemon; serving in this process");
+            return crate::server::serve_stdio(options).await;
+        }
+    };
+    match connect(&dir, &exe, Purpose::Editor, true).await {
+        Ok((stream, welcome)) => {
+            tracing::info!(
+                daemon_pid = welcome.daemon_pid,
+                "forwarding the editor to the daemon"
+            );
+            let (input, output) = crate::server::stdio_streams();
+            if let Err(err) = splice(input, output, stream).await {
+                tracing::warn!(error = %err, "the daemon's side of the connection failed");
+            }
+        }
+        Err(err) => {
+            tracing::warn!(error = %err, "cannot reach the daemon; serving in this process");
+            crate::server::serve_stdio(options).await;
+        }
+    }
+}

@@ -1,0 +1,207 @@
+//! The forwarder: `tether serve --stdio` when the daemon is on. It connects to the user's
+//! daemon (starting it when none runs), says hello, and passes the editor's bytes through
+//! both ways unchanged: it parses nothing, so it adds one copy per direction and no
+//! decoding (the daemon's input guard still answers bad frames).
+//!
+//! Exactly one daemon starts when several forwarders start at once: each takes an
+//! exclusive `flock` on the start lock before it looks again for a daemon and only then
+//! starts one. The daemon says it listens by writing `ready` on the pipe it was started
+//! with, so the forwarder waits on that line, not on a delay (R-DAEMON-2).
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, BufReader};
+use tokio::net::UnixStream;
+
+use super::handshake::{Hello, Purpose, Welcome, read_line, write_line};
+use super::paths::{daemon_log_path, ensure_private_dir, socket_path, start_lock_path};
+
+/// How long a started daemon has to say `ready`.
+pub const START_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why the forwarder could not reach a daemon.
+#[derive(Debug, thiserror::Error)]
+pub enum ForwardError {
+    /// The runtime folder is unusable.
+    #[error("runtime folder: {0}")]
+    Path(#[from] super::paths::PathError),
+    /// Starting the daemon failed.
+    #[error("could not start the daemon ({exe}): {why}")]
+    Start {
+        /// The binary started.
+        exe: String,
+        /// What went wrong (its log file is named).
+        why: String,
+    },
+    /// The daemon refused or broke the handshake.
+    #[error("the daemon refused the connection: {0}")]
+    Refused(String),
+    /// I/O on the socket.
+    #[error("daemon socket: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Connects to the daemon of this build in `dir`, starting `exe daemon` when none listens,
+/// and completes the handshake for `purpose`. Returns the stream (ready for LSP frames when
+/// `purpose` is [`Purpose::Editor`]) and the daemon's answer.
+///
+/// `start` false: never start one (`tether daemon status|stop`).
+///
+/// # Errors
+/// See [`ForwardError`].
+pub async fn connect(
+    dir: &Path,
+    exe: &Path,
+    purpose: Purpose,
+    start: bool,
+) -> Result<(BufReader<UnixStream>, Welcome), ForwardError> {
+    ensure_private_dir(dir)?;
+    let socket = socket_path(dir);
+    let stream = match UnixStream::connect(&socket).await {
+        Ok(s) => s,
+        Err(e) if !start => return Err(ForwardError::Io(e)),
+        Err(_) => start_daemon(dir, exe).await?,
+    };
+    let mut stream = BufReader::new(stream);
+    write_line(stream.get_mut(), &Hello::of_this_process(purpose)).await?;
+    let welcome: Welcome = read_line(&mut stream)
+        .await
+        .map_err(|e| ForwardError::Refused(e.to_string()))?;
+    if !welcome.ok {
+        return Err(ForwardError::Refused(
+            welcome.error.unwrap_or_else(|| "no reason given".into()),
+        ));
+    }
+    Ok((stream, welcome))
+}
+
+/// Takes the start lock, then connects to a daemon another forwarder started meanwhile, or
+/// starts one and waits for its `ready`.
+async fn start_daemon(dir: &Path, exe: &Path) -> Result<UnixStream, ForwardError> {
+    let lock_path = start_lock_path(dir);
+    let lock = tokio::task::spawn_blocking(move || lock_exclusive(&lock_path))
+        .await
+        .map_err(|e| std::io::Error::other(e.to_string()))??;
+    let socket = socket_path(dir);
+    if let Ok(s) = UnixStream::connect(&socket).await {
+        return Ok(s);
+    }
+    let log = daemon_log_path(dir);
+    let err = |why: String| ForwardError::Start {
+        exe: exe.display().to_string(),
+        why,
+    };
+    let log_file = open_private(&log).map_err(|e| err(format!("{}: {e}", log.display())))?;
+    let mut command = tokio::process::Command::new(exe);
+    command
+        .args(["daemon", "run", "--runtime-dir"])
+        .arg(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(log_file))
+        .kill_on_drop(false);
+    // SAFETY: setsid is async-signal-safe; the daemon leaves the editor's session and
+    // process group, so signals meant for the editor's processes never reach it.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = command.spawn().map_err(|e| err(e.to_string()))?;
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut ready = String::new();
+    let read =
+        tokio::time::timeout(START_TIMEOUT, BufReader::new(stdout).read_line(&mut ready)).await;
+    match read {
+        Ok(Ok(_)) if ready.trim() == "ready" => {}
+        Ok(_) => {
+            let status = child.try_wait().ok().flatten();
+            return Err(err(format!(
+                "it exited ({status:?}) before it listened; see {}",
+                log.display()
+            )));
+        }
+        Err(_) => {
+            let _ = child.start_kill();
+            return Err(err(format!(
+                "no `ready` within {START_TIMEOUT:?}; see {}",
+                log.display()
+            )));
+        }
+    }
+    // The daemon outlives this forwarder: nobody waits for it here (it is reparented).
+    drop(child);
+    let stream = UnixStream::connect(&socket).await?;
+    drop(lock);
+    Ok(stream)
+}
+
+/// Opens (creating, mode 0600) `path` and takes an exclusive `flock` on it, blocking.
+fn lock_exclusive(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    let file = open_private(path)?;
+    // SAFETY: flock on an fd we own; blocks until the lock is ours.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(file)
+}
+
+/// Opens `path` for appending, creating it private to the user (0600).
+fn open_private(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)
+}
+
+/// Passes bytes both ways until either side ends: `input` → `daemon`, `daemon` →
+/// `output`. Returns when the editor's input ends (the daemon then sees end of input for
+/// this client) or the daemon's side closes.
+///
+/// # Errors
+/// The daemon's side failed (it died): the caller tells the editor.
+pub async fn splice<R, W>(input: R, output: W, daemon: BufReader<UnixStream>) -> std::io::Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let (mut input, mut output) = (input, output);
+    // Bytes the handshake read already buffered belong to the LSP stream.
+    let buffered = daemon.buffer().to_vec();
+    let stream = daemon.into_inner();
+    let (mut from_daemon, mut to_daemon) = stream.into_split();
+    let up = async {
+        let r = tokio::io::copy(&mut input, &mut to_daemon).await;
+        let _ = tokio::io::AsyncWriteExt::shutdown(&mut to_daemon).await;
+        r.map(drop)
+    };
+    let down = async {
+        tokio::io::AsyncWriteExt::write_all(&mut output, &buffered).await?;
+        tokio::io::copy(&mut from_daemon, &mut output).await?;
+        tokio::io::AsyncWriteExt::flush(&mut output).await
+    };
+    tokio::pin!(up, down);
+    tokio::select! {
+        r = &mut up => {
+            // The editor is done: let the daemon answer what is in flight (it closes this
+            // client's stream once it has seen the end of input), within a bound.
+            r?;
+            match tokio::time::timeout(DRAIN_TIMEOUT, down).await {
+                Ok(r) => r,
+                Err(_) => Ok(()),
+            }
+        }
+        r = &mut down => r,
+    }
+}
+
+/// How long the forwarder waits for the daemon's last answers after the editor's input ends.
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);

@@ -1,0 +1,15 @@
+//! The per-user daemon and the forwarder that reaches it (gopls' `-remote=auto` is the
+//! model): `tether serve --stdio --remote=auto` passes an editor's stream to the user's
+//! `tether daemon`, starting it when none runs, so the hub (sessions, agents, breakers, the
+//! cache) outlives the editor window that started it.
+//!
+//! [`paths`]: the private runtime folder and the build-keyed socket name; [`handshake`]:
+//! the first line each way; [`forwarder`]: connect-or-start and the byte splice;
+//! [`server`]: the daemon's accept loop, peer check and shared hubs; [`cli`]: `tether
+//! daemon` and the forwarding `tether serve`.
+
+pub mod cli;
+pub mod forwarder;
+pub mod handshake;
+pub mod paths;
+pub mod server;

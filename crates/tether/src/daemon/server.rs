@@ -1,0 +1,295 @@
+//! The daemon: `tether daemon`, one per user and build, holding every hub (sessions,
+//! agents, breakers, caches) for all the editors that reach it through forwarders.
+//!
+//! It listens on the socket of [`super::paths::socket_path`]; each connection's peer must
+//! be this user (`SO_PEERCRED`; gopls only checks the socket file and fails open), then says
+//! [`Hello`]. An `editor` connection is served exactly as `tether serve --stdio` serves
+//! stdio (the input guard, tower-lsp-server, the renderer), attached to the shared hub of
+//! its configuration: when it goes, its sessions stay (R-DAEMON-4). The daemon exits on
+//! `tether daemon stop`, on SIGTERM/SIGHUP/SIGINT (every agent shut down, caches flushed),
+//! or after `idle` with no editor and no live session.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::io::BufReader;
+use tokio::net::{UnixListener, UnixStream};
+use tokio_util::sync::CancellationToken;
+
+use super::handshake::{Hello, Purpose, Welcome, read_line, write_line};
+use super::paths::{ensure_private_dir, socket_path};
+use crate::server::ServeOptions;
+use crate::server::hub::LiveSummary;
+use crate::server::hubs::Hubs;
+
+/// How long a new connection has to say hello.
+pub const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How the daemon runs.
+#[derive(Debug, Clone)]
+pub struct DaemonOptions {
+    /// The runtime folder holding its socket.
+    pub runtime_dir: PathBuf,
+    /// Exit after this long with no editor connected and no live session.
+    pub idle: Duration,
+    /// Where agent process groups are recorded (tests); `None` = each hub's cache folder.
+    pub registry_file: Option<PathBuf>,
+}
+
+/// `tether daemon status` output.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    /// The daemon's process id.
+    pub pid: u32,
+    /// Its build ([`super::paths::build_id`]).
+    pub build: String,
+    /// Editors connected now.
+    pub clients: usize,
+    /// Live sessions, across hubs.
+    pub sessions: Vec<LiveSummary>,
+}
+
+struct Daemon {
+    hubs: Arc<Hubs>,
+    clients: AtomicUsize,
+    stop: CancellationToken,
+    /// Told whenever a client leaves (the idle timer restarts).
+    left: tokio::sync::Notify,
+    registry_file: Option<PathBuf>,
+    /// The `tether daemon stop` clients waiting for the daemon to have stopped.
+    stop_waiters: tokio::sync::Mutex<Vec<UnixStream>>,
+}
+
+/// Why the daemon could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    /// The runtime folder is unusable.
+    #[error(transparent)]
+    Path(#[from] super::paths::PathError),
+    /// Another daemon of this build listens already.
+    #[error("a tether daemon already listens on {0}")]
+    AlreadyRunning(PathBuf),
+    /// Binding the socket failed.
+    #[error("cannot listen on {path}: {source}")]
+    Bind {
+        /// The socket.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// Binds the daemon's socket in `dir` (removing a stale one no daemon answers on).
+///
+/// # Errors
+/// See [`DaemonError`].
+pub async fn bind(dir: &Path) -> Result<UnixListener, DaemonError> {
+    ensure_private_dir(dir)?;
+    let path = socket_path(dir);
+    if path.exists() {
+        if UnixStream::connect(&path).await.is_ok() {
+            return Err(DaemonError::AlreadyRunning(path));
+        }
+        // Left by a daemon that died: nobody answers on it.
+        let _ = std::fs::remove_file(&path);
+    }
+    let listener = UnixListener::bind(&path).map_err(|source| DaemonError::Bind {
+        path: path.clone(),
+        source,
+    })?;
+    // The folder is 0700 already; the socket is private too, whatever the umask.
+    use std::os::unix::fs::PermissionsExt;
+    let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600));
+    Ok(listener)
+}
+
+/// Serves on `listener` until stopped or idle; then shuts every hub down and removes the
+/// socket. `ready` runs once the daemon accepts connections. Returns the connections of
+/// the `tether daemon stop` clients, already answered: the caller keeps them open until
+/// the process exits, so that their end of input tells them the daemon is gone.
+pub async fn run(
+    listener: UnixListener,
+    options: DaemonOptions,
+    ready: impl FnOnce(),
+) -> Vec<UnixStream> {
+    let daemon = Arc::new(Daemon {
+        hubs: Arc::new(Hubs::default()),
+        clients: AtomicUsize::new(0),
+        stop: CancellationToken::new(),
+        left: tokio::sync::Notify::new(),
+        registry_file: options.registry_file.clone(),
+        stop_waiters: tokio::sync::Mutex::new(Vec::new()),
+    });
+    let signals = daemon.clone();
+    tokio::spawn(async move {
+        let name = crate::server::transport::first_termination_signal().await;
+        tracing::warn!(signal = name, "received {name}: stopping the daemon");
+        signals.stop.cancel();
+    });
+    ready();
+    tracing::info!(pid = std::process::id(), socket = %socket_path(&options.runtime_dir).display(), "tether daemon listening");
+    loop {
+        let idle = daemon.idle_wait(options.idle);
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let daemon = daemon.clone();
+                    tokio::spawn(async move { daemon.serve_client(stream).await });
+                }
+                Err(err) => tracing::warn!(error = %err, "accept failed"),
+            },
+            () = idle => {
+                tracing::info!(idle_s = options.idle.as_secs(), "no editor and no live session: the daemon exits");
+                break;
+            }
+            () = daemon.stop.cancelled() => break,
+        }
+    }
+    let _ = std::fs::remove_file(socket_path(&options.runtime_dir));
+    daemon.hubs.shutdown().await;
+    tracing::info!("tether daemon stopped: agents shut down, caches flushed");
+    let mut waiters: Vec<UnixStream> = daemon.stop_waiters.lock().await.drain(..).collect();
+    for waiter in &mut waiters {
+        let _ = write_line(waiter, &serde_json::json!({"stopped": true})).await;
+    }
+    waiters
+}
+
+impl Daemon {
+    /// Resolves after `idle` with no client and no live session; restarts its wait whenever
+    /// a client leaves.
+    async fn idle_wait(&self, idle: Duration) {
+        loop {
+            let busy = self.clients.load(Ordering::SeqCst) > 0 || !self.live_sessions().is_empty();
+            if busy {
+                // Re-checked when a client leaves, and periodically for sessions the idle
+                // reaper (connectionTtlSecs) stops.
+                tokio::select! {
+                    () = self.left.notified() => {}
+                    () = tokio::time::sleep(idle.max(Duration::from_millis(100))) => {}
+                }
+                continue;
+            }
+            tokio::select! {
+                () = tokio::time::sleep(idle) => {
+                    if self.clients.load(Ordering::SeqCst) == 0 && self.live_sessions().is_empty() {
+                        return;
+                    }
+                }
+                () = self.left.notified() => {}
+            }
+        }
+    }
+
+    fn live_sessions(&self) -> Vec<LiveSummary> {
+        self.hubs
+            .all()
+            .iter()
+            .flat_map(|h| h.live_sessions())
+            .collect()
+    }
+
+    async fn serve_client(self: Arc<Self>, stream: UnixStream) {
+        // SO_PEERCRED: only this user's processes.
+        // SAFETY: geteuid has no preconditions.
+        let me = unsafe { libc::geteuid() };
+        let peer = stream.peer_cred().ok().map(|c| c.uid());
+        let mut stream = BufReader::new(stream);
+        if peer != Some(me) {
+            tracing::warn!(peer_uid = ?peer, "refused a connection from another user");
+            // Its hello is read (bounded, with a timeout) but not used: a client that
+            // writes its hello first then reads the refusal instead of a broken pipe.
+            let _ = tokio::time::timeout(
+                HELLO_TIMEOUT,
+                read_line::<_, serde_json::Value>(&mut stream),
+            )
+            .await;
+            let _ = write_line(
+                stream.get_mut(),
+                &self.welcome(Some(format!(
+                    "this daemon serves uid {me} only (peer uid {peer:?})"
+                ))),
+            )
+            .await;
+            return;
+        }
+        let hello: Hello = match tokio::time::timeout(HELLO_TIMEOUT, read_line(&mut stream)).await {
+            Ok(Ok(h)) => h,
+            Ok(Err(err)) => {
+                tracing::warn!(error = %err, "bad hello");
+                let _ = write_line(stream.get_mut(), &self.welcome(Some(err.to_string()))).await;
+                return;
+            }
+            Err(_) => {
+                tracing::warn!("no hello within {HELLO_TIMEOUT:?}; closed");
+                return;
+            }
+        };
+        tracing::info!(?hello, "client");
+        if hello.protocol_version != crate::protocol::PROTOCOL_VERSION
+            || hello.build != super::paths::build_id()
+        {
+            let why = format!(
+                "build mismatch: client {} (protocol {}), daemon {} (protocol {})",
+                hello.build,
+                hello.protocol_version,
+                super::paths::build_id(),
+                crate::protocol::PROTOCOL_VERSION
+            );
+            let _ = write_line(stream.get_mut(), &self.welcome(Some(why))).await;
+            return;
+        }
+        if write_line(stream.get_mut(), &self.welcome(None))
+            .await
+            .is_err()
+        {
+            return;
+        }
+        match hello.purpose {
+            Purpose::Status => {
+                let status = Status {
+                    pid: std::process::id(),
+                    build: super::paths::build_id(),
+                    clients: self.clients.load(Ordering::SeqCst),
+                    sessions: self.live_sessions(),
+                };
+                let _ = write_line(stream.get_mut(), &status).await;
+            }
+            Purpose::Stop => {
+                tracing::info!(client_pid = hello.pid, "stop asked");
+                // Answered by `run` once every hub is down, so `tether daemon stop` returns
+                // when the daemon has stopped.
+                self.stop_waiters.lock().await.push(stream.into_inner());
+                self.stop.cancel();
+            }
+            Purpose::Editor => {
+                self.clients.fetch_add(1, Ordering::SeqCst);
+                let options = ServeOptions {
+                    registry_file: self.registry_file.clone(),
+                    handle_signals: false,
+                    hubs: Some(self.hubs.clone()),
+                };
+                // Bytes the hello read ahead belong to the LSP stream.
+                let ahead = stream.buffer().to_vec();
+                let (read, write) = stream.into_inner().into_split();
+                let input = tokio::io::AsyncReadExt::chain(std::io::Cursor::new(ahead), read);
+                crate::server::transport::serve(input, write, options).await;
+                self.clients.fetch_sub(1, Ordering::SeqCst);
+                self.left.notify_waiters();
+                tracing::info!(client_pid = hello.pid, "editor left");
+            }
+        }
+    }
+
+    fn welcome(&self, error: Option<String>) -> Welcome {
+        Welcome {
+            ok: error.is_none(),
+            daemon_pid: std::process::id(),
+            error,
+        }
+    }
+}

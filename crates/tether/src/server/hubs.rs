@@ -1,0 +1,71 @@
+//! The daemon's hubs: one per distinct editor configuration, shared by every editor
+//! connection that sends the same `initializationOptions`.
+//!
+//! In-process (`tether serve --stdio --remote=off`) each connection starts its own hub and
+//! shuts it down when the editor goes. In the daemon, a connection attaches to the hub of
+//! its configuration (starting it for the first such editor) and only detaches when it
+//! goes: the sessions, their agents and their running turns stay (R-DAEMON-4). Editors
+//! with different configurations (another cache folder, other agents) get different hubs.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use super::ServeOptions;
+use super::config::ServerConfig;
+use super::hub::{Hub, StartError};
+
+/// The hubs of one daemon, by configuration.
+#[derive(Default)]
+pub struct Hubs {
+    by_config: Mutex<HashMap<String, Arc<Hub>>>,
+}
+
+impl std::fmt::Debug for Hubs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hubs")
+            .field("hubs", &lock(&self.by_config).len())
+            .finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Hubs {
+    /// The hub for the configuration `key` (the editor's `initializationOptions` as
+    /// canonical JSON), started from `config` when it is the first editor with it. The
+    /// second value is true when the hub was started now (its `initialized` is then the
+    /// caller's to run).
+    ///
+    /// # Errors
+    /// The hub cannot start (its cache folder is unusable).
+    pub fn attach(
+        &self,
+        key: &str,
+        config: ServerConfig,
+        options: &ServeOptions,
+    ) -> Result<(Arc<Hub>, bool), StartError> {
+        let mut hubs = lock(&self.by_config);
+        if let Some(hub) = hubs.get(key) {
+            return Ok((hub.clone(), false));
+        }
+        let hub = Hub::start(config, options)?;
+        hubs.insert(key.to_owned(), hub.clone());
+        Ok((hub, true))
+    }
+
+    /// Every hub.
+    #[must_use]
+    pub fn all(&self) -> Vec<Arc<Hub>> {
+        lock(&self.by_config).values().cloned().collect()
+    }
+
+    /// Shuts every hub down (agents stopped, caches flushed): the daemon is stopping.
+    pub async fn shutdown(&self) {
+        let hubs: Vec<_> = lock(&self.by_config).drain().map(|(_, h)| h).collect();
+        for hub in hubs {
+            hub.shutdown().await;
+        }
+    }
+}

@@ -1,0 +1,302 @@
+//! The per-user daemon and its forwarders, as real processes: `tether serve --stdio
+//! --remote=auto` (what an editor starts) forwarding to `tether daemon run`, each test with
+//! a private runtime folder so that parallel tests never share a daemon.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value, json};
+use support::{Mode, STEP, World, processes_in_group, processes_mentioning, tether_bin};
+use tether::editor::{Answers, Editor, ServerProcess};
+
+/// A private runtime folder and a world (workspace, cache, scripted agent).
+struct Setup {
+    world: World,
+    runtime: PathBuf,
+}
+
+impl Setup {
+    fn new() -> Self {
+        let world = World::new(Mode::Binary);
+        let runtime = world.path().join("run");
+        Self { world, runtime }
+    }
+
+    fn env(&self) -> Vec<(String, String)> {
+        vec![
+            (
+                "TETHER_RUNTIME_DIR".into(),
+                self.runtime.display().to_string(),
+            ),
+            ("TETHER_LOG".into(), "debug".into()),
+        ]
+    }
+
+    /// An editor whose server is a forwarder (`--remote=auto`), initialized.
+    async fn editor(&self) -> Editor {
+        let editor = Editor::connect(
+            ServerProcess::Binary {
+                program: tether_bin(),
+                args: vec![
+                    "serve".into(),
+                    "--stdio".into(),
+                    "--remote".into(),
+                    "auto".into(),
+                    "--log-file".into(),
+                    self.world
+                        .path()
+                        .join("logs/forwarder.log")
+                        .display()
+                        .to_string(),
+                ],
+                env: self.env(),
+                quiet: false,
+            },
+            Answers::default(),
+        )
+        .expect("forwarder starts");
+        editor
+            .initialize(
+                self.world.options(),
+                json!({"tether": {"recoveryDialog": true, "banners": true, "status": true}}),
+            )
+            .await
+            .expect("initialize through the daemon");
+        editor
+    }
+
+    /// `tether daemon <args…>` with this runtime folder: (exit code, stdout).
+    fn daemon(&self, args: &[&str]) -> (i32, String) {
+        let out = Command::new(tether_bin())
+            .arg("daemon")
+            .args(args)
+            .env("TETHER_RUNTIME_DIR", &self.runtime)
+            .output()
+            .expect("tether daemon runs");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    }
+
+    fn status(&self) -> Value {
+        let (code, out) = self.daemon(&["status", "--json"]);
+        assert_eq!(code, 0, "daemon status: {out}");
+        serde_json::from_str(&out).expect("status JSON")
+    }
+
+    fn daemon_processes(&self) -> Vec<i32> {
+        processes_mentioning(&self.runtime.display().to_string())
+            .into_iter()
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains("daemon\0run"))
+            })
+            .collect()
+    }
+}
+
+async fn new_session(setup: &Setup, editor: &Editor) -> String {
+    let r = editor
+        .request("session/resume", json!({"workspace": setup.world.ws()}))
+        .await
+        .expect("resume");
+    assert_eq!(r["outcome"], "started", "{r}");
+    r["sessionId"].as_str().unwrap().to_owned()
+}
+
+async fn prompt(editor: &Editor, sid: &str, text: &str) -> Value {
+    editor
+        .request(
+            "session/prompt",
+            json!({"sessionId": sid, "prompt": [{"type": "text", "text": text}]}),
+        )
+        .await
+        .expect("a turn")
+}
+
+fn mode_of(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_outlives_its_editor_and_the_next_editor_takes_it_back() {
+    let setup = Setup::new();
+    let first = setup.editor().await;
+    let sid = new_session(&setup, &first).await;
+    assert_eq!(
+        prompt(&first, &sid, "hello").await["stopReason"],
+        "end_turn"
+    );
+    let status = setup.status();
+    assert_eq!(status["clients"], 1, "{status}");
+    let pgid = status["sessions"][0]["agentPgid"]
+        .as_i64()
+        .expect("an agent") as i32;
+    assert_eq!(status["sessions"][0]["sessionId"], sid.as_str());
+
+    // The editor quits: its forwarder ends, the daemon keeps the session and its agent.
+    first.shutdown(STEP).await.unwrap();
+    assert!(
+        !processes_in_group(pgid).is_empty(),
+        "the agent outlives the editor"
+    );
+
+    let second = setup.editor().await;
+    let r = second
+        .request(
+            "session/resume",
+            json!({"workspace": setup.world.ws(), "sessionId": sid}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["outcome"], "resumed", "{r}");
+    assert_eq!(
+        r["breaker"]["attempts"], 0,
+        "taken back live, no agent attempt: {r}"
+    );
+    let status = setup.status();
+    assert_eq!(
+        status["sessions"][0]["agentPgid"].as_i64(),
+        Some(i64::from(pgid)),
+        "the same agent process: {status}"
+    );
+    assert_eq!(
+        prompt(&second, &sid, "again").await["stopReason"],
+        "end_turn"
+    );
+
+    // Private files: the runtime folder, the socket, the daemon's log.
+    assert_eq!(mode_of(&setup.runtime), 0o700);
+    for entry in std::fs::read_dir(&setup.runtime).unwrap() {
+        let path = entry.unwrap().path();
+        assert_eq!(mode_of(&path) & 0o077, 0, "{} is private", path.display());
+    }
+
+    second.shutdown(STEP).await.unwrap();
+    let (code, out) = setup.daemon(&["stop"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("stopped"), "{out}");
+    assert!(
+        processes_in_group(pgid).is_empty(),
+        "stop shuts the agents down before it answers"
+    );
+    assert!(setup.daemon_processes().is_empty(), "the daemon is gone");
+    let (code, _) = setup.daemon(&["status"]);
+    assert_eq!(code, 1, "no daemon runs");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forwarders_starting_at_once_start_exactly_one_daemon() {
+    let setup = Setup::new();
+    let (a, b, c) = tokio::join!(setup.editor(), setup.editor(), setup.editor());
+    let status = setup.status();
+    assert_eq!(status["clients"], 3, "{status}");
+    assert_eq!(setup.daemon_processes().len(), 1, "one daemon");
+    // Editors with the same configuration share the hub: a session started by one is
+    // live for another.
+    let sid = new_session(&setup, &a).await;
+    let r = b
+        .request(
+            "session/resume",
+            json!({"workspace": setup.world.ws(), "sessionId": sid}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["outcome"], "resumed", "{r}");
+    for editor in [a, b, c] {
+        editor.shutdown(STEP).await.unwrap();
+    }
+    let (code, out) = setup.daemon(&["stop"]);
+    let log = std::fs::read_dir(&setup.runtime)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".daemon.log"))
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .unwrap_or_default();
+    assert_eq!(code, 0, "{out}\n{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daemon_exits_when_idle_with_no_editor_and_no_session() {
+    let setup = Setup::new();
+    std::fs::create_dir_all(&setup.runtime).unwrap();
+    let mut daemon = tokio::process::Command::new(tether_bin())
+        .args(["daemon", "run", "--idle-secs", "1", "--runtime-dir"])
+        .arg(&setup.runtime)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let exited = tokio::time::timeout(STEP, daemon.wait()).await;
+    assert!(
+        exited.is_ok_and(|s| s.is_ok_and(|s| s.success())),
+        "exits by itself"
+    );
+    assert_eq!(setup.daemon(&["status"]).0, 1, "and its socket is gone");
+}
+
+/// SO_PEERCRED: a process of another user is refused by the daemon itself, even when it
+/// can reach the socket. Needs root to run the client as `nobody` (CI runs as root).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_user_is_refused() {
+    // SAFETY: geteuid has no preconditions.
+    assert_eq!(
+        unsafe { libc::geteuid() },
+        0,
+        "this test needs root to run a client as another user (setpriv); run the suite as root"
+    );
+    let setup = Setup::new();
+    let editor = setup.editor().await;
+    // Open the way to the socket for the test only, so the daemon's own check is what
+    // refuses (its folder is 0700 otherwise).
+    use std::os::unix::fs::PermissionsExt;
+    // The socket of the `tether` binary's build (this test binary is another build).
+    let socket = std::fs::read_dir(&setup.runtime)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "sock"))
+        .expect("the daemon's socket");
+    let world_dir = setup.world.path().to_owned();
+    for dir in [world_dir.as_path(), setup.runtime.as_path()] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711)).unwrap();
+    }
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    // A minimal client in Perl (core modules only, readable by `nobody`): connect, send a
+    // hello line, print the daemon's answer.
+    let client = r#"use IO::Socket::UNIX; my $s = IO::Socket::UNIX->new(Peer => $ARGV[0]) or die "connect: $!"; print $s "{}\n"; my $l = <$s>; print $l;"#;
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "/usr/bin/perl",
+            "-e",
+            client,
+        ])
+        .arg(&socket)
+        .output()
+        .expect("setpriv and perl run");
+    let answer = String::from_utf8_lossy(&out.stdout);
+    let welcome: Value = serde_json::from_str(answer.trim()).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {answer:?} / {} / {:?} / socket {}",
+            String::from_utf8_lossy(&out.stderr),
+            out.status,
+            socket.display()
+        )
+    });
+    assert_eq!(welcome["ok"], false, "{welcome}");
+    assert!(
+        welcome["error"]
+            .as_str()
+            .unwrap()
+            .contains("serves uid 0 only"),
+        "{welcome}"
+    );
+    editor.shutdown(STEP).await.unwrap();
+    assert_eq!(setup.daemon(&["stop"]).0, 0);
+}
