@@ -56,6 +56,8 @@ pub mod notify {
     pub const UPDATE: &str = "session/update";
     /// Request: an agent's permission question, forwarded to the editor.
     pub const REQUEST_PERMISSION: &str = "session/requestPermission";
+    /// Notification: a prompt turn ended, for every attached editor.
+    pub const TURN_ENDED: &str = "session/turnEnded";
     /// Notification: a telemetry event with the R-STORE-9 names.
     pub const TELEMETRY: &str = "telemetry/event";
 
@@ -68,6 +70,7 @@ pub mod notify {
         BANNER_CLEARED,
         EXPIRED,
         UPDATE,
+        TURN_ENDED,
         REQUEST_PERMISSION,
         TELEMETRY,
     ];
@@ -118,6 +121,12 @@ pub struct ResumeParams {
     /// Report work-done progress under this token ("Resuming… attempt 2 of 3").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub work_done_token: Option<ProgressToken>,
+    /// The `seq` of the last event of this session the editor has (from `session/update`
+    /// or `session/turnEnded`): when the session is live in the daemon, every kept event
+    /// after it is sent again before the answer. Absent: the running turn's events, if a
+    /// turn runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_seq: Option<u64>,
 }
 
 /// How a resume ended.
@@ -595,6 +604,25 @@ pub struct UpdateParams {
     pub update: Value,
     /// True for history replayed by `session/load`.
     pub replay: bool,
+    /// The event's place among the session's events (1, 2, 3…), for `afterSeq`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
+}
+
+/// `session/turnEnded` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnEndedParams {
+    /// The session.
+    pub session_id: String,
+    /// The event's place among the session's events.
+    pub seq: u64,
+    /// The ACP stop reason, when the turn ended normally.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+    /// The kind of the error, when the turn failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// `telemetry/event` params (the LSP notification; R-STORE-9 names).

@@ -300,3 +300,108 @@ async fn another_user_is_refused() {
     editor.shutdown(STEP).await.unwrap();
     assert_eq!(setup.daemon(&["stop"]).0, 0);
 }
+
+/// The agent text and the `seq`s of the `session/update`s an editor received for `sid`.
+fn updates_of(editor: &Editor, sid: &str) -> (String, Vec<u64>) {
+    let mut text = String::new();
+    let mut seqs = Vec::new();
+    for r in editor.received() {
+        if r.method() == "session/update" && r.params()["sessionId"] == sid {
+            seqs.push(
+                r.params()["seq"]
+                    .as_u64()
+                    .expect("every update carries its seq"),
+            );
+            if r.params()["update"]["sessionUpdate"] == "agent_message_chunk" {
+                text.push_str(
+                    r.params()["update"]["content"]["text"]
+                        .as_str()
+                        .unwrap_or(""),
+                );
+            }
+        }
+    }
+    (text, seqs)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_editor_killed_mid_turn_is_followed_by_one_that_gets_the_rest_exactly_once() {
+    let setup = Setup::new();
+    // Two reply chunks, 1 s apart: the first editor dies between them.
+    setup
+        .world
+        .script(json!([{"method": "session/prompt", "action": {"kind": "delay", "ms": 1000}}]));
+    let first = setup.editor().await;
+    let sid = new_session(&setup, &first).await;
+    let pgid = setup.status()["sessions"][0]["agentPgid"].as_i64().unwrap();
+    let client = first.client().clone();
+    let prompt_sid = sid.clone();
+    let asked = tokio::spawn(async move {
+        client
+            .request(
+                "session/prompt",
+                json!({"sessionId": prompt_sid, "prompt": [{"type": "text", "text": "tell me everything"}]}),
+            )
+            .await
+    });
+    let chunk = first
+        .wait_for(
+            0,
+            "session/update",
+            |p| p["update"]["sessionUpdate"] == "agent_message_chunk",
+            STEP,
+        )
+        .await
+        .expect("the first chunk");
+    let (seen_text, seen_seqs) = updates_of(&first, &sid);
+    let last_seen = chunk.params()["seq"].as_u64().unwrap();
+    // The window reloads: its forwarder is killed, mid-turn.
+    first.signal(libc::SIGKILL, STEP).await.unwrap();
+    assert!(
+        asked.await.unwrap().is_err(),
+        "the dead editor got no answer"
+    );
+
+    let second = setup.editor().await;
+    let r = second
+        .request(
+            "session/resume",
+            json!({"workspace": setup.world.ws(), "sessionId": sid, "afterSeq": last_seen}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["outcome"], "resumed", "{r}");
+    let ended = second
+        .wait_for(
+            0,
+            "session/turnEnded",
+            |p| p["sessionId"] == sid.as_str(),
+            STEP,
+        )
+        .await
+        .expect("the turn's end reaches the new editor");
+    assert_eq!(ended.params()["stopReason"], "end_turn");
+    let (rest_text, rest_seqs) = updates_of(&second, &sid);
+    assert_eq!(
+        format!("{seen_text}{rest_text}"),
+        "echo: tell me everything",
+        "every chunk exactly once, in order"
+    );
+    assert!(
+        rest_seqs.iter().all(|s| *s > last_seen),
+        "nothing twice: {seen_seqs:?} then {rest_seqs:?}"
+    );
+    assert!(
+        rest_seqs.windows(2).all(|w| w[0] < w[1]),
+        "in order: {rest_seqs:?}"
+    );
+    assert!(ended.params()["seq"].as_u64().unwrap() > *rest_seqs.last().unwrap());
+    let status = setup.status();
+    assert_eq!(
+        status["sessions"][0]["agentPgid"].as_i64(),
+        Some(pgid),
+        "the same agent: {status}"
+    );
+    second.shutdown(STEP).await.unwrap();
+    assert_eq!(setup.daemon(&["stop"]).0, 0);
+}

@@ -25,7 +25,7 @@ struct Seen {
     origin: Option<Origin>,
     /// `restored`, `status:<state>`, `banner:<kind>`, `bannerCleared`, `expired:<new id>`,
     /// `update:<text>` (agent text chunks) or `update`, `permission`, `choiceNeeded`,
-    /// `telemetry:<name>`, `log`, `warning`.
+    /// `turnEnded:<stop reason or error>`, `telemetry:<name>`, `log`, `warning`.
     what: String,
 }
 
@@ -116,6 +116,12 @@ impl Subscriber for Recorder {
                     }
                     "choiceNeeded".to_owned()
                 }
+                Event::TurnEnded { stop_reason, error } => {
+                    format!(
+                        "turnEnded:{}",
+                        stop_reason.as_deref().or(error.as_deref()).unwrap_or("-")
+                    )
+                }
                 Event::Telemetry { name, .. } => format!("telemetry:{name}"),
                 Event::Log { .. } => "log".to_owned(),
                 Event::Warning { .. } => "warning".to_owned(),
@@ -203,7 +209,9 @@ async fn cached_session(world: &World) -> String {
     let hub = world.hub(&recorder).await;
     let started = hub.resume(world.resume(None), None).await.expect("started");
     let sid = started.session_id.clone().expect("a session id");
-    hub.prompt(prompt(&sid, "first")).await.expect("a turn");
+    hub.prompt(prompt(&sid, "first"), None)
+        .await
+        .expect("a turn");
     hub.shutdown().await;
     sid
 }
@@ -221,13 +229,29 @@ async fn a_turns_updates_are_published_before_its_answer_numbered_from_one() {
     let hub = world.hub(&recorder).await;
     let started = hub.resume(world.resume(None), None).await.expect("started");
     let sid = started.session_id.clone().unwrap();
-    let answer = hub.prompt(prompt(&sid, "hello")).await.expect("a turn");
+    let answer = hub
+        .prompt(prompt(&sid, "hello"), None)
+        .await
+        .expect("a turn");
     assert_eq!(answer.stop_reason, "end_turn");
     // Publishing returns once every subscriber has the event: the whole reply is here
     // when the turn's answer is.
     let text = recorder.agent_text(&sid);
     assert_eq!(text, "echo: hello");
     assert_seq_from_one(&recorder.of(&sid));
+    // The prompt goes out first (for other editors), the turn's end last.
+    let turn: Vec<String> = recorder
+        .of(&sid)
+        .into_iter()
+        .map(|s| s.what)
+        .filter(|w| w.starts_with("update") || w.starts_with("turnEnded"))
+        .collect();
+    assert_eq!(turn.first().map(String::as_str), Some("update"), "{turn:?}");
+    assert_eq!(
+        turn.last().map(String::as_str),
+        Some("turnEnded:end_turn"),
+        "{turn:?}"
+    );
     hub.shutdown().await;
 }
 
@@ -292,7 +316,10 @@ async fn spent_retries_ask_the_subscribers_and_the_first_answer_is_carried_out()
     assert_eq!(expired.session.as_deref(), Some("sess-404"));
     let new_id = expired.what.strip_prefix("expired:").unwrap().to_owned();
     assert_ne!(new_id, "sess-404");
-    let answer = hub.prompt(prompt(&new_id, "again")).await.expect("live");
+    let answer = hub
+        .prompt(prompt(&new_id, "again"), None)
+        .await
+        .expect("live");
     assert_eq!(answer.stop_reason, "end_turn");
     hub.shutdown().await;
 }
@@ -340,7 +367,10 @@ async fn a_permission_question_takes_the_subscribers_answer() {
         .unwrap()
         .session_id
         .unwrap();
-    let answer = hub.prompt(prompt(&sid, "may I?")).await.expect("a turn");
+    let answer = hub
+        .prompt(prompt(&sid, "may I?"), None)
+        .await
+        .expect("a turn");
     assert_eq!(answer.stop_reason, "end_turn");
     let text = recorder.agent_text(&sid);
     assert!(text.contains("permission: allow"), "{text}");
@@ -352,7 +382,7 @@ async fn errors_are_the_hubs_own_with_protocol_codes() {
     let world = World::new(json!([]));
     let recorder = Recorder::new(None, None);
     let hub = world.hub(&recorder).await;
-    let err = hub.prompt(prompt("nobody", "hi")).await.unwrap_err();
+    let err = hub.prompt(prompt("nobody", "hi"), None).await.unwrap_err();
     assert_eq!(err.code, -32002);
     assert_eq!(err.data, Some(json!({"sessionId": "nobody"})));
     let relative: ResumeParams =

@@ -152,11 +152,12 @@ impl Backend {
         renderer
             .begin_request(origin, p.work_done_token.clone(), "Resuming session")
             .await;
+        let after_seq = p.after_seq;
         let result = hub.resume(p, Some(origin)).await;
         let message = match &result {
             Ok(r) => {
                 if let Some(id) = &r.session_id {
-                    renderer.watch(id);
+                    self.attach(hub, renderer, id, after_seq).await;
                 }
                 format!("{:?}", r.outcome)
             }
@@ -186,8 +187,41 @@ impl Backend {
 
     async fn prompt(&self, params: Value) -> Result<Value> {
         let p: crate::protocol::PromptParams = params::parse(params)?;
-        self.renderer()?.watch(&p.session_id);
-        to_value(self.sessions()?.prompt(p).await)
+        let (hub, renderer) = (self.sessions()?, self.renderer()?);
+        renderer.watch(&p.session_id);
+        let origin = hub.origin();
+        renderer.begin_request(origin, None, "").await;
+        let result = hub.prompt(p, Some(origin)).await;
+        renderer.end_request(origin, "").await;
+        to_value(result)
+    }
+
+    /// Starts rendering session `id` for this editor. Attached to the daemon's hub, the
+    /// events it missed are sent first: those after `after_seq`, else those of the running
+    /// turn (from its prompt on), without a gap or a duplicate (`Bus::attach`).
+    async fn attach(
+        &self,
+        hub: &Arc<Hub>,
+        renderer: &Arc<Renderer>,
+        id: &str,
+        after_seq: Option<u64>,
+    ) {
+        if renderer.watches_all() {
+            return;
+        }
+        let after = after_seq
+            .or_else(|| hub.running_turn_start(id).map(|s| s - 1))
+            .map(|a| a.max(renderer.delivered(id)));
+        match after {
+            Some(after) => {
+                let (last, complete) = hub
+                    .bus()
+                    .attach(id, after, renderer.as_ref(), || renderer.watch(id))
+                    .await;
+                tracing::info!(session = id, after, last, complete, "editor attached");
+            }
+            None => renderer.watch(id),
+        }
     }
 
     async fn cancel(&self, params: Value) {

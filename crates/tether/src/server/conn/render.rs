@@ -17,7 +17,7 @@ use tower_lsp_server::ls_types::{
 
 use crate::protocol::{
     BannerClearedParams, BannerKind, Choice, ExpiredParams, ProgressToken, Recovery,
-    TelemetryParams, notify,
+    TelemetryParams, TurnEndedParams, notify,
 };
 use crate::server::hub::events::{Delivery, Envelope, Event, LogLevel, Origin, Subscriber};
 use crate::server::transport::Outbox;
@@ -79,6 +79,8 @@ pub struct Renderer {
     watching: Mutex<HashSet<String>>,
     /// This editor's running requests, with the work-done token of those that gave one.
     requests: Mutex<HashMap<Origin, Option<ProgressToken>>>,
+    /// Per session, the `seq` of the last event sent (daemon only: a replay never repeats).
+    delivered: Mutex<HashMap<String, u64>>,
 }
 
 /// The title of the "Try Again" action (R-RESUME-6).
@@ -94,6 +96,7 @@ struct UpdateRef<'a> {
     session_id: &'a str,
     update: &'a Value,
     replay: bool,
+    seq: u64,
 }
 
 impl Renderer {
@@ -107,7 +110,14 @@ impl Renderer {
             watch_all,
             watching: Mutex::new(HashSet::new()),
             requests: Mutex::new(HashMap::new()),
+            delivered: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Whether it renders every session's events (in-process).
+    #[must_use]
+    pub fn watches_all(&self) -> bool {
+        self.watch_all
     }
 
     /// Renders the events of `session_id` from now on.
@@ -164,9 +174,28 @@ impl Renderer {
             .await;
     }
 
+    /// The `seq` of the last event of `session_id` this editor was sent (0: none).
+    #[must_use]
+    pub fn delivered(&self, session_id: &str) -> u64 {
+        lock(&self.delivered).get(session_id).copied().unwrap_or(0)
+    }
+
     async fn render(&self, envelope: &Envelope) {
         if !self.is_mine(envelope.session_id.as_deref(), envelope.origin) {
             return;
+        }
+        if !self.watch_all
+            && let Some(id) = &envelope.session_id
+        {
+            let mut delivered = lock(&self.delivered);
+            match delivered.get_mut(id.as_str()) {
+                // Already sent (a replay overlapping what came live): never twice.
+                Some(last) if *last >= envelope.seq => return,
+                Some(last) => *last = envelope.seq,
+                None => {
+                    delivered.insert(id.clone(), envelope.seq);
+                }
+            }
         }
         let session = envelope.session_id.as_deref().unwrap_or_default();
         match &envelope.event {
@@ -227,12 +256,30 @@ impl Renderer {
                 self.send(notify::EXPIRED, &params).await;
             }
             Event::Update { update, replay } => {
+                if envelope
+                    .origin
+                    .is_some_and(|o| lock(&self.requests).contains_key(&o))
+                    && update["sessionUpdate"] == "user_message_chunk"
+                {
+                    // The echo of this editor's own prompt (other editors show it).
+                    return;
+                }
                 let params = UpdateRef {
                     session_id: session,
                     update,
                     replay: *replay,
+                    seq: envelope.seq,
                 };
                 self.send(notify::UPDATE, &params).await;
+            }
+            Event::TurnEnded { stop_reason, error } => {
+                let params = TurnEndedParams {
+                    session_id: session.to_owned(),
+                    seq: envelope.seq,
+                    stop_reason: stop_reason.clone(),
+                    error: error.clone(),
+                };
+                self.send(notify::TURN_ENDED, &params).await;
             }
             Event::Permission { params, answer } => {
                 let (client, params, answer) =

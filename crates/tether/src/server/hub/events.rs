@@ -32,7 +32,7 @@ use crate::protocol::{BannerParams, Choice, Recovery, StatusParams};
 /// What the hub tells editors. Payloads are Tether's own protocol types (docs/protocol.md);
 /// how each reaches a client (`session/*` notification, `$/progress`,
 /// `window/showMessage`…) is the connection's choice.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Event {
     /// The cached transcript of a session being resumed, not yet confirmed by its agent
     /// (R-STORE-7): `snapshot` is a `SessionSnapshot` as JSON.
@@ -90,6 +90,15 @@ pub enum Event {
         /// Its properties.
         properties: Map<String, Value>,
     },
+    /// A prompt turn ended (published for every attached editor, so that one that did not
+    /// send the prompt learns it): `stop_reason` is the ACP stop reason, or `error` with
+    /// the kind of error when the turn failed.
+    TurnEnded {
+        /// The ACP stop reason (`end_turn`, `cancelled`…); `None` when the turn failed.
+        stop_reason: Option<String>,
+        /// The failure's kind (`rateLimited`, `agentCrashed`…) when it failed.
+        error: Option<String>,
+    },
     /// A decision worth a line in the editor's log (also logged through `tracing`).
     Log {
         /// How notable it is.
@@ -120,7 +129,7 @@ pub enum LogLevel {
 pub struct Origin(u64);
 
 /// One published event.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Envelope {
     /// The session it is about; `None` for hub-wide events.
     pub session_id: Option<String>,
@@ -181,14 +190,26 @@ pub struct SubscriberId(u64);
 
 type Subscribers = Arc<[(SubscriberId, Arc<dyn Subscriber>)]>;
 
-/// The bus: subscribers, and the next `seq` of every session.
+/// Events of a session kept for an editor that attaches later
+/// ([`Bus::attach`]): at most this many, the oldest dropped first.
+pub const EVENT_LOG_CAP: usize = 10_000;
+
+/// One session's place on the bus: the last `seq` given and the events kept for replay.
+/// Its async lock is held while an event is delivered, so delivery follows `seq`.
+#[derive(Debug, Default)]
+struct Slot {
+    last: u64,
+    log: std::collections::VecDeque<Envelope>,
+}
+
+type SlotRef = Arc<tokio::sync::Mutex<Slot>>;
+
+/// The bus: subscribers, and every session's [`Slot`].
 pub struct Bus {
     subscribers: RwLock<Subscribers>,
-    /// Per session, the last `seq` given; its async lock is held while the event is
-    /// delivered, so delivery follows `seq`.
-    seqs: Mutex<HashMap<String, Arc<tokio::sync::Mutex<u64>>>>,
+    seqs: Mutex<HashMap<String, SlotRef>>,
     /// The same for hub-wide events.
-    hub_wide: Arc<tokio::sync::Mutex<u64>>,
+    hub_wide: SlotRef,
     next_id: AtomicU64,
 }
 
@@ -248,7 +269,31 @@ impl Bus {
         origin: Option<Origin>,
         event: Event,
     ) -> u64 {
-        let slot = match session_id {
+        let slot = self.slot(session_id);
+        let mut slot = slot.lock().await;
+        slot.last += 1;
+        let envelope = Envelope {
+            session_id: session_id.map(str::to_owned),
+            seq: slot.last,
+            origin,
+            event,
+        };
+        let subscribers = self.read();
+        for (_, subscriber) in subscribers.iter() {
+            subscriber.deliver(&envelope).await;
+        }
+        let seq = envelope.seq;
+        if session_id.is_some() && replayable(&envelope.event) {
+            if slot.log.len() == EVENT_LOG_CAP {
+                slot.log.pop_front();
+            }
+            slot.log.push_back(envelope);
+        }
+        seq
+    }
+
+    fn slot(&self, session_id: Option<&str>) -> SlotRef {
+        match session_id {
             None => self.hub_wide.clone(),
             Some(id) => {
                 let mut seqs = self
@@ -260,20 +305,33 @@ impl Bus {
                     None => seqs.entry(id.to_owned()).or_default().clone(),
                 }
             }
-        };
-        let mut last = slot.lock().await;
-        *last += 1;
-        let envelope = Envelope {
-            session_id: session_id.map(str::to_owned),
-            seq: *last,
-            origin,
-            event,
-        };
-        let subscribers = self.read();
-        for (_, subscriber) in subscribers.iter() {
-            subscriber.deliver(&envelope).await;
         }
-        envelope.seq
+    }
+
+    /// Attaches `subscriber` to `session_id` without a gap or a duplicate: with the
+    /// session's slot held (nothing is published meanwhile), `watch` runs (the subscriber
+    /// starts taking the session's live events), then every kept event with a `seq` above
+    /// `after` is delivered to `subscriber` alone, in order. Returns the session's last
+    /// `seq` and whether the log still held every event after `after` (false when older
+    /// ones were dropped: the editor should reload the transcript).
+    pub async fn attach(
+        &self,
+        session_id: &str,
+        after: u64,
+        subscriber: &dyn Subscriber,
+        watch: impl FnOnce(),
+    ) -> (u64, bool) {
+        let slot = self.slot(Some(session_id));
+        let slot = slot.lock().await;
+        watch();
+        let complete = slot
+            .log
+            .front()
+            .is_none_or(|first| first.seq <= after.saturating_add(1));
+        for envelope in slot.log.iter().filter(|e| e.seq > after) {
+            subscriber.deliver(envelope).await;
+        }
+        (slot.last, complete)
     }
 
     fn read(&self) -> Subscribers {
@@ -282,6 +340,20 @@ impl Bus {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
     }
+}
+
+/// Whether an event is kept for replay: what an editor draws (updates, statuses, banners,
+/// turn ends, expiry), not questions (answered or cancelled by then), logs or telemetry.
+fn replayable(event: &Event) -> bool {
+    matches!(
+        event,
+        Event::Update { .. }
+            | Event::Status(_)
+            | Event::Banner(_)
+            | Event::BannerCleared { .. }
+            | Event::Expired { .. }
+            | Event::TurnEnded { .. }
+    )
 }
 
 #[cfg(test)]
@@ -383,6 +455,83 @@ mod tests {
         let (answer, rx) = Answer::<u32>::new();
         drop(answer);
         assert!(rx.await.is_err(), "nobody answered");
+    }
+
+    fn update(n: u64) -> Event {
+        Event::Update {
+            update: serde_json::json!({"n": n}),
+            replay: false,
+        }
+    }
+
+    #[tokio::test]
+    async fn attach_replays_what_came_after_then_goes_live_with_no_gap_or_duplicate() {
+        let bus = Arc::new(Bus::default());
+        for n in 1..=5 {
+            bus.publish(Some("s"), None, update(n)).await;
+        }
+        bus.publish(Some("s"), None, log("not kept")).await; // seq 6
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let late = Arc::new(Recorder(tx));
+        let watching = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        // A publisher racing the attach.
+        let racer = {
+            let bus = bus.clone();
+            tokio::spawn(async move {
+                for n in 7..=20 {
+                    bus.publish(Some("s"), None, update(n)).await;
+                    tokio::task::yield_now().await;
+                }
+            })
+        };
+        let id = bus.subscribe(Arc::new(Gate(late.clone(), watching.clone())));
+        let (last, complete) = bus
+            .attach("s", 2, late.as_ref(), || {
+                watching.store(true, std::sync::atomic::Ordering::SeqCst);
+            })
+            .await;
+        assert!(complete);
+        racer.await.unwrap();
+        bus.unsubscribe(id);
+        let mut seqs = Vec::new();
+        while let Ok((_, seq)) = rx.try_recv() {
+            seqs.push(seq);
+        }
+        // Replayed 3, 4, 5 (6 was a log line), then every later one exactly once.
+        let mut want = vec![3, 4, 5];
+        want.extend(7..=20);
+        assert_eq!(seqs, want, "attached at {last}");
+    }
+
+    /// A subscriber that takes events only once it is watching (as a renderer does).
+    struct Gate(Arc<Recorder>, Arc<std::sync::atomic::AtomicBool>);
+
+    impl Subscriber for Gate {
+        fn deliver<'a>(&'a self, envelope: &'a Envelope) -> Delivery<'a> {
+            Box::pin(async move {
+                if self.1.load(std::sync::atomic::Ordering::SeqCst) {
+                    self.0.deliver(envelope).await;
+                }
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn the_log_is_bounded_and_says_when_it_lost_events() {
+        let bus = Bus::default();
+        for n in 0..(EVENT_LOG_CAP as u64 + 10) {
+            bus.publish(Some("s"), None, update(n)).await;
+        }
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (_, complete) = bus.attach("s", 0, &Recorder(tx.clone()), || {}).await;
+        assert!(!complete, "the first ten are gone");
+        let mut count = 0;
+        while rx.try_recv().is_ok() {
+            count += 1;
+        }
+        assert_eq!(count, EVENT_LOG_CAP);
+        let (_, complete) = bus.attach("s", 10, &Recorder(tx), || {}).await;
+        assert!(complete, "everything after seq 10 is kept");
     }
 
     #[test]

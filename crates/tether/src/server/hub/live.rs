@@ -34,6 +34,8 @@ pub struct Live {
     pub turn_lock: tokio::sync::Mutex<()>,
     /// Cancels the running turn's rate-limit wait (`session/cancel`).
     pub cancel: Mutex<CancellationToken>,
+    /// The `seq` of the running turn's first event (its prompt), 0 when no turn runs.
+    turn_start: std::sync::atomic::AtomicU64,
     last_used: Mutex<Instant>,
 }
 
@@ -81,6 +83,7 @@ impl Live {
             turn: Arc::default(),
             turn_lock: tokio::sync::Mutex::new(()),
             cancel: Mutex::new(CancellationToken::new()),
+            turn_start: std::sync::atomic::AtomicU64::new(0),
             last_used: Mutex::new(Instant::now()),
         });
         tokio::spawn(pump(
@@ -111,6 +114,20 @@ impl Live {
             self.turn.clone(),
         ));
         lock(&self.conn).replace(Arc::new(conn))
+    }
+
+    /// Records where the running turn began on the bus (`None`: no turn runs).
+    pub fn set_turn_start(&self, seq: Option<u64>) {
+        self.turn_start
+            .store(seq.unwrap_or(0), std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The `seq` of the running turn's prompt, when a turn runs.
+    pub fn turn_start(&self) -> Option<u64> {
+        match self.turn_start.load(std::sync::atomic::Ordering::SeqCst) {
+            0 => None,
+            seq => Some(seq),
+        }
     }
 
     /// Events forwarded so far (see [`TurnText::events`]).

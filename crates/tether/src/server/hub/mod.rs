@@ -243,6 +243,12 @@ impl Hub {
         self.bus.origin()
     }
 
+    /// The `seq` of the prompt of the turn running in session `id`, if one runs.
+    #[must_use]
+    pub fn running_turn_start(&self, id: &str) -> Option<u64> {
+        self.live(id).and_then(|l| l.turn_start())
+    }
+
     /// The live agent sessions, for `tether daemon status`.
     #[must_use]
     pub fn live_sessions(&self) -> Vec<LiveSummary> {

@@ -17,18 +17,57 @@ use super::live::{Live, shutdown_conn};
 use super::silence::{SilenceDecision, SilenceWatch};
 use crate::protocol::{PromptParams, PromptResult, SessionRef, StatusParams, StatusState};
 
-use super::events::Event;
+use super::events::{Event, Origin};
 use super::{
     Hub, TurnOf, lock, now_ms, prompt_error, request_failed, spawn_observation, unknown_session,
 };
 
 impl Hub {
-    /// `session/prompt`.
+    /// `session/prompt`, for the request `origin`. The prompt is published as a
+    /// `user_message_chunk` (for the other editors on the session) and the turn's end as
+    /// [`Event::TurnEnded`], however it ends.
     ///
     /// # Errors
     /// `-32002` for a session that is not live; `-32803` with the `ClassifiedError` when the
     /// turn failed and no recovery could finish it.
-    pub async fn prompt(&self, params: PromptParams) -> Result<PromptResult> {
+    pub async fn prompt(
+        &self,
+        params: PromptParams,
+        origin: Option<Origin>,
+    ) -> Result<PromptResult> {
+        let session_id = params.session_id.clone();
+        let result = self.prompt_turn(params, origin).await;
+        let ended = match &result {
+            Ok(r) => Some(Event::TurnEnded {
+                stop_reason: Some(r.stop_reason.clone()),
+                error: None,
+            }),
+            Err(e) if e.code == crate::protocol::code::REQUEST_FAILED => Some(Event::TurnEnded {
+                stop_reason: None,
+                error: Some(
+                    e.kind()
+                        .and_then(Value::as_str)
+                        .unwrap_or("internal")
+                        .to_owned(),
+                ),
+            }),
+            // Refused before a turn started (unknown session, bad prompt).
+            Err(_) => None,
+        };
+        if let Some(ended) = ended {
+            if let Some(live) = self.live(&session_id) {
+                live.set_turn_start(None);
+            }
+            self.emit(Some(&session_id), ended).await;
+        }
+        result
+    }
+
+    async fn prompt_turn(
+        &self,
+        params: PromptParams,
+        origin: Option<Origin>,
+    ) -> Result<PromptResult> {
         if let Some(print) = self.print_session(&params.session_id) {
             return self.prompt_print(&print, &params).await;
         }
@@ -49,6 +88,12 @@ impl Hub {
         let _turn = live.turn_lock.lock().await;
         let cancel = live.new_turn_token();
         let user_text = prompt_text(&params.prompt);
+        let echo = Event::Update {
+            update: json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": user_text}}),
+            replay: false,
+        };
+        let seq = self.bus.publish(Some(&live.id), origin, echo).await;
+        live.set_turn_start(Some(seq));
         self.append_turn(TurnOf::live(&live), ChatRole::User, &user_text)
             .await;
         let mut rate_limit =
