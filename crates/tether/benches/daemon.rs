@@ -1,0 +1,245 @@
+//! Daemon benchmarks, each measured side by side with its baseline in one run, printed as
+//! medians and ratios (the machine is shared and noisy: compare ratios, not absolute times).
+//!
+//! 1. A coalesced `session/persist` round trip through the forwarder and the daemon vs the
+//!    same request to an in-process `tether serve` (goal ≤ 1.2x: the forwarder splices
+//!    bytes, it parses nothing).
+//! 2. Idle RSS of the daemon (goal ≤ 10 MB) and of a forwarder (goal ≤ 4 MB) after
+//!    `initialize`.
+//! 3. Reattach: a session with 10,000 kept events; a new editor resumes it with
+//!    `afterSeq: 0`: time from the request to the last replayed event (goal p50 ≤ 50 ms).
+//!
+//! Run: `cargo bench -p tether --bench daemon` (`TETHER_BENCH_QUICK=1` for fewer samples).
+//! Every daemon started here has a private runtime folder and is stopped at the end.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tether::lsp_client::{Incoming, IncomingStream, LspClient};
+use tokio::process::Command;
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn quick() -> bool {
+    std::env::var_os("TETHER_BENCH_QUICK").is_some()
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+struct Editor {
+    child: tokio::process::Child,
+    client: Arc<LspClient>,
+    incoming: IncomingStream,
+}
+
+/// The same agent for both servers; a cache of each one's own (a session's cache is
+/// locked by the process that holds it open).
+fn options(dir: &Path, bin: &Path, remote: &str) -> Value {
+    json!({
+        "storage": {"dir": dir.join(format!("cache-{remote}"))},
+        "agents": {"scripted": {"command": bin, "args": ["scripted-agent", "--script", dir.join("script.json")], "protocol": "acp"}},
+        "defaultAgent": "scripted"
+    })
+}
+
+/// `tether serve --stdio --remote <remote>`, initialized.
+async fn editor(bin: &Path, dir: &Path, remote: &str) -> Editor {
+    let mut child = Command::new(bin)
+        .args(["serve", "--stdio", "--remote", remote, "--log-file"])
+        .arg(dir.join(format!("logs/{remote}.log")))
+        .env("TETHER_LOG", "warn")
+        .env("TETHER_RUNTIME_DIR", dir.join("run"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn tether serve");
+    let (client, incoming) =
+        LspClient::new(child.stdout.take().unwrap(), child.stdin.take().unwrap());
+    client
+        .request(
+            "initialize",
+            json!({"capabilities": {}, "initializationOptions": options(dir, bin, remote)}),
+        )
+        .await
+        .expect("initialize");
+    client.notify("initialized", json!({})).await.unwrap();
+    Editor {
+        child,
+        client,
+        incoming,
+    }
+}
+
+async fn stop(mut e: Editor) {
+    let _ = e.client.request("shutdown", Value::Null).await;
+    let _ = e.client.notify("exit", Value::Null).await;
+    let _ = tokio::time::timeout(Duration::from_secs(5), e.child.wait()).await;
+}
+
+async fn persist_rounds(e: &Editor, dir: &Path, rounds: usize) -> Duration {
+    let snapshot = json!({
+        "chatTurns": [{"id": "t1", "role": "user", "text": "hello", "timestampUtc": "2026-11-22T01:00:00Z", "complete": true}],
+        "execTurns": [], "diffSessions": [], "approvals": {"pending": []},
+        "uiState": {"isStreamErrorVisible": false}, "context": {"workingDir": dir.join("workspace")}
+    });
+    let params = json!({"sessionId": "bench", "workspace": {"root": dir.join("workspace")}, "trigger": "timer", "snapshot": snapshot});
+    let mut took = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let t0 = Instant::now();
+        let r = e
+            .client
+            .request("session/persist", params.clone())
+            .await
+            .unwrap();
+        took.push(t0.elapsed());
+        assert!(r["coalesced"] == true || r["saved"] == true, "{r}");
+    }
+    median(took)
+}
+
+fn daemon_pid(dir: &Path, bin: &Path) -> u32 {
+    let out = std::process::Command::new(bin)
+        .args(["daemon", "status", "--json"])
+        .env("TETHER_RUNTIME_DIR", dir.join("run"))
+        .output()
+        .expect("tether daemon status");
+    let status: Value = serde_json::from_slice(&out.stdout).expect("status JSON");
+    u32::try_from(status["pid"].as_u64().unwrap()).unwrap()
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_tether"));
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    std::fs::create_dir_all(dir.join("workspace")).unwrap();
+    std::fs::write(
+        dir.join("script.json"),
+        json!({"loadSession": true, "stateDir": dir.join("agent"),
+               "faults": [{"method": "session/prompt", "action": {"kind": "flood", "count": 10_000}}]})
+        .to_string(),
+    )
+    .unwrap();
+    println!("tether daemon benchmarks (medians; ratios measured side by side in one run)\n");
+
+    // 1. Persist through the forwarder and the daemon vs in-process, interleaved.
+    let local = editor(&bin, dir, "off").await;
+    let remote = editor(&bin, dir, "auto").await;
+    let rounds = if quick() { 200 } else { 2000 };
+    let (mut l, mut r) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        l.push(persist_rounds(&local, dir, rounds / 5).await);
+        r.push(persist_rounds(&remote, dir, rounds / 5).await);
+    }
+    let (l, r) = (median(l), median(r));
+    println!(
+        "coalesced session/persist  via daemon {:>9.2?}   in-process {:>9.2?}   ratio {:.2}x (goal ≤ 1.2x)",
+        r,
+        l,
+        r.as_secs_f64() / l.as_secs_f64()
+    );
+    stop(local).await;
+
+    // 2. Idle RSS.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let forwarder_rss = rss_kib(remote.child.id().unwrap());
+    let daemon_rss = rss_kib(daemon_pid(dir, &bin));
+    println!(
+        "idle RSS after initialize  daemon {:>6.2} MB (goal ≤ 10 MB)   forwarder {:>6.2} MB (goal ≤ 4 MB)",
+        daemon_rss as f64 / 1024.0,
+        forwarder_rss as f64 / 1024.0
+    );
+
+    // 3. Reattach with 10,000 kept events (in a workspace of its own: the persists above
+    // made `bench` the first workspace's latest session).
+    let ws = dir.join("workspace-reattach");
+    std::fs::create_dir_all(&ws).unwrap();
+    let mut e = remote;
+    let started = e
+        .client
+        .request("session/resume", json!({"workspace": {"root": ws}}))
+        .await
+        .unwrap();
+    let sid = started["sessionId"].as_str().unwrap().to_owned();
+    let turn = e
+        .client
+        .request(
+            "session/prompt",
+            json!({"sessionId": sid, "prompt": [{"type": "text", "text": "flood"}]}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(turn["stopReason"], "end_turn");
+    // The last update's seq, as the flooded editor saw it.
+    let mut last_seq = 0;
+    while let Ok(Some(m)) =
+        tokio::time::timeout(Duration::from_millis(200), e.incoming.recv()).await
+    {
+        if let Incoming::Notification { method, params } = m
+            && method == "session/update"
+        {
+            last_seq = params["seq"].as_u64().unwrap_or(last_seq);
+        }
+    }
+    stop(e).await;
+    let reps = if quick() { 3 } else { 9 };
+    let mut times = Vec::new();
+    let mut replayed = 0;
+    for _ in 0..reps {
+        let mut e = editor(&bin, dir, "auto").await;
+        let t0 = Instant::now();
+        let client = e.client.clone();
+        let params = json!({"workspace": {"root": ws}, "sessionId": sid, "afterSeq": 0});
+        let answer = tokio::spawn(async move { client.request("session/resume", params).await });
+        let mut count = 0;
+        loop {
+            match e
+                .incoming
+                .recv()
+                .await
+                .expect("the daemon's side stays open")
+            {
+                Incoming::Notification { method, params } if method == "session/update" => {
+                    count += 1;
+                    if params["seq"].as_u64() == Some(last_seq) {
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        times.push(t0.elapsed());
+        replayed = count;
+        assert_eq!(answer.await.unwrap().unwrap()["outcome"], "resumed");
+        stop(e).await;
+    }
+    println!(
+        "reattach, replay to the last event   {:>9.2?} p50 for {replayed} events (goal ≤ 50 ms)",
+        median(times)
+    );
+    let _ = std::process::Command::new(&bin)
+        .args(["daemon", "stop"])
+        .env("TETHER_RUNTIME_DIR", dir.join("run"))
+        .status();
+    println!(
+        "\nuptime at end: {}",
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .trim()
+    );
+}
