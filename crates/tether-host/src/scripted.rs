@@ -6,10 +6,15 @@
 //! `available_commands_update` after the response), `session/resume`, `session/prompt`
 //! (replying `echo: <prompt>` by default) and `session/cancel`.
 //!
-//! Sessions persist in `<stateDir>/sessions/<id>.json`, so a new process can load them.
-//! Call counts per method persist in `<stateDir>/calls.json`, so faults keyed by call number
-//! ("the first `session/load` fails") hold across restarts. Everything is deterministic:
-//! session ids are `sess-<n>` from the `session/new` count.
+//! Sessions persist in `<stateDir>/sessions/<id>.json`, so a new process can load them; a
+//! prompt's content blocks are kept in the history as one `user_message_chunk` each, as
+//! real agents replay them. Every `session/prompt` received is appended to
+//! `<stateDir>/prompts.jsonl` as `{"sessionId", "prompt": [ContentBlock…]}`, so tests can
+//! assert on what the agent was sent. Call counts per method persist in
+//! `<stateDir>/calls.json`, so faults keyed by call number ("the first `session/load`
+//! fails") hold across restarts. Everything is deterministic:
+//! session ids are `sess-<n>` from the `session/new` count (`<sessionPrefix><n>` when the
+//! script names a prefix).
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -59,6 +64,10 @@ pub struct Script {
     /// At start, spawn a grandchild (`sleep 3600`) in the agent's process group.
     #[serde(default)]
     pub spawn_grandchild: bool,
+    /// The prefix of the session ids it gives (`<prefix><n>`); default `sess-`. Two
+    /// scripted agents in one test need different ones, as real agents' ids never collide.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_prefix: Option<String>,
 }
 
 /// One scripted behaviour.
@@ -179,6 +188,9 @@ pub enum ScriptError {
     #[error("ACP connection: {0}")]
     Acp(String),
 }
+
+/// The file under the state directory where every prompt received is recorded.
+pub const PROMPTS_FILE: &str = "prompts.jsonl";
 
 /// Names accepted by [`Script::scenario`].
 pub const SCENARIOS: &[&str] = &[
@@ -434,6 +446,20 @@ impl State {
         write_json(&path, &s)
     }
 
+    /// Appends the prompt `blocks` of `session` to `<stateDir>/prompts.jsonl`.
+    fn record_prompt(&self, session: &str, blocks: &[ContentBlock]) -> Result<(), AcpSdkError> {
+        use std::io::Write;
+        let _g = self.lock_files();
+        let line = json!({"sessionId": session, "prompt": blocks});
+        std::fs::create_dir_all(&self.script.state_dir).map_err(internal)?;
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.script.state_dir.join(PROMPTS_FILE))
+            .map_err(internal)?;
+        writeln!(file, "{line}").map_err(internal)
+    }
+
     fn take_cancelled(&self, id: &str) -> bool {
         self.cancelled
             .lock()
@@ -468,17 +494,20 @@ async fn run_prompt(
     state: &State,
     cx: &Cx,
     session: &str,
-    prompt_text: &str,
+    blocks: &[ContentBlock],
     action: Option<FaultAction>,
 ) -> Result<StopReason, AcpSdkError> {
     let notify = |update: SessionUpdate| -> Result<(), AcpSdkError> {
         cx.send_notification(SessionNotification::new(session.to_owned(), update))
     };
     let _stale = state.take_cancelled(session); // a cancel before this turn is not for it
-    let user = SessionUpdate::UserMessageChunk(text_chunk(prompt_text));
-    state.append(session, &user)?;
+    for block in blocks {
+        let user = SessionUpdate::UserMessageChunk(ContentChunk::new(block.clone()));
+        state.append(session, &user)?;
+    }
+    let text = prompt_text(blocks);
     let reply_template = state.script.reply.as_deref().unwrap_or("echo: {prompt}");
-    let mut reply = reply_template.replace("{prompt}", prompt_text);
+    let mut reply = reply_template.replace("{prompt}", &text);
     let mut delay = 0;
     match action {
         Some(FaultAction::Hang { ms }) => hang_for(ms).await,
@@ -676,7 +705,8 @@ where
                 if let Some(e) = fault.as_ref().and_then(error_of) {
                     return responder.respond_with_error(e);
                 }
-                let id = format!("sess-{n}");
+                let prefix = s2.script.session_prefix.as_deref().unwrap_or("sess-");
+                let id = format!("{prefix}{n}");
                 let _g = s2.lock_files();
                 write_json(
                     &s2.session_path(&id),
@@ -761,11 +791,12 @@ where
                             .data(json!({"sessionId": id})),
                     );
                 }
+                s5.record_prompt(&id, &req.prompt)?;
                 let state = s5.clone();
-                let text = prompt_text(&req.prompt);
+                let blocks = req.prompt;
                 // Off the dispatch loop: the turn may wait for the client (permission, fs).
                 cx.clone().spawn(async move {
-                    match run_prompt(&state, &cx, &id, &text, fault).await {
+                    match run_prompt(&state, &cx, &id, &blocks, fault).await {
                         Ok(stop) => responder.respond(PromptResponse::new(stop)),
                         Err(e) => responder.respond_with_error(e),
                     }

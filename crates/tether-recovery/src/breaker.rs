@@ -26,11 +26,16 @@
 //! | `network`, `serverError`, `sessionNotReady`, `agentCrashed`, `unknown` | retry with the `resume` backoff (1 s, 2 s, … up to `maxAttempts` attempts), then ask |
 //! | `rateLimited`, `quotaExceeded` | wait Retry-After (clamped) or the `rateLimit` backoff, up to `rateLimit.maxRetries` times, and resume the same session; then ask |
 //! | `sessionCorrupt` | drop the session id and retry once with a fresh session (R-ONESHOT-3) |
-//! | `invalidRequest` | fail; the recovery offers only a new session |
+//! | `invalidRequest` | fail; the recovery offers only a new session (with the conversation, or blank) |
 //! | `cancelled` | stop |
 //!
 //! Each automatic retry first takes tokens from the shared [`RetryBudget`]; when it cannot
 //! pay, the breaker opens and asks the user instead of retrying.
+//!
+//! When the host has the conversation ([`BreakerConfig::history_available`]), every dialog
+//! that offers "Start New Session" offers "Continue in a New Session" just before it
+//! (`newWithHistory`, R-CARRY-1): the same fresh start, primed with the conversation by the
+//! host.
 //!
 //! # Bounds: nothing loops forever
 //! Between two user decisions there are at most `maxAttempts + rateLimit.maxRetries`
@@ -105,6 +110,10 @@ pub struct BreakerConfig {
     /// The seed of [`Breaker::new`]'s ChaCha8 jitter RNG. Give each breaker its own (the
     /// server draws it from its RNG) so jittered sessions do not retry in step.
     pub seed: u64,
+    /// The host has the conversation (its cache holds turns of the session), so a new
+    /// session can be primed with it: the dialogs offer "Continue in a New Session"
+    /// ([`UserChoice::NewWithHistory`], R-CARRY-1) before "Start New Session".
+    pub history_available: bool,
 }
 
 impl Default for BreakerConfig {
@@ -117,6 +126,7 @@ impl Default for BreakerConfig {
             auth_methods: Vec::new(),
             session_id: None,
             seed: 0,
+            history_available: false,
         }
     }
 }
@@ -129,16 +139,21 @@ pub enum UserChoice {
     Retry,
     /// "Start New Session": start a fresh session (the old cache is archived, never deleted).
     New,
+    /// "Continue in a New Session": start a fresh session as `New` does, primed with the
+    /// conversation the host has (R-CARRY-1). Offered only when
+    /// [`BreakerConfig::history_available`]; otherwise ignored.
+    NewWithHistory,
 }
 
 /// One button of a recovery dialog.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RecoveryAction {
-    /// `retry`, `new`, or `login:<authMethodId>` (the host runs ACP `authenticate` with that
-    /// method, then answers [`UserChoice::Retry`]).
+    /// `retry`, `newWithHistory`, `new`, or `login:<authMethodId>` (the host runs ACP
+    /// `authenticate` with that method, then answers [`UserChoice::Retry`]).
     pub id: String,
-    /// The button's title ("Try Again", "Start New Session", "Log In").
+    /// The button's title ("Try Again", "Continue in a New Session", "Start New Session",
+    /// "Log In").
     pub title: String,
 }
 
@@ -562,7 +577,8 @@ impl<R: RngCore> Breaker<R> {
     /// `Retry` half-opens the breaker and runs one more full round (at most
     /// `maxUserRetries` times; beyond that it is ignored: the dialog did not offer it).
     /// `New` starts a fresh session: the old session id is dropped (the cache is archived
-    /// by the host, never deleted).
+    /// by the host, never deleted). `NewWithHistory` does the same when the dialog offered
+    /// it ([`BreakerConfig::history_available`]); the host primes the new session.
     pub fn on_user_choice(&mut self, choice: UserChoice, now_ms: u64) -> Decision {
         let from = self.status;
         let event = format!(
@@ -570,6 +586,7 @@ impl<R: RngCore> Breaker<R> {
             match choice {
                 UserChoice::Retry => "retry",
                 UserChoice::New => "new",
+                UserChoice::NewWithHistory => "newWithHistory",
             }
         );
         let retry_offered = self.retry_offered();
@@ -582,7 +599,14 @@ impl<R: RngCore> Breaker<R> {
             (Phase::AwaitingUser | Phase::Failed, UserChoice::Retry) => {
                 ignored("\"Try Again\" is not offered (no user retries left, or no retry can help)")
             }
-            (Phase::AwaitingUser | Phase::Failed, UserChoice::New) => {
+            (Phase::AwaitingUser | Phase::Failed, UserChoice::NewWithHistory)
+                if !self.config.history_available =>
+            {
+                ignored(
+                    "\"Continue in a New Session\" is not offered (no conversation to carry over)",
+                )
+            }
+            (Phase::AwaitingUser | Phase::Failed, UserChoice::New | UserChoice::NewWithHistory) => {
                 if let Some(old) = self.session_id.take() {
                     self.previous_session_id = Some(old);
                 }
@@ -668,7 +692,7 @@ impl<R: RngCore> Breaker<R> {
                 self.recovery = Some(RecoveryPrompt {
                     message: "Failed to resume session".to_owned(),
                     detail: format!("Invalid request: {}", error.message),
-                    actions: vec![new_action()],
+                    actions: self.new_actions(),
                 });
                 Decision::Fail {
                     error,
@@ -831,7 +855,7 @@ impl<R: RngCore> Breaker<R> {
         if self.retry_offered() {
             actions.push(retry_action());
         }
-        actions.push(new_action());
+        actions.extend(self.new_actions());
         RecoveryPrompt {
             message,
             detail,
@@ -868,6 +892,17 @@ impl<R: RngCore> Breaker<R> {
             ),
             actions,
         }
+    }
+
+    /// "Continue in a New Session" (when the host has the conversation), then "Start New
+    /// Session".
+    fn new_actions(&self) -> Vec<RecoveryAction> {
+        let mut actions = Vec::with_capacity(2);
+        if self.config.history_available {
+            actions.push(new_with_history_action());
+        }
+        actions.push(new_action());
+        actions
     }
 
     fn agent_name(&self) -> &str {
@@ -925,6 +960,13 @@ fn retry_action() -> RecoveryAction {
     RecoveryAction {
         id: "retry".to_owned(),
         title: "Try Again".to_owned(),
+    }
+}
+
+fn new_with_history_action() -> RecoveryAction {
+    RecoveryAction {
+        id: "newWithHistory".to_owned(),
+        title: "Continue in a New Session".to_owned(),
     }
 }
 

@@ -330,6 +330,100 @@ fn start_new_session_drops_only_the_id_and_reports_the_previous_one() {
     );
 }
 
+/// R-CARRY-1: with the conversation at hand, every dialog that offers "Start New Session"
+/// offers "Continue in a New Session" just before it; without it, nothing changes.
+#[test]
+fn continue_in_a_new_session_is_offered_only_with_the_conversation() {
+    // (history available, how the dialog opens, its action ids)
+    type Open = fn(&mut Breaker, &mut RetryBudget, &mut u64) -> Vec<String>;
+    let expired: Open = |b, budget, now| match b.on_failure(
+        err(ErrorKind::SessionExpired, "Session not found"),
+        *now,
+        budget,
+    ) {
+        Decision::AskUser { prompt } => action_ids(&prompt.actions),
+        other => panic!("{other:?}"),
+    };
+    let transient: Open = |b, budget, now| match fail_round(b, budget, now) {
+        Decision::AskUser { prompt } => action_ids(&prompt.actions),
+        other => panic!("{other:?}"),
+    };
+    let retries_spent: Open = |b, budget, now| {
+        fail_round(b, budget, now);
+        b.on_user_choice(UserChoice::Retry, *now);
+        match fail_round(b, budget, now) {
+            Decision::AskUser { prompt } => action_ids(&prompt.actions),
+            other => panic!("{other:?}"),
+        }
+    };
+    let invalid: Open = |b, budget, now| {
+        b.on_failure(
+            err(ErrorKind::InvalidRequest, "prompt is too long"),
+            *now,
+            budget,
+        );
+        action_ids(&b.recovery().expect("a dialog").actions)
+    };
+    let table: &[(bool, Open, &[&str])] = &[
+        (false, expired, &["retry", "new"]),
+        (true, expired, &["retry", "newWithHistory", "new"]),
+        (false, transient, &["retry", "new"]),
+        (true, transient, &["retry", "newWithHistory", "new"]),
+        (false, retries_spent, &["new"]),
+        (true, retries_spent, &["newWithHistory", "new"]),
+        (false, invalid, &["new"]),
+        (true, invalid, &["newWithHistory", "new"]),
+    ];
+    for (i, (history, open, want)) in table.iter().enumerate() {
+        let mut b = Breaker::new(BreakerConfig {
+            history_available: *history,
+            ..config()
+        });
+        let mut budget = RetryBudget::default();
+        let mut now = T0;
+        b.begin(now);
+        assert_eq!(
+            open(&mut b, &mut budget, &mut now),
+            actions(want),
+            "row {i}"
+        );
+    }
+}
+
+#[test]
+fn continue_in_a_new_session_starts_fresh_like_new_and_only_when_offered() {
+    let mut budget = RetryBudget::default();
+    // Offered: a fresh attempt, the old id dropped and reported, the choice logged.
+    let mut b = Breaker::new(BreakerConfig {
+        history_available: true,
+        ..config()
+    });
+    b.begin(T0);
+    b.on_failure(err(ErrorKind::SessionExpired, "gone"), T0, &mut budget);
+    assert_eq!(
+        b.on_user_choice(UserChoice::NewWithHistory, T0 + 1),
+        attempt(1, true)
+    );
+    assert_eq!(b.last_transition().unwrap().event, "choice(newWithHistory)");
+    assert_eq!(b.session_id(), None);
+    assert_eq!(
+        b.on_success(T0 + 2),
+        Decision::StartedFresh {
+            previous_session_id: Some(SID.to_owned())
+        }
+    );
+    // Not offered: ignored, and the dialog stays open for another answer.
+    let mut b = breaker();
+    b.begin(T0);
+    b.on_failure(err(ErrorKind::SessionExpired, "gone"), T0, &mut budget);
+    assert!(matches!(
+        b.on_user_choice(UserChoice::NewWithHistory, T0 + 1),
+        Decision::Ignored { .. }
+    ));
+    assert_eq!(b.snapshot().status, BreakerStatus::Open);
+    assert_eq!(b.on_user_choice(UserChoice::New, T0 + 2), attempt(1, true));
+}
+
 #[test]
 fn authentication_fails_fast_offering_the_login_method() {
     let mut b = breaker();

@@ -38,6 +38,9 @@ pub mod method {
     /// Request: older chat turns of a cached session, for scrolling back past the restored
     /// window. [`super::HistoryParams`] → [`super::HistoryResult`].
     pub const HISTORY: &str = "session/history";
+    /// Request: continue a session's conversation with another configured agent (R-CARRY-4).
+    /// [`super::HandoffParams`] → [`super::ResumeResult`].
+    pub const HANDOFF: &str = "session/handoff";
 }
 
 /// Method names, server → client notifications and requests.
@@ -160,9 +163,11 @@ pub struct BreakerView {
 /// One button of the recovery dialog.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecoveryAction {
-    /// `retry`, `new` or `login`.
+    /// `retry`, `newWithHistory`, `new`, `handoff:<agent>` or `login`: the [`Choice`] to
+    /// send back (all but `login`).
     pub id: String,
-    /// The button text ("Try Again", "Start New Session", "Log In").
+    /// The button text ("Try Again", "Continue in a New Session", "Start New Session",
+    /// "Continue with Codex", "Log In").
     pub title: String,
 }
 
@@ -309,14 +314,69 @@ impl ResumeResult {
     }
 }
 
-/// The user's answer to a recovery dialog.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// The user's answer to a recovery dialog: on the wire the id of the action chosen
+/// (`"retry"`, `"new"`, `"newWithHistory"`, `"handoff:<agent>"`).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Choice {
     /// "Try Again": half-open the breaker, one more full round.
     Retry,
     /// "Start New Session": archive the old cache, start fresh, send `session/expired`.
     New,
+    /// "Continue in a New Session": as `New`, and the new session's first prompt turn
+    /// carries the conversation over (R-CARRY-1).
+    NewWithHistory,
+    /// "Continue with <agent>": the conversation goes on with another configured agent,
+    /// carried over as for `NewWithHistory` (R-CARRY-4, R-CARRY-5). Wire form
+    /// `handoff:<agent>`.
+    Handoff(String),
+}
+
+/// The prefix of a handoff choice's wire form (`handoff:codex`).
+pub const HANDOFF_PREFIX: &str = "handoff:";
+
+impl Choice {
+    /// The wire form: the recovery action's id.
+    #[must_use]
+    pub fn id(&self) -> String {
+        match self {
+            Choice::Retry => "retry".to_owned(),
+            Choice::New => "new".to_owned(),
+            Choice::NewWithHistory => "newWithHistory".to_owned(),
+            Choice::Handoff(agent) => format!("{HANDOFF_PREFIX}{agent}"),
+        }
+    }
+
+    /// Reads the wire form; `None` for anything else (`login` included: it is not a
+    /// choice the server carries out).
+    #[must_use]
+    pub fn from_id(id: &str) -> Option<Self> {
+        match id {
+            "retry" => Some(Choice::Retry),
+            "new" => Some(Choice::New),
+            "newWithHistory" => Some(Choice::NewWithHistory),
+            _ => id
+                .strip_prefix(HANDOFF_PREFIX)
+                .filter(|agent| !agent.is_empty())
+                .map(|agent| Choice::Handoff(agent.to_owned())),
+        }
+    }
+}
+
+impl Serialize for Choice {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.id())
+    }
+}
+
+impl<'de> Deserialize<'de> for Choice {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let id = String::deserialize(d)?;
+        Choice::from_id(&id).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown choice `{id}`, expected `retry`, `new`, `newWithHistory` or `handoff:<agent>`"
+            ))
+        })
+    }
 }
 
 /// `session/recoveryChoice` params.
@@ -327,6 +387,62 @@ pub struct RecoveryChoiceParams {
     pub session_id: String,
     /// The answer.
     pub choice: Choice,
+}
+
+/// `session/handoff` params (R-CARRY-4).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HandoffParams {
+    /// The session whose conversation goes on (live, waiting, or only cached).
+    pub session_id: String,
+    /// Its workspace.
+    pub workspace: Workspace,
+    /// The configured agent to go on with; not the session's own.
+    pub agent: String,
+}
+
+/// What a new session was primed with (`session/expired.carriedOver`, R-CARRY-2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CarriedOver {
+    /// The session the conversation came from.
+    pub from_session_id: String,
+    /// The agent that held it.
+    pub from_agent: String,
+    /// Chat turns carried (verbatim and condensed).
+    pub turns: u64,
+    /// Of them, verbatim.
+    pub verbatim_turns: u64,
+    /// Chat turns of the whole conversation.
+    pub total_turns: u64,
+    /// The block's estimated tokens (docs/protocol.md, `carryOver.maxTokens`).
+    pub tokens: u64,
+    /// The budget, `carryOver.maxTokens`.
+    pub max_tokens: u64,
+    /// The one line an editor shows in place of the carried turns: "Context carried over
+    /// from session 1f3a9c2e…: 12 turns".
+    pub marker: String,
+}
+
+/// An offer to go on with another agent during a long rate-limit or quota wait
+/// (`session/status.handoff`, R-CARRY-5).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HandoffOffer {
+    /// The configured agent offered.
+    pub agent: String,
+    /// The button text, "Continue with Codex".
+    pub title: String,
+    /// The choice that takes it: `handoff:<agent>`; or call `session/handoff`.
+    pub choice: Choice,
+    /// The question, "Claude's quota resets at 13:00; continue with Codex now?".
+    pub question: String,
+    /// How long the limit lasts, in milliseconds (the failure's Retry-After or reset time,
+    /// else the wait).
+    pub limited_for_ms: u64,
+    /// When the limit resets, RFC 3339 UTC, when the failure said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resets_utc: Option<String>,
 }
 
 /// `session/persist` params.
@@ -541,6 +657,10 @@ pub struct StatusParams {
     pub error_kind: Option<tether_recovery::ErrorKind>,
     /// A ready-made text for a status bar ("Resuming… attempt 2 of 3").
     pub message: String,
+    /// During a long rate-limit or quota wait, another configured agent to go on with now
+    /// (R-CARRY-5); nothing is switched unless the user takes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<HandoffOffer>,
 }
 
 /// Banner kinds.
@@ -587,10 +707,20 @@ pub struct BannerClearedParams {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExpiredParams {
-    /// The session that is gone (its cache archived).
+    /// The session that is gone (its cache archived; kept as it is after a handoff).
     pub previous_session_id: String,
     /// The new session.
     pub session_id: String,
+    /// The user's choice that replaced it (`new`, `newWithHistory`, `handoff:<agent>`);
+    /// absent when no choice did (a corrupt session dropped, an agent that cannot load).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choice: Option<Choice>,
+    /// The new session's configured agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// What the new session was primed with; absent for a blank start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carried_over: Option<CarriedOver>,
 }
 
 /// `session/update` params.

@@ -25,26 +25,40 @@ struct Seen {
     origin: Option<Origin>,
     /// `restored`, `status:<state>`, `banner:<kind>`, `bannerCleared`, `expired:<new id>`,
     /// `update:<text>` (agent text chunks) or `update`, `permission`, `choiceNeeded`,
-    /// `turnEnded:<stop reason or error>`, `telemetry:<name>`, `log`, `warning`.
+    /// `turnEnded:<stop reason or error>`, `handoffOffered:<agent>`, `telemetry:<name>`,
+    /// `log`, `warning`.
     what: String,
+    /// The payload of `expired` (`session/expired` params) and `status` events, as JSON.
+    detail: Value,
 }
 
 /// A subscriber in an editor's place: records every event, answers permission questions
-/// with `permission` and recovery questions with `choice` (when set).
+/// with `permission`, recovery questions with `choice` (when set) and handoff offers with
+/// `handoff` (when set).
 struct Recorder {
     seen: Mutex<Vec<Seen>>,
     count: watch::Sender<usize>,
     permission: Option<Value>,
     choice: Option<Option<Choice>>,
+    handoff: Option<bool>,
 }
 
 impl Recorder {
     fn new(permission: Option<Value>, choice: Option<Option<Choice>>) -> Arc<Self> {
+        Self::answering(permission, choice, None)
+    }
+
+    fn answering(
+        permission: Option<Value>,
+        choice: Option<Option<Choice>>,
+        handoff: Option<bool>,
+    ) -> Arc<Self> {
         Arc::new(Self {
             seen: Mutex::new(Vec::new()),
             count: watch::channel(0).0,
             permission,
             choice,
+            handoff,
         })
     }
 
@@ -86,6 +100,24 @@ impl Recorder {
 impl Subscriber for Recorder {
     fn deliver<'a>(&'a self, envelope: &'a Envelope) -> Delivery<'a> {
         Box::pin(async move {
+            let detail = match &envelope.event {
+                Event::Expired {
+                    previous_session_id,
+                    session_id,
+                    choice,
+                    agent,
+                    carried_over,
+                } => serde_json::to_value(tether::protocol::ExpiredParams {
+                    previous_session_id: previous_session_id.clone(),
+                    session_id: session_id.clone(),
+                    choice: choice.clone(),
+                    agent: agent.clone(),
+                    carried_over: carried_over.clone(),
+                })
+                .unwrap(),
+                Event::Status(status) => serde_json::to_value(status).unwrap(),
+                _ => Value::Null,
+            };
             let what = match &envelope.event {
                 Event::Restored { .. } => "restored".to_owned(),
                 Event::Status(s) => format!(
@@ -111,8 +143,8 @@ impl Subscriber for Recorder {
                     "permission".to_owned()
                 }
                 Event::ChoiceNeeded { answer, .. } => {
-                    if let Some(choice) = self.choice {
-                        answer.send(choice);
+                    if let Some(choice) = &self.choice {
+                        answer.send(choice.clone());
                     }
                     "choiceNeeded".to_owned()
                 }
@@ -121,6 +153,12 @@ impl Subscriber for Recorder {
                         "turnEnded:{}",
                         stop_reason.as_deref().or(error.as_deref()).unwrap_or("-")
                     )
+                }
+                Event::HandoffOffered { offer, answer } => {
+                    if let Some(take) = self.handoff {
+                        answer.send(take);
+                    }
+                    format!("handoffOffered:{}", offer.agent)
                 }
                 Event::Telemetry { name, .. } => format!("telemetry:{name}"),
                 Event::Log { .. } => "log".to_owned(),
@@ -131,6 +169,7 @@ impl Subscriber for Recorder {
                 seq: envelope.seq,
                 origin: envelope.origin,
                 what,
+                detail,
             });
             self.count.send_modify(|n| *n += 1);
         })
@@ -164,7 +203,12 @@ impl World {
 
     /// A started hub with the scripted agent and short delays, and a recorder subscribed.
     async fn hub(&self, recorder: &Arc<Recorder>) -> Arc<Hub> {
-        let options = json!({
+        self.hub_with(recorder, json!({})).await
+    }
+
+    /// [`Self::hub`] with `extra` options set over the defaults (top-level keys replaced).
+    async fn hub_with(&self, recorder: &Arc<Recorder>, extra: Value) -> Arc<Hub> {
+        let mut options = json!({
             "storage": {"dir": self.path().join("cache")},
             "agents": {"scripted": {
                 "command": env!("CARGO_BIN_EXE_tether"),
@@ -175,6 +219,9 @@ impl World {
             "resume": {"maxAttempts": 3, "baseDelayMs": 50, "maxDelayMs": 200, "jitter": "none"},
             "rateLimit": {"baseDelayMs": 100, "maxDelayMs": 2000, "maxRetries": 3, "jitter": "none"}
         });
+        for (key, value) in extra.as_object().unwrap() {
+            options[key] = value.clone();
+        }
         let config = ServerConfig::from_options(Some(options)).expect("config");
         let serve = ServeOptions {
             registry_file: Some(self.path().join("children.json")),
@@ -423,4 +470,442 @@ fn the_hub_imports_no_lsp_and_no_connection_code() {
         checked += 1;
     }
     assert!(checked >= 10, "read the hub's files ({checked})");
+}
+
+/// The prompts the scripted agent with state in `state_dir` received, in order:
+/// `(session id, content blocks)` (its `prompts.jsonl`).
+fn prompts_received(state_dir: &Path) -> Vec<(String, Vec<Value>)> {
+    let text = std::fs::read_to_string(state_dir.join("prompts.jsonl")).unwrap_or_default();
+    text.lines()
+        .map(|line| {
+            let v: Value = serde_json::from_str(line).unwrap();
+            (
+                v["sessionId"].as_str().unwrap().to_owned(),
+                v["prompt"].as_array().unwrap().clone(),
+            )
+        })
+        .collect()
+}
+
+/// The agent forgets a session: its stored conversation is gone, so `session/load` answers
+/// "Resource not found" (`sessionExpired`), as Claude's `No conversation found` does.
+fn forget(state_dir: &Path, session_id: &str) {
+    std::fs::remove_file(
+        state_dir
+            .join("sessions")
+            .join(format!("{session_id}.json")),
+    )
+    .expect("the agent had the session");
+}
+
+/// A second scripted agent, `beta`, with its own state, beside the world's `scripted`.
+fn two_agents(world: &World) -> Value {
+    let beta_state = world.path().join("agent-beta");
+    let script = json!({"loadSession": true, "faults": [], "stateDir": beta_state, "sessionPrefix": "beta-"});
+    let path = world.path().join("script-beta.json");
+    std::fs::write(&path, script.to_string()).unwrap();
+    json!({
+        "scripted": {
+            "command": env!("CARGO_BIN_EXE_tether"),
+            "args": ["scripted-agent", "--script", world.path().join("script.json")],
+            "protocol": "acp"
+        },
+        "beta": {
+            "command": env!("CARGO_BIN_EXE_tether"),
+            "args": ["scripted-agent", "--script", path],
+            "protocol": "acp"
+        }
+    })
+}
+
+fn history_texts(history: &tether::protocol::HistoryResult) -> Vec<(String, String)> {
+    history
+        .chat_turns
+        .iter()
+        .map(|t| {
+            (
+                serde_json::to_value(t.role)
+                    .unwrap()
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+                t.text.clone(),
+            )
+        })
+        .collect()
+}
+
+async fn history_of(hub: &Hub, world: &World, sid: &str) -> tether::protocol::HistoryResult {
+    hub.history(
+        serde_json::from_value(json!({"workspace": {"root": world.workspace}, "sessionId": sid}))
+            .unwrap(),
+    )
+    .await
+    .expect("history")
+}
+
+/// R-CARRY-1, R-CARRY-2: a session the agent forgot goes on in a new session that the
+/// agent receives with the conversation, in one marked block before the user's prompt;
+/// the cache keeps the user's prompt and one marker, not a copy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forgotten_session_continues_in_a_new_session_with_its_history() {
+    let world = World::new(json!([]));
+    let sid = cached_session(&world).await;
+    let agent_state = world.path().join("agent");
+    forget(&agent_state, &sid);
+    let recorder = Recorder::new(None, Some(Some(Choice::NewWithHistory)));
+    let hub = world.hub(&recorder).await;
+    let r = hub.resume(world.resume(Some(&sid)), None).await.unwrap();
+    assert_eq!(serde_json::to_value(r.outcome).unwrap(), "needsChoice");
+    assert_eq!(
+        r.error.as_ref().unwrap().kind,
+        tether_recovery::ErrorKind::SessionExpired
+    );
+    let ids: Vec<&str> = r
+        .recovery
+        .as_ref()
+        .unwrap()
+        .actions
+        .iter()
+        .map(|a| a.id.as_str())
+        .collect();
+    assert_eq!(ids, ["retry", "newWithHistory", "new"]);
+
+    // The subscriber chose "Continue in a New Session".
+    let expired = recorder.wait_for("expired:").await;
+    let new_id = expired.what.strip_prefix("expired:").unwrap().to_owned();
+    assert_eq!(
+        expired.detail["choice"], "newWithHistory",
+        "{}",
+        expired.detail
+    );
+    assert_eq!(expired.detail["agent"], "scripted");
+    let carried = &expired.detail["carriedOver"];
+    assert_eq!(carried["fromSessionId"], sid.as_str());
+    assert_eq!(carried["turns"], 2, "{carried}");
+    assert_eq!(carried["totalTurns"], 2);
+    assert_eq!(carried["maxTokens"], 16_000);
+    assert_eq!(
+        carried["marker"],
+        format!("Context carried over from session {sid}: 2 turns")
+    );
+
+    let answer = hub
+        .prompt(prompt(&new_id, "what did I ask first?"), None)
+        .await
+        .unwrap();
+    assert_eq!(answer.stop_reason, "end_turn");
+    let received = prompts_received(&agent_state);
+    let (session, blocks) = received.last().unwrap();
+    assert_eq!(session, &new_id);
+    assert_eq!(
+        blocks.len(),
+        2,
+        "the block, then the user's prompt: {blocks:?}"
+    );
+    let block = blocks[0]["text"].as_str().unwrap();
+    assert!(block.starts_with("<tether-carry-over "), "{block}");
+    assert!(
+        block.contains("[turn 1, user]\nfirst\n[turn 2, assistant]\necho: first\n"),
+        "{block}"
+    );
+    assert!(block.ends_with("</tether-carry-over>\n"), "{block}");
+    assert_eq!(
+        tether::carry_over::estimate_tokens(block),
+        carried["tokens"].as_u64().unwrap()
+    );
+    assert_eq!(blocks[1]["text"], "what did I ask first?");
+
+    // Only the first prompt turn carries it.
+    hub.prompt(prompt(&new_id, "and then?"), None)
+        .await
+        .unwrap();
+    let (_, blocks) = prompts_received(&agent_state).pop().unwrap();
+    assert_eq!(blocks.len(), 1, "{blocks:?}");
+
+    // The new session's cache: the marker and the user's own prompts, no copy.
+    let texts = history_texts(&history_of(&hub, &world, &new_id).await);
+    assert_eq!(
+        texts[0],
+        (
+            "status".into(),
+            format!("Context carried over from session {sid}: 2 turns")
+        )
+    );
+    assert_eq!(texts[1], ("user".into(), "what did I ask first?".into()));
+    assert!(
+        texts
+            .iter()
+            .all(|(_, t)| !t.starts_with("<tether-carry-over")),
+        "{texts:?}"
+    );
+    // The old cache is archived: the workspace lists only the new session.
+    let listed = hub
+        .list(serde_json::from_value(json!({"workspace": {"root": world.workspace}})).unwrap())
+        .await
+        .unwrap();
+    let listed: Vec<&str> = listed
+        .sessions
+        .iter()
+        .map(|s| s.session_id.as_str())
+        .collect();
+    assert_eq!(listed, [new_id.as_str()]);
+    hub.shutdown().await;
+}
+
+/// "Start New Session" stays a blank start: the expired notification says so, and the
+/// agent's first prompt holds only the user's words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_new_session_stays_blank() {
+    let world = World::new(json!([]));
+    let sid = cached_session(&world).await;
+    let agent_state = world.path().join("agent");
+    forget(&agent_state, &sid);
+    let recorder = Recorder::new(None, Some(Some(Choice::New)));
+    let hub = world.hub(&recorder).await;
+    hub.resume(world.resume(Some(&sid)), None).await.unwrap();
+    let expired = recorder.wait_for("expired:").await;
+    let new_id = expired.what.strip_prefix("expired:").unwrap().to_owned();
+    assert_eq!(expired.detail["choice"], "new");
+    assert!(
+        expired.detail.get("carriedOver").is_none(),
+        "{}",
+        expired.detail
+    );
+    hub.prompt(prompt(&new_id, "hello"), None).await.unwrap();
+    let (_, blocks) = prompts_received(&agent_state).pop().unwrap();
+    assert_eq!(blocks, [json!({"type": "text", "text": "hello"})]);
+    hub.shutdown().await;
+}
+
+/// R-CARRY-4: `session/handoff` continues a conversation with another configured agent:
+/// that agent receives it with its first prompt; the old session's cache is kept and its
+/// agent is stopped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handoff_continues_the_conversation_with_another_agent() {
+    let world = World::new(json!([]));
+    let recorder = Recorder::new(None, None);
+    let hub = world
+        .hub_with(&recorder, json!({"agents": two_agents(&world)}))
+        .await;
+    let sid = hub
+        .resume(world.resume(None), None)
+        .await
+        .unwrap()
+        .session_id
+        .unwrap();
+    hub.prompt(prompt(&sid, "the answer is 42"), None)
+        .await
+        .unwrap();
+    let handoff = |agent: &str| -> tether::protocol::HandoffParams {
+        serde_json::from_value(
+            json!({"sessionId": sid, "workspace": {"root": world.workspace}, "agent": agent}),
+        )
+        .unwrap()
+    };
+    // Not to itself, not to an agent that is not configured.
+    for (agent, reason) in [
+        ("scripted", "already runs on scripted"),
+        ("gamma", "no agent named"),
+    ] {
+        let err = hub.handoff(handoff(agent)).await.unwrap_err();
+        assert_eq!(err.code, -32602, "{agent}");
+        let data = err.data.unwrap();
+        assert_eq!(data["field"], "agent");
+        assert!(data["reason"].as_str().unwrap().contains(reason), "{data}");
+    }
+    let r = hub.handoff(handoff("beta")).await.expect("handed off");
+    assert_eq!(serde_json::to_value(r.outcome).unwrap(), "started");
+    assert_eq!(r.previous_session_id.as_deref(), Some(sid.as_str()));
+    let new_id = r.session_id.unwrap();
+    let expired = recorder.wait_for("expired:").await;
+    assert_eq!(expired.detail["choice"], "handoff:beta");
+    assert_eq!(expired.detail["agent"], "beta");
+    assert_eq!(expired.detail["carriedOver"]["fromAgent"], "scripted");
+    // The old session is no longer live; its cache stays, beside the new one.
+    let err = hub
+        .prompt(prompt(&sid, "still there?"), None)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, -32002);
+    let listed = hub
+        .list(serde_json::from_value(json!({"workspace": {"root": world.workspace}})).unwrap())
+        .await
+        .unwrap();
+    let mut listed: Vec<(String, String)> = listed
+        .sessions
+        .iter()
+        .map(|s| (s.session_id.clone(), s.agent.clone()))
+        .collect();
+    listed.sort();
+    let mut want = vec![
+        (sid.clone(), "scripted".to_owned()),
+        (new_id.clone(), "beta".to_owned()),
+    ];
+    want.sort();
+    assert_eq!(listed, want);
+
+    hub.prompt(prompt(&new_id, "what is the answer?"), None)
+        .await
+        .unwrap();
+    let (session, blocks) = prompts_received(&world.path().join("agent-beta"))
+        .pop()
+        .unwrap();
+    assert_eq!(session, new_id);
+    let block = blocks[0]["text"].as_str().unwrap();
+    assert!(block.contains("agent=\"scripted\""), "{block}");
+    assert!(block.contains("the answer is 42"), "{block}");
+    assert_eq!(blocks[1]["text"], "what is the answer?");
+    hub.shutdown().await;
+}
+
+/// R-CARRY-5: a rate limit that lasts longer than `handoff.offerAfterMs` offers the other
+/// agent in the status and asks; nothing happens until the user says yes, and then the
+/// wait is abandoned and the conversation goes on with that agent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_rate_limit_offers_the_other_agent_and_the_answer_hands_off() {
+    // Reset in 30 s, waited out up to 60 s: long enough that only the handoff ends it.
+    let world = World::new(
+        json!([{"method": "session/prompt", "calls": [1], "action": {
+        "kind": "error", "code": 429, "message": "Resource has been exhausted (e.g. check quota). Please retry in 30.0s."}}]),
+    );
+    let recorder = Recorder::answering(None, None, Some(true));
+    let hub = world
+        .hub_with(
+            &recorder,
+            json!({
+                "agents": two_agents(&world),
+                "rateLimit": {"baseDelayMs": 100, "maxDelayMs": 60000, "maxRetries": 3, "jitter": "none"},
+                "handoff": {"offerAfterMs": 10000}
+            }),
+        )
+        .await;
+    let sid = hub
+        .resume(world.resume(None), None)
+        .await
+        .unwrap()
+        .session_id
+        .unwrap();
+    let answer = hub
+        .prompt(prompt(&sid, "go"), None)
+        .await
+        .expect("the turn ends");
+    assert_eq!(answer.stop_reason, "cancelled", "the wait was abandoned");
+    let limited = recorder.wait_for("status:rateLimited").await;
+    let offer = &limited.detail["handoff"];
+    assert_eq!(offer["agent"], "beta", "{}", limited.detail);
+    assert_eq!(offer["title"], "Continue with Beta");
+    assert_eq!(offer["choice"], "handoff:beta");
+    let question = offer["question"].as_str().unwrap();
+    assert!(
+        question.starts_with("Scripted's ") && question.contains(" resets "),
+        "the reset time of the 30 s Retry-After: {offer}"
+    );
+    assert!(question.ends_with("; continue with Beta now?"), "{offer}");
+    assert!(
+        limited.detail["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("continue with Beta now?")
+    );
+    recorder.wait_for("handoffOffered:beta").await;
+    let expired = recorder.wait_for("expired:").await;
+    assert_eq!(expired.detail["choice"], "handoff:beta");
+    let new_id = expired.what.strip_prefix("expired:").unwrap().to_owned();
+    hub.prompt(prompt(&new_id, "carry on"), None).await.unwrap();
+    let (_, blocks) = prompts_received(&world.path().join("agent-beta"))
+        .pop()
+        .unwrap();
+    let block = blocks[0]["text"].as_str().unwrap();
+    assert!(block.contains("[turn 1, user]\ngo\n"), "{block}");
+    hub.shutdown().await;
+}
+
+/// With one agent, or a short limit, nothing is offered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_rate_limit_offers_nothing() {
+    let world = World::new(
+        json!([{"method": "session/prompt", "calls": [1], "action": {
+        "kind": "error", "code": 429, "message": "Resource has been exhausted (e.g. check quota). Please retry in 0.2s."}}]),
+    );
+    let recorder = Recorder::answering(None, None, Some(true));
+    let hub = world
+        .hub_with(&recorder, json!({"agents": two_agents(&world)}))
+        .await;
+    let sid = hub
+        .resume(world.resume(None), None)
+        .await
+        .unwrap()
+        .session_id
+        .unwrap();
+    assert_eq!(
+        hub.prompt(prompt(&sid, "go"), None)
+            .await
+            .unwrap()
+            .stop_reason,
+        "end_turn"
+    );
+    let limited = recorder.wait_for("status:rateLimited").await;
+    assert!(
+        limited.detail.get("handoff").is_none(),
+        "{}",
+        limited.detail
+    );
+    assert!(
+        !recorder
+            .seen()
+            .iter()
+            .any(|s| s.what.starts_with("handoffOffered"))
+    );
+    hub.shutdown().await;
+}
+
+/// R-CARRY-5 in the dialog: a resume that a lasting rate limit stops offers the other agent
+/// after "Try Again", and choosing it hands the conversation off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_limited_resume_dialog_offers_the_other_agent() {
+    let world = World::new(json!([]));
+    let sid = cached_session(&world).await;
+    world.script(json!([{"method": "session/load", "action": {
+        "kind": "error", "code": 429, "message": "Resource has been exhausted (e.g. check quota). Please retry in 3600.0s."}}]));
+    let recorder = Recorder::new(None, None);
+    let hub = world
+        .hub_with(
+            &recorder,
+            json!({
+                "agents": two_agents(&world),
+                "rateLimit": {"baseDelayMs": 100, "maxDelayMs": 2000, "maxRetries": 0, "jitter": "none"}
+            }),
+        )
+        .await;
+    let r = hub.resume(world.resume(Some(&sid)), None).await.unwrap();
+    assert_eq!(serde_json::to_value(r.outcome).unwrap(), "needsChoice");
+    let recovery = r.recovery.unwrap();
+    let actions: Vec<(&str, &str)> = recovery
+        .actions
+        .iter()
+        .map(|a| (a.id.as_str(), a.title.as_str()))
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            ("retry", "Try Again"),
+            ("handoff:beta", "Continue with Beta"),
+            ("newWithHistory", "Continue in a New Session"),
+            ("new", "Start New Session")
+        ]
+    );
+    let chosen = hub
+        .recovery_choice(
+            serde_json::from_value(json!({"sessionId": sid, "choice": "handoff:beta"})).unwrap(),
+        )
+        .await
+        .expect("handed off");
+    assert_eq!(serde_json::to_value(chosen.outcome).unwrap(), "started");
+    let new_id = chosen.session_id.unwrap();
+    assert!(new_id.starts_with("beta-"), "{new_id}");
+    let expired = recorder.wait_for("expired:").await;
+    assert_eq!(expired.detail["choice"], "handoff:beta");
+    assert_eq!(expired.detail["carriedOver"]["turns"], 2);
+    hub.shutdown().await;
 }

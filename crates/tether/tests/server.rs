@@ -52,6 +52,9 @@ both_modes!(
     robustness_bad_frames_methods_and_params,
     cancel_abandons_a_rate_limit_wait,
     missing_agent_command_is_named_with_how_to_install_it,
+    forgotten_session_continues_in_a_new_session_with_its_history,
+    stock_client_chooses_continue_in_a_new_session,
+    handoff_between_two_configured_agents,
 );
 
 fn error_of(result: Result<Value, RpcError>) -> (i64, Option<Value>) {
@@ -1022,4 +1025,330 @@ async fn binary_everything_written_is_private() {
     editor.shutdown(STEP).await.expect("shutdown");
     let after = assert_private(&[cache, logs]);
     assert!(running >= 10 && after >= 8, "walked {running} then {after}");
+}
+
+/// The prompts the world's scripted agent received, in order: `(session id, content
+/// blocks)` (its `prompts.jsonl`).
+fn prompts_received(world: &World, agent_dir: &str) -> Vec<(String, Vec<Value>)> {
+    let text = std::fs::read_to_string(world.path().join(agent_dir).join("prompts.jsonl"))
+        .unwrap_or_default();
+    text.lines()
+        .map(|line| {
+            let v: Value = serde_json::from_str(line).unwrap();
+            (
+                v["sessionId"].as_str().unwrap().to_owned(),
+                v["prompt"].as_array().unwrap().clone(),
+            )
+        })
+        .collect()
+}
+
+/// The agent forgets a session (its stored conversation is gone): `session/load` answers
+/// "Resource not found", `sessionExpired`.
+fn forget(world: &World, session_id: &str) {
+    let path = world
+        .path()
+        .join("agent/sessions")
+        .join(format!("{session_id}.json"));
+    std::fs::remove_file(path).expect("the agent had the session");
+}
+
+/// A session with two turns, in the cache and forgotten by the agent; the editor that made
+/// it is gone.
+async fn forgotten_session(world: &World) -> String {
+    let editor = world.editor().await;
+    let sid = started_session(world, &editor).await;
+    prompt(&editor, &sid, "remember the number 42")
+        .await
+        .unwrap();
+    editor.shutdown(STEP).await.unwrap();
+    forget(world, &sid);
+    sid
+}
+
+/// R-CARRY-1, R-CARRY-2: "Continue in a New Session" primes the new session with the
+/// conversation: the agent gets it in one marked block with the first prompt, the editor
+/// gets `session/expired` naming the choice and a marker, and a later resume of the new
+/// session shows the marker (also for the agent's replay), never a copy.
+async fn forgotten_session_continues_in_a_new_session_with_its_history(mode: Mode) {
+    let world = World::new(mode);
+    let sid = forgotten_session(&world).await;
+    let editor = world.editor().await;
+    let r = editor
+        .request(
+            "session/resume",
+            json!({"workspace": world.ws(), "sessionId": sid}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["outcome"], "needsChoice", "{r}");
+    assert_eq!(r["error"]["kind"], "sessionExpired");
+    assert_eq!(
+        r["recovery"]["actions"],
+        json!([
+            {"id": "retry", "title": "Try Again"},
+            {"id": "newWithHistory", "title": "Continue in a New Session"},
+            {"id": "new", "title": "Start New Session"}
+        ])
+    );
+    let mark = editor.mark();
+    let started = editor
+        .request(
+            "session/recoveryChoice",
+            json!({"sessionId": sid, "choice": "newWithHistory"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(started["outcome"], "started", "{started}");
+    assert_eq!(started["previousSessionId"], sid.as_str());
+    let new_id = started["sessionId"].as_str().unwrap().to_owned();
+    let expired = editor
+        .wait_for(mark, "session/expired", |_| true, STEP)
+        .await
+        .expect("session/expired");
+    let expired = expired.params();
+    assert_eq!(expired["sessionId"], new_id.as_str());
+    assert_eq!(expired["choice"], "newWithHistory");
+    assert_eq!(expired["agent"], "scripted");
+    assert_eq!(expired["carriedOver"]["turns"], 2, "{expired}");
+    assert_eq!(
+        expired["carriedOver"]["marker"],
+        format!("Context carried over from session {sid}: 2 turns")
+    );
+
+    let answer = prompt(&editor, &new_id, "which number?").await.unwrap();
+    assert_eq!(answer["stopReason"], "end_turn");
+    let (session, blocks) = prompts_received(&world, "agent").pop().unwrap();
+    assert_eq!(session, new_id);
+    assert_eq!(blocks.len(), 2, "{blocks:?}");
+    let block = blocks[0]["text"].as_str().unwrap();
+    assert!(
+        block.starts_with("<tether-carry-over ") && block.ends_with("</tether-carry-over>\n"),
+        "{block}"
+    );
+    assert!(
+        block.contains("[turn 1, user]\nremember the number 42\n"),
+        "{block}"
+    );
+    assert!(
+        tether::carry_over::estimate_tokens(block) <= 16_000,
+        "within the default budget"
+    );
+    assert_eq!(blocks[1]["text"], "which number?");
+    editor.shutdown(STEP).await.unwrap();
+
+    // A later resume of the new session: the cache shows the marker, and the agent's replay
+    // of the first prompt shows the marker, not the block.
+    let editor = world.editor().await;
+    let r = editor
+        .request(
+            "session/resume",
+            json!({"workspace": world.ws(), "sessionId": new_id}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["outcome"], "resumed", "{r}");
+    let received = editor.received();
+    let restored = received
+        .iter()
+        .find(|m| m.method() == "session/restored")
+        .expect("session/restored");
+    let cached: Vec<(String, String)> = restored.params()["snapshot"]["chatTurns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["role"].as_str().unwrap().to_owned(),
+                t["text"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        cached[..2],
+        [
+            (
+                "status".to_owned(),
+                format!("Context carried over from session {sid}: 2 turns")
+            ),
+            ("user".to_owned(), "which number?".to_owned()),
+        ],
+        "{cached:?}"
+    );
+    let replayed_user: Vec<String> = received
+        .iter()
+        .filter(|m| {
+            m.method() == "session/update"
+                && m.params()["replay"] == true
+                && m.params()["update"]["sessionUpdate"] == "user_message_chunk"
+        })
+        .map(|m| {
+            m.params()["update"]["content"]["text"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        replayed_user,
+        [
+            format!("Context carried over from session {sid}: 2 turns"),
+            "which number?".to_owned()
+        ]
+    );
+    editor.shutdown(STEP).await.unwrap();
+}
+
+/// A client without `recoveryDialog` is offered the third action through
+/// `window/showMessageRequest`, and its title is acted on as `newWithHistory`.
+async fn stock_client_chooses_continue_in_a_new_session(mode: Mode) {
+    let world = World::new(mode);
+    let sid = forgotten_session(&world).await;
+    let editor = world
+        .editor_with(
+            json!({}),
+            Answers {
+                show_message_request: Some("Continue in a New Session".into()),
+                permission: None,
+            },
+        )
+        .await;
+    let r = editor
+        .request(
+            "session/resume",
+            json!({"workspace": world.ws(), "sessionId": sid}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["outcome"], "needsChoice");
+    let asked = editor
+        .wait_for(0, "window/showMessageRequest", |_| true, STEP)
+        .await
+        .expect("window/showMessageRequest");
+    let titles: Vec<&str> = asked.params()["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        titles,
+        [
+            "Try Again",
+            "Continue in a New Session",
+            "Start New Session"
+        ]
+    );
+    let expired = editor
+        .wait_for(0, "session/expired", |_| true, STEP)
+        .await
+        .expect("session/expired after the answer");
+    assert_eq!(expired.params()["previousSessionId"], sid.as_str());
+    assert_eq!(expired.params()["choice"], "newWithHistory");
+    let new_id = expired.params()["sessionId"].as_str().unwrap().to_owned();
+    prompt(&editor, &new_id, "go on").await.unwrap();
+    let (_, blocks) = prompts_received(&world, "agent").pop().unwrap();
+    assert!(
+        blocks[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("remember the number 42"),
+        "{blocks:?}"
+    );
+    editor.shutdown(STEP).await.unwrap();
+}
+
+/// R-CARRY-4 over the protocol: `session/handoff` to a second configured agent, with its
+/// errors.
+async fn handoff_between_two_configured_agents(mode: Mode) {
+    let world = World::new(mode);
+    let beta = json!({"loadSession": true, "faults": [], "stateDir": world.path().join("agent-beta"), "sessionPrefix": "beta-"});
+    std::fs::write(world.path().join("beta.json"), beta.to_string()).unwrap();
+    let mut options = world.options();
+    options["agents"]["beta"] = json!({
+        "command": support::tether_bin(),
+        "args": ["scripted-agent", "--script", world.path().join("beta.json")],
+        "protocol": "acp"
+    });
+    let editor = world.connect(Answers::default());
+    editor
+        .initialize(
+            options,
+            json!({"tether": {"recoveryDialog": true, "banners": true, "status": true}}),
+        )
+        .await
+        .unwrap();
+    let sid = started_session(&world, &editor).await;
+    prompt(&editor, &sid, "the answer is 42").await.unwrap();
+    for (params, code, field) in [
+        (
+            json!({"sessionId": sid, "workspace": world.ws(), "agent": "scripted"}),
+            -32602,
+            Some("agent"),
+        ),
+        (
+            json!({"sessionId": sid, "workspace": world.ws(), "agent": "gamma"}),
+            -32602,
+            Some("agent"),
+        ),
+        (
+            json!({"sessionId": sid, "workspace": world.ws()}),
+            -32602,
+            Some("agent"),
+        ),
+        (
+            json!({"sessionId": "never-cached", "workspace": world.ws(), "agent": "beta"}),
+            -32002,
+            None,
+        ),
+    ] {
+        let (got, data) = error_of(editor.request("session/handoff", params.clone()).await);
+        assert_eq!(got, code, "{params}");
+        if let Some(field) = field {
+            assert_eq!(data.unwrap()["field"], field, "{params}");
+        }
+    }
+    let mark = editor.mark();
+    let r = editor
+        .request(
+            "session/handoff",
+            json!({"sessionId": sid, "workspace": world.ws(), "agent": "beta"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["outcome"], "started", "{r}");
+    assert_eq!(r["previousSessionId"], sid.as_str());
+    let new_id = r["sessionId"].as_str().unwrap().to_owned();
+    assert!(new_id.starts_with("beta-"), "{new_id}");
+    let expired = editor
+        .wait_for(mark, "session/expired", |_| true, STEP)
+        .await
+        .expect("session/expired");
+    assert_eq!(expired.params()["choice"], "handoff:beta");
+    assert_eq!(expired.params()["agent"], "beta");
+    assert_eq!(expired.params()["carriedOver"]["fromAgent"], "scripted");
+    prompt(&editor, &new_id, "what is the answer?")
+        .await
+        .unwrap();
+    let (session, blocks) = prompts_received(&world, "agent-beta").pop().unwrap();
+    assert_eq!(session, new_id);
+    assert!(
+        blocks[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("[turn 1, user]\nthe answer is 42\n"),
+        "{blocks:?}"
+    );
+    assert_eq!(blocks[1]["text"], "what is the answer?");
+    // The old session's cache is kept: it can be resumed with its own agent later.
+    let listed = editor
+        .request("session/list", json!({"workspace": world.ws()}))
+        .await
+        .unwrap();
+    assert_eq!(listed["sessions"].as_array().unwrap().len(), 2, "{listed}");
+    editor.shutdown(STEP).await.unwrap();
+    assert!(
+        processes_mentioning(&world.path().join("beta.json").display().to_string()).is_empty(),
+        "no agent process may remain"
+    );
 }

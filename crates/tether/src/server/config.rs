@@ -37,6 +37,50 @@ impl Default for StorageOptions {
     }
 }
 
+/// `carryOver`: how much of a conversation a new session is primed with (R-CARRY-3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct CarryOverOptions {
+    /// The budget of the carried-over block, in estimated tokens
+    /// ([`crate::carry_over::estimate_tokens`]); default
+    /// [`crate::carry_over::DEFAULT_MAX_TOKENS`], between
+    /// [`crate::carry_over::MIN_MAX_TOKENS`] and [`crate::carry_over::MAX_MAX_TOKENS`].
+    pub max_tokens: u64,
+}
+
+impl Default for CarryOverOptions {
+    fn default() -> Self {
+        Self {
+            max_tokens: crate::carry_over::DEFAULT_MAX_TOKENS,
+        }
+    }
+}
+
+/// `handoff`: when a long wait offers another agent (R-CARRY-5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct HandoffOptions {
+    /// A rate-limit or quota wait longer than this, in milliseconds, offers another
+    /// configured agent; default [`DEFAULT_OFFER_AFTER_MS`] (2 minutes), at most 7 days.
+    pub offer_after_ms: u64,
+}
+
+/// `handoff.offerAfterMs` by default: 2 minutes, four times the rate-limit backoff's first
+/// wait (30 s, R-RATE-2), so a short throttle never asks, and a quota that resets in hours
+/// always does.
+pub const DEFAULT_OFFER_AFTER_MS: u64 = 120_000;
+
+/// The largest `handoff.offerAfterMs`: 7 days.
+pub const MAX_OFFER_AFTER_MS: u64 = 7 * 24 * 3_600_000;
+
+impl Default for HandoffOptions {
+    fn default() -> Self {
+        Self {
+            offer_after_ms: DEFAULT_OFFER_AFTER_MS,
+        }
+    }
+}
+
 /// The whole `initializationOptions` object.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
@@ -64,6 +108,10 @@ pub struct ServerConfig {
     /// failure (agents that retry by themselves are silent for seconds; see
     /// `server::hub::silence`).
     pub silent_status_secs: u64,
+    /// How much conversation a new session is primed with (R-CARRY-3).
+    pub carry_over: CarryOverOptions,
+    /// When a long rate-limit or quota wait offers another agent (R-CARRY-5).
+    pub handoff: HandoffOptions,
 }
 
 impl Default for ServerConfig {
@@ -85,6 +133,8 @@ impl Default for ServerConfig {
             connection_ttl_secs: 600,
             watchdog_secs: 180,
             silent_status_secs: 5,
+            carry_over: CarryOverOptions::default(),
+            handoff: HandoffOptions::default(),
         }
     }
 }
@@ -170,6 +220,28 @@ impl ServerConfig {
         if self.silent_status_secs == 0 {
             return Err(err("silentStatusSecs".into(), "must be at least 1".into()));
         }
+        let (min, max) = (
+            crate::carry_over::MIN_MAX_TOKENS,
+            crate::carry_over::MAX_MAX_TOKENS,
+        );
+        if !(min..=max).contains(&self.carry_over.max_tokens) {
+            return Err(err(
+                "carryOver.maxTokens".into(),
+                format!(
+                    "must be between {min} and {max} (got {})",
+                    self.carry_over.max_tokens
+                ),
+            ));
+        }
+        if self.handoff.offer_after_ms > MAX_OFFER_AFTER_MS {
+            return Err(err(
+                "handoff.offerAfterMs".into(),
+                format!(
+                    "must be at most {MAX_OFFER_AFTER_MS} (7 days; got {})",
+                    self.handoff.offer_after_ms
+                ),
+            ));
+        }
         Ok(())
     }
 }
@@ -254,6 +326,43 @@ mod tests {
     }
 
     #[test]
+    fn carry_over_and_handoff_keys_are_read_and_checked() {
+        let c = ServerConfig::from_options(None).unwrap();
+        assert_eq!(c.carry_over.max_tokens, 16_000);
+        assert_eq!(c.handoff.offer_after_ms, 120_000);
+        // (options, the field refused, or None when accepted)
+        let table = [
+            (json!({"carryOver": {"maxTokens": 1000}}), None),
+            (json!({"carryOver": {"maxTokens": 200000}}), None),
+            (
+                json!({"carryOver": {"maxTokens": 999}}),
+                Some("initializationOptions.carryOver.maxTokens"),
+            ),
+            (
+                json!({"carryOver": {"maxTokens": 200001}}),
+                Some("initializationOptions.carryOver.maxTokens"),
+            ),
+            (
+                json!({"carryOver": {"budget": 5}}),
+                Some("initializationOptions.carryOver.budget"),
+            ),
+            (json!({"handoff": {"offerAfterMs": 0}}), None),
+            (
+                json!({"handoff": {"offerAfterMs": 604_800_001u64}}),
+                Some("initializationOptions.handoff.offerAfterMs"),
+            ),
+        ];
+        for (options, refused) in table {
+            let got = ServerConfig::from_options(Some(options.clone()));
+            assert_eq!(
+                got.err().map(|e| e.field),
+                refused.map(str::to_owned),
+                "{options}"
+            );
+        }
+    }
+
+    #[test]
     fn a_full_documented_example_parses() {
         let c = ServerConfig::from_options(Some(json!({
             "storage": {"dir": "/tmp/x", "persist": true, "encrypt": false},
@@ -261,7 +370,9 @@ mod tests {
             "defaultAgent": "claude",
             "resume": {"maxAttempts": 3, "baseDelayMs": 1000, "maxDelayMs": 4000, "jitter": "none"},
             "rateLimit": {"baseDelayMs": 30000, "maxDelayMs": 300000, "maxRetries": 5, "jitter": "full"},
-            "connectionTtlSecs": 600
+            "connectionTtlSecs": 600,
+            "carryOver": {"maxTokens": 16000},
+            "handoff": {"offerAfterMs": 120000}
         })))
         .unwrap();
         assert_eq!(

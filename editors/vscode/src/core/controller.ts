@@ -408,7 +408,13 @@ export class SessionController {
     this.ui.setStatus(
       choice === 'retry'
         ? { ...LocalStatus.starting(), text: 'Resuming…', tooltip: 'Trying again' }
-        : { ...LocalStatus.starting(), text: 'Starting a new session…', tooltip: 'Starting a new session' },
+        : choice === 'new'
+          ? { ...LocalStatus.starting(), text: 'Starting a new session…', tooltip: 'Starting a new session' }
+          : {
+              ...LocalStatus.starting(),
+              text: 'Starting a new session…',
+              tooltip: 'Starting a new session with the conversation carried over',
+            },
     );
     try {
       const raw = await this.server.request(Methods.recoveryChoice, { sessionId: pending.sessionId, choice });

@@ -120,7 +120,17 @@ export interface ResumeResult {
   stale: boolean;
 }
 
-export type RecoveryChoice = 'retry' | 'new';
+/**
+ * The id of the recovery action chosen (docs/protocol.md, `session/recoveryChoice`):
+ * "Try Again", "Start New Session", "Continue in a New Session" (R-CARRY-1), or
+ * "Continue with <agent>" (R-CARRY-5).
+ */
+export type RecoveryChoice = 'retry' | 'new' | 'newWithHistory' | `handoff:${string}`;
+
+/** Whether an action id is a choice the server carries out (`login` is not). */
+export function isRecoveryChoice(id: string): id is RecoveryChoice {
+  return id === 'retry' || id === 'new' || id === 'newWithHistory' || (id.startsWith('handoff:') && id.length > 8);
+}
 
 export interface ResumeParams {
   workspace: Workspace;

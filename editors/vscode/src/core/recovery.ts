@@ -8,7 +8,7 @@
  * (Escape, "Cancel") is no choice: nothing is sent, the server's breaker stays open, and the
  * extension offers the dialog again from a notification and the status bar item.
  */
-import type { RecoveryAction, RecoveryChoice, ResumeResult } from './protocol';
+import { isRecoveryChoice, type RecoveryAction, type RecoveryChoice, type ResumeResult } from './protocol';
 
 /** The two actions docs/protocol.md fixes, used when the server sends no `actions`. */
 export const DEFAULT_ACTIONS: readonly RecoveryAction[] = [
@@ -31,7 +31,7 @@ export type OutcomeIntent =
   | { kind: 'failed'; message: string; detail: string };
 
 function knownActions(result: ResumeResult): RecoveryAction[] {
-  const actions = (result.recovery?.actions ?? []).filter((a) => a.id === 'retry' || a.id === 'new');
+  const actions = (result.recovery?.actions ?? []).filter((a) => isRecoveryChoice(a.id));
   return actions.length > 0 ? actions : [...DEFAULT_ACTIONS];
 }
 

@@ -49,6 +49,32 @@ describe('recovery dialog (R-RESUME-6, R-UI-1, docs/protocol.md ResumeResult.rec
     assert.equal(choiceForClick(r, 'Cancel'), undefined);
   });
 
+  it('offers "Continue in a New Session" and a handoff when the server does (R-CARRY-1, R-CARRY-5)', () => {
+    const r = needsChoice({
+      recovery: {
+        message: 'Previous session not found',
+        detail: 'd',
+        actions: [
+          { id: 'retry', title: 'Try Again' },
+          { id: 'handoff:codex', title: 'Continue with Codex' },
+          { id: 'newWithHistory', title: 'Continue in a New Session' },
+          { id: 'new', title: 'Start New Session' },
+          { id: 'login', title: 'Log In' },
+        ],
+      },
+    });
+    const intent = outcomeIntent(r);
+    assert.deepEqual(intent.kind === 'dialog' && intent.dialog.buttons, [
+      'Try Again',
+      'Continue with Codex',
+      'Continue in a New Session',
+      'Start New Session',
+    ]);
+    assert.equal(choiceForClick(r, 'Continue in a New Session'), 'newWithHistory');
+    assert.equal(choiceForClick(r, 'Continue with Codex'), 'handoff:codex');
+    assert.equal(choiceForClick(r, 'Log In'), undefined);
+  });
+
   it('follows the titles the server sends', () => {
     const r = needsChoice({
       recovery: {

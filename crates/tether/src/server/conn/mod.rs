@@ -100,6 +100,7 @@ routes! {
     method::LIST => Backend::list,
     method::CLEAR => Backend::clear,
     method::HISTORY => Backend::history,
+    method::HANDOFF => Backend::handoff,
 }
 
 /// Builds the service, its client socket, and the shared state the caller shuts down when
@@ -256,6 +257,11 @@ impl Backend {
     async fn history(&self, params: Value) -> Result<Value> {
         let p = params::parse(params)?;
         to_value(self.sessions()?.history(p).await)
+    }
+
+    async fn handoff(&self, params: Value) -> Result<Value> {
+        let p = params::parse(params)?;
+        to_value(self.sessions()?.handoff(p).await)
     }
 }
 

@@ -16,7 +16,7 @@ use tower_lsp_server::ls_types::{
 };
 
 use crate::protocol::{
-    BannerClearedParams, BannerKind, Choice, ExpiredParams, ProgressToken, Recovery,
+    BannerClearedParams, BannerKind, Choice, ExpiredParams, HandoffOffer, ProgressToken, Recovery,
     TelemetryParams, TurnEndedParams, notify,
 };
 use crate::server::hub::events::{Delivery, Envelope, Event, LogLevel, Origin, Subscriber};
@@ -87,6 +87,10 @@ pub struct Renderer {
 pub const TRY_AGAIN: &str = "Try Again";
 /// The title of the "Start New Session" action (R-RESUME-6).
 pub const START_NEW: &str = "Start New Session";
+/// The title of the "Continue in a New Session" action (R-CARRY-1).
+pub const CONTINUE_NEW: &str = "Continue in a New Session";
+/// The title of the answer that declines a handoff offer (R-CARRY-5).
+pub const KEEP_WAITING: &str = "Keep Waiting";
 
 /// `session/update` params, borrowed (the hot path of a streaming turn: no copy of the
 /// update), serialized exactly as [`crate::protocol::UpdateParams`].
@@ -246,12 +250,18 @@ impl Renderer {
             Event::Expired {
                 previous_session_id,
                 session_id,
+                choice,
+                agent,
+                carried_over,
             } => {
                 // The session this editor worked with goes on under a new id.
                 self.watch(session_id);
                 let params = ExpiredParams {
                     previous_session_id: previous_session_id.clone(),
                     session_id: session_id.clone(),
+                    choice: choice.clone(),
+                    agent: agent.clone(),
+                    carried_over: carried_over.clone(),
                 };
                 self.send(notify::EXPIRED, &params).await;
             }
@@ -299,6 +309,16 @@ impl Renderer {
                         (self.client.clone(), recovery.clone(), answer.clone());
                     tokio::spawn(async move {
                         answer.send(ask_recovery(&client, &recovery).await);
+                    });
+                }
+            }
+            Event::HandoffOffered { offer, answer } => {
+                // A client that renders dialogs shows the offer of its `session/status`.
+                if !self.renders.recovery_dialog {
+                    let (client, offer, answer) =
+                        (self.client.clone(), offer.clone(), answer.clone());
+                    tokio::spawn(async move {
+                        answer.send(ask_handoff(&client, &offer).await);
                     });
                 }
             }
@@ -359,11 +379,40 @@ async fn ask_recovery(client: &Client, recovery: &Recovery) -> Option<Choice> {
         .await
         .ok()
         .flatten()?;
-    match answer.title.as_str() {
-        TRY_AGAIN => Some(Choice::Retry),
-        START_NEW => Some(Choice::New),
-        _ => None,
-    }
+    choice_of_title(recovery, &answer.title)
+}
+
+/// The choice of the action titled `title` (the client answers a
+/// `window/showMessageRequest` with the title it showed): the action's id, read as a
+/// [`Choice`]. `None` for a title the dialog did not offer, or an action that is no choice
+/// (`login`).
+fn choice_of_title(recovery: &Recovery, title: &str) -> Option<Choice> {
+    let action = recovery.actions.iter().find(|a| a.title == title)?;
+    Choice::from_id(&action.id)
+}
+
+/// Asks through `window/showMessageRequest` whether to take a handoff offer: true when the
+/// user chose the offer's title; false for "Keep Waiting", a dismissal or a failed request.
+async fn ask_handoff(client: &Client, offer: &HandoffOffer) -> bool {
+    let params = ShowMessageRequestParams {
+        typ: MessageType::INFO,
+        message: offer.question.clone(),
+        actions: Some(
+            [offer.title.as_str(), KEEP_WAITING]
+                .into_iter()
+                .map(|title| MessageActionItem {
+                    title: title.to_owned(),
+                    properties: Default::default(),
+                })
+                .collect(),
+        ),
+    };
+    let answer = client
+        .send_request::<tower_lsp_server::ls_types::request::ShowMessageRequest>(params)
+        .await
+        .ok()
+        .flatten();
+    answer.is_some_and(|a| a.title == offer.title)
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -374,6 +423,37 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_clicked_title_is_the_choice_of_its_action() {
+        let action = |id: &str, title: &str| crate::protocol::RecoveryAction {
+            id: id.into(),
+            title: title.into(),
+        };
+        let recovery = Recovery {
+            message: "Previous session not found".into(),
+            detail: String::new(),
+            actions: vec![
+                action("retry", TRY_AGAIN),
+                action("handoff:codex", "Continue with Codex"),
+                action("newWithHistory", CONTINUE_NEW),
+                action("new", START_NEW),
+                action("login", "Log In"),
+            ],
+        };
+        // (title clicked, choice)
+        let table: &[(&str, Option<Choice>)] = &[
+            (TRY_AGAIN, Some(Choice::Retry)),
+            (CONTINUE_NEW, Some(Choice::NewWithHistory)),
+            (START_NEW, Some(Choice::New)),
+            ("Continue with Codex", Some(Choice::Handoff("codex".into()))),
+            ("Log In", None),
+            ("Something else", None),
+        ];
+        for (title, want) in table {
+            assert_eq!(choice_of_title(&recovery, title), *want, "{title}");
+        }
+    }
 
     #[test]
     fn renders_reads_the_experimental_tether_flags() {

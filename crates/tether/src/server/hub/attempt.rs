@@ -64,8 +64,9 @@ impl Hub {
             Ok((session, replay, repairs)) => {
                 let (replayed, repaired) = (replay.len(), repairs.len());
                 for update in replay {
+                    // A primed session's first prompt shows as its marker (R-CARRY-2).
                     let update = Event::Update {
-                        update,
+                        update: super::carry::collapse_replayed(update),
                         replay: true,
                     };
                     self.emit(Some(&session.id), update).await;

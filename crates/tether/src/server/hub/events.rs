@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 
-use crate::protocol::{BannerParams, Choice, Recovery, StatusParams};
+use crate::protocol::{BannerParams, CarriedOver, Choice, HandoffOffer, Recovery, StatusParams};
 
 /// What the hub tells editors. Payloads are Tether's own protocol types (docs/protocol.md);
 /// how each reaches a client (`session/*` notification, `$/progress`,
@@ -49,13 +49,19 @@ pub enum Event {
         /// The banner's id (`stale:<session>`, `recovered:<session>`…).
         id: String,
     },
-    /// The session could not be taken back; `session_id` replaced it (published under the
-    /// previous session's id).
+    /// The session could not be taken back, or its conversation went on elsewhere;
+    /// `session_id` replaced it (published under the previous session's id).
     Expired {
         /// The session that expired.
         previous_session_id: String,
         /// The session that replaced it.
         session_id: String,
+        /// The user's choice that replaced it; `None` when no choice did.
+        choice: Option<Choice>,
+        /// The new session's configured agent.
+        agent: Option<String>,
+        /// What the new session was primed with (R-CARRY-2); `None` for a blank start.
+        carried_over: Option<CarriedOver>,
     },
     /// An ACP `session/update` from the agent (`replay`: part of a `session/load` history,
     /// not new output).
@@ -82,6 +88,16 @@ pub enum Event {
         recovery: Recovery,
         /// Where the choice goes.
         answer: Answer<Option<Choice>>,
+    },
+    /// A long rate-limit or quota wait, and another agent could go on now (R-CARRY-5). A
+    /// client that renders dialogs shows `offer` from the `session/status` it also got and
+    /// answers with `session/handoff`, so it ignores this; another asks its user and answers
+    /// true to hand the session off, false (or nothing) to keep waiting.
+    HandoffOffered {
+        /// What is offered.
+        offer: HandoffOffer,
+        /// Where the answer goes.
+        answer: Answer<bool>,
     },
     /// A telemetry event (names and properties: docs/protocol.md, "telemetry/event").
     Telemetry {

@@ -13,6 +13,8 @@
 //!
 //! The flows: [`resume`] (cache first, then the breaker's driver), [`attempt`] (one agent
 //! attempt, shared by resume and crash restart), [`choice`] (`session/recoveryChoice`),
+//! [`handoff`] (`session/handoff` and the offer during long waits), [`carry`] (a
+//! conversation carried into a new session),
 //! [`prompt`] (a prompt turn with the rate-limit waiter and crash restart), [`print`]
 //! (`claude -p` sessions), [`persist`], [`catalog`] (list, clear, history), [`turns`] (what
 //! is saved as turns happen), [`report`] (status and telemetry) and [`background`] (the
@@ -21,10 +23,12 @@
 
 mod attempt;
 mod background;
+mod carry;
 mod catalog;
 mod choice;
 pub mod error;
 pub mod events;
+mod handoff;
 pub mod live;
 mod persist;
 mod print;
@@ -36,6 +40,7 @@ mod turns;
 
 use attempt::Attached;
 use background::{flusher, idle_reaper};
+use carry::Carry;
 use print::PrintSession;
 use prompt::prompt_text;
 use turns::TurnOf;
@@ -117,6 +122,9 @@ struct ResumeCtx {
     /// The request this resume runs for (its status events carry it).
     origin: Option<Origin>,
     had_cache: bool,
+    /// The cache holds turns of the session: a new session can be primed with them
+    /// (R-CARRY-1).
+    history: bool,
     started: Instant,
     /// What the cache had that a new agent process cannot confirm (R-STORE-7).
     reconciliation: Reconciliation,
@@ -137,6 +145,10 @@ pub struct Hub {
     /// Every session this hub runs, by Tether's session id.
     sessions: Mutex<HashMap<String, Session>>,
     open: Mutex<HashMap<String, Open>>,
+    /// Conversations carried over, waiting for their new session's first prompt turn.
+    carry: Mutex<HashMap<String, Carry>>,
+    /// Sessions handed off to another agent, and the session that went on (R-CARRY-4).
+    handed_off: Mutex<HashMap<String, String>>,
     persist_failures: Mutex<u32>,
     shutdown: CancellationToken,
     /// Set once [`Self::shutdown`] has run; held while it runs, so a second caller waits.
@@ -220,6 +232,8 @@ impl Hub {
             rng: Mutex::new(ChaCha8Rng::seed_from_u64(seed)),
             sessions: Mutex::new(HashMap::new()),
             open: Mutex::new(HashMap::new()),
+            carry: Mutex::new(HashMap::new()),
+            handed_off: Mutex::new(HashMap::new()),
             persist_failures: Mutex::new(0),
             shutdown: CancellationToken::new(),
             shutdown_done: tokio::sync::Mutex::new(false),

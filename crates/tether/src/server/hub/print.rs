@@ -112,6 +112,13 @@ impl Hub {
             .await
             .map_err(|e| prompt_error(&self.classify(&spawn_observation(&e))))?;
         let text = prompt_text(&params.prompt);
+        // R-CARRY-2: a primed session's first run carries the conversation over, before the
+        // user's prompt; the cache records only the user's.
+        let carried = self.take_carry(&session.id);
+        let run_prompt = match &carried {
+            Some(carry) => format!("{}\n{text}", carry.built.text),
+            None => text.clone(),
+        };
         let cancel = {
             let token = CancellationToken::new();
             *lock(&session.cancel) = token.clone();
@@ -121,7 +128,7 @@ impl Hub {
         let cached_output = lock(&session.last_output).clone();
         let job = OneShotJob {
             config: &config,
-            prompt: &text,
+            prompt: &run_prompt,
             session_id: agent_session_id.as_deref(),
             cached_output: cached_output.as_deref(),
             rate_limit: tether_recovery::backoff::RateLimitConfig::one_shot(),
@@ -142,6 +149,12 @@ impl Hub {
             &text,
         )
         .await;
+        if let Some(carry) = carried
+            && !outcome.as_ref().is_ok_and(|r| !r.stale)
+        {
+            // No run took it: the next prompt carries it again.
+            self.restore_carry(&session.id, carry);
+        }
         match outcome {
             Ok(result) => {
                 for decision in &result.decisions {

@@ -36,7 +36,7 @@ impl Hub {
         origin: Option<Origin>,
     ) -> Result<PromptResult> {
         let session_id = params.session_id.clone();
-        let result = self.prompt_turn(params, origin).await;
+        let result = self.prompt_session(params, origin).await;
         let ended = match &result {
             Ok(r) => Some(Event::TurnEnded {
                 stop_reason: Some(r.stop_reason.clone()),
@@ -63,7 +63,9 @@ impl Hub {
         result
     }
 
-    async fn prompt_turn(
+    /// A prompt of a `claude -p` session, or of a live ACP session (with the carry-over of
+    /// a primed session's first turn).
+    async fn prompt_session(
         &self,
         params: PromptParams,
         origin: Option<Origin>,
@@ -74,7 +76,7 @@ impl Hub {
         let live = self
             .live(&params.session_id)
             .ok_or_else(|| unknown_session(&params.session_id))?;
-        let blocks: Vec<agent_client_protocol::v1::schema::ContentBlock> =
+        let mut blocks: Vec<agent_client_protocol::v1::schema::ContentBlock> =
             crate::params::parse_fields(Value::Array(params.prompt.clone())).map_err(
                 |(field, reason)| {
                     let dot = if field.starts_with('[') || field.is_empty() {
@@ -86,6 +88,44 @@ impl Hub {
                 },
             )?;
         let _turn = live.turn_lock.lock().await;
+        // R-CARRY-2: a primed session's first prompt turn carries the conversation over, as
+        // one content block before the user's own; the cache records only the user's.
+        let carried = self.take_carry(&live.id);
+        if let Some(carry) = &carried {
+            use agent_client_protocol::v1::schema::{ContentBlock, TextContent};
+            blocks.insert(
+                0,
+                ContentBlock::Text(TextContent::new(carry.built.text.clone())),
+            );
+            self.log(
+                &live.id,
+                format!(
+                    "first prompt turn: carrying over {} turns of session {} ({} tokens)",
+                    carry.built.carried_turns(),
+                    super::short(&carry.from_session),
+                    carry.built.tokens
+                ),
+            )
+            .await;
+        }
+        let result = self.prompt_turn(&live, blocks, &params, origin).await;
+        if result.is_err()
+            && let Some(carry) = carried
+        {
+            // The agent may not have it: the next prompt turn carries it again.
+            self.restore_carry(&live.id, carry);
+        }
+        result
+    }
+
+    /// One prompt turn of a live session whose turn lock the caller holds.
+    async fn prompt_turn(
+        &self,
+        live: &Arc<Live>,
+        blocks: Vec<agent_client_protocol::v1::schema::ContentBlock>,
+        params: &PromptParams,
+        origin: Option<Origin>,
+    ) -> Result<PromptResult> {
         let cancel = live.new_turn_token();
         let user_text = prompt_text(&params.prompt);
         let echo = Event::Update {
@@ -94,14 +134,16 @@ impl Hub {
         };
         let seq = self.bus.publish(Some(&live.id), origin, echo).await;
         live.set_turn_start(Some(seq));
-        self.append_turn(TurnOf::live(&live), ChatRole::User, &user_text)
+        self.append_turn(TurnOf::live(live), ChatRole::User, &user_text)
             .await;
         let mut rate_limit =
             RateLimitWaiter::new(self.config.rate_limit, Some(&live.id), 0, self.seeded_rng());
+        // The handoff question is asked once per turn, not at every wait.
+        let mut offered = false;
         loop {
             if let Some(observation) = live.exited() {
                 // The agent died between turns: restart and reload before prompting.
-                self.restart(&live, &observation).await?;
+                self.restart(live, &observation).await?;
             }
             let Some(conn) = live.conn() else {
                 return Err(unknown_session(&params.session_id));
@@ -120,14 +162,14 @@ impl Hub {
                         r = &mut prompt => break r,
                         () = tokio::time::sleep(silence.poll_interval()) => {
                             let decision = silence.poll(turn_started.elapsed(), live.events_seen());
-                            self.report_silence(&live, decision).await;
+                            self.report_silence(live, decision).await;
                         }
                         () = self.shutdown.cancelled() => return Err(request_failed("the server is shutting down".into(), json!({"kind": "cancelled"}))),
                     }
                 }
             };
             if silence.reported() {
-                self.report_silence(&live, SilenceDecision::Resumed).await;
+                self.report_silence(live, SilenceDecision::Resumed).await;
             }
             drop(conn);
             live.barrier().await;
@@ -141,7 +183,7 @@ impl Hub {
                             self.log(&live.id, format!("rate limit: {done}")).await;
                             self.record_resume(&live.workspace, &live.id).await;
                         }
-                        self.append_turn(TurnOf::live(&live), ChatRole::Assistant, &turn.agent)
+                        self.append_turn(TurnOf::live(live), ChatRole::Assistant, &turn.agent)
                             .await;
                         return Ok(PromptResult {
                             stop_reason: outcome.stop_reason,
@@ -173,6 +215,12 @@ impl Hub {
                             max_retries,
                             ..
                         } => {
+                            let offer = self.handoff_offer(&live.agent, &error, delay_ms);
+                            let mut message =
+                                format!("Rate limited, resuming in {} s", delay_ms.div_ceil(1000));
+                            if let Some(offer) = &offer {
+                                message = format!("{message}. {}", offer.question);
+                            }
                             let status = StatusParams {
                                 session_id: live.id.clone(),
                                 state: StatusState::RateLimited,
@@ -180,12 +228,16 @@ impl Hub {
                                 max_attempts: max_retries,
                                 retry_in_ms: Some(delay_ms),
                                 error_kind: Some(error.kind),
-                                message: format!(
-                                    "Rate limited, resuming in {} s",
-                                    delay_ms.div_ceil(1000)
-                                ),
+                                message,
+                                handoff: offer.clone(),
                             };
                             self.emit(Some(&live.id), Event::Status(status)).await;
+                            if let Some(offer) = offer
+                                && !offered
+                            {
+                                offered = true;
+                                self.offer_in_background(&live.id, &live.workspace, offer);
+                            }
                             tokio::select! {
                                 () = tokio::time::sleep(Duration::from_millis(delay_ms)) => {}
                                 () = cancel.cancelled() => {
@@ -208,9 +260,10 @@ impl Hub {
                                 retry_in_ms: None,
                                 error_kind: None,
                                 message: "Resuming session after rate limit".into(),
+                                handoff: None,
                             };
                             self.emit(Some(&live.id), Event::Status(status)).await;
-                            self.after_api_error(&live, &observation).await?;
+                            self.after_api_error(live, &observation).await?;
                             continue;
                         }
                         _ => return Err(prompt_error(&error)),
@@ -219,7 +272,7 @@ impl Hub {
                 ErrorKind::AgentCrashed => {
                     // The turn failed as agentCrashed whatever the restart gives; the message
                     // says whether the session is back.
-                    let restarted = self.restart(&live, &observation).await;
+                    let restarted = self.restart(live, &observation).await;
                     let repaired = live.take_turn().repairs.len() + turn.repairs.len();
                     let mut err = prompt_error(&error);
                     err.message = match restarted {
@@ -330,6 +383,7 @@ impl Hub {
             retry_in_ms: None,
             error_kind: None,
             message,
+            handoff: None,
         };
         self.emit(Some(&live.id), Event::Status(status)).await;
     }
@@ -378,7 +432,7 @@ impl Hub {
             })?;
         for update in loaded.replay {
             let update = Event::Update {
-                update,
+                update: super::carry::collapse_replayed(update),
                 replay: true,
             };
             self.emit(Some(&live.id), update).await;

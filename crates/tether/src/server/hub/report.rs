@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use tether_recovery::ErrorKind;
 use tether_store::{SessionSnapshot, Workspace};
 
-use crate::protocol::{StatusParams, StatusState};
+use crate::protocol::{HandoffOffer, StatusParams, StatusState};
 
 use super::events::Event;
 use super::{Hub, ResumeCtx, props};
@@ -22,6 +22,32 @@ impl Hub {
         error_kind: Option<ErrorKind>,
         message: String,
     ) {
+        self.status_with(
+            ctx,
+            state,
+            attempt,
+            max_attempts,
+            retry_in_ms,
+            error_kind,
+            message,
+            None,
+        )
+        .await;
+    }
+
+    /// [`Self::status`] with a handoff offer (R-CARRY-5).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn status_with(
+        &self,
+        ctx: &ResumeCtx,
+        state: StatusState,
+        attempt: u32,
+        max_attempts: u32,
+        retry_in_ms: Option<u64>,
+        error_kind: Option<ErrorKind>,
+        message: String,
+        handoff: Option<HandoffOffer>,
+    ) {
         let status = StatusParams {
             session_id: ctx.session_id.clone(),
             state,
@@ -30,6 +56,7 @@ impl Hub {
             retry_in_ms,
             error_kind,
             message,
+            handoff,
         };
         self.emit_for(ctx, Event::Status(status)).await;
     }

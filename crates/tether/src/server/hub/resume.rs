@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use super::error::Result;
 use serde_json::{Value, json};
 use tether_host::AgentProtocol;
-use tether_recovery::ClassifiedError;
-use tether_recovery::breaker::{Breaker, Decision, WaitReason};
+use tether_recovery::breaker::{Breaker, BreakerConfig, Decision, WaitReason};
+use tether_recovery::{ClassifiedError, ErrorKind};
 use tether_store::Workspace;
 
 use super::invalid_params;
@@ -20,6 +20,7 @@ use crate::protocol::{
     ResumeParams, ResumeResult, StatusState,
 };
 
+use super::choice::Replace;
 use super::events::{Answer, Event, Origin};
 use super::{
     Attached, Hub, Open, ResumeCtx, absolute_root, lock, now_ms, recovery_of, request_failed, view,
@@ -51,7 +52,10 @@ impl Hub {
             _ if agent_config.protocol == AgentProtocol::ClaudePrint => Ok(self
                 .attach_print(&agent, &workspace, cached_id.as_deref())
                 .await),
-            None => self.start_new(&agent, &workspace, None).await,
+            None => {
+                self.start_new(&agent, &workspace, None, Replace::default())
+                    .await
+            }
             Some(id) => {
                 if let Some(live) = self.live(&id)
                     && live.exited().is_none()
@@ -70,6 +74,7 @@ impl Hub {
                         workspace: workspace.clone(),
                         origin,
                         had_cache: false,
+                        history: false,
                         started: Instant::now(),
                         reconciliation: Reconciliation::default(),
                     };
@@ -90,6 +95,8 @@ impl Hub {
     }
 
     pub(super) async fn resume_cached(&self, mut ctx: ResumeCtx) -> Result<ResumeResult> {
+        // Resumed on purpose: an earlier handoff of it no longer ends this resume.
+        self.forget_handoff(&ctx.session_id);
         // The cache first, so the editor can draw at once (R-STORE-7).
         if let Some(store) = self.store.clone() {
             let id = ctx.session_id.clone();
@@ -98,6 +105,7 @@ impl Hub {
             match loaded {
                 Ok(Ok(Some(loaded))) => {
                     ctx.had_cache = true;
+                    ctx.history = loaded.total_chat_turns > 0;
                     ctx.reconciliation = Reconciliation {
                         confirmed_turns: 0,
                         stale_exec_count: loaded.stale.exec_ids.len() as u64,
@@ -142,7 +150,10 @@ impl Hub {
                 Err(_) => {}
             }
         }
-        let mut breaker = Breaker::new(self.breaker_config(&ctx.agent, Some(&ctx.session_id)));
+        let mut breaker = Breaker::new(BreakerConfig {
+            history_available: ctx.history,
+            ..self.breaker_config(&ctx.agent, Some(&ctx.session_id))
+        });
         let first = breaker.begin(now_ms());
         self.run(breaker, ctx, first).await
     }
@@ -156,6 +167,8 @@ impl Hub {
     ) -> Result<ResumeResult> {
         let id = ctx.session_id.clone();
         let mut failures = 0u32;
+        // The handoff question is asked once per request, not at every wait.
+        let mut offered = false;
         loop {
             self.log(&id, format!("breaker: {decision}")).await;
             match decision {
@@ -207,11 +220,21 @@ impl Hub {
                     let snapshot = breaker.snapshot();
                     let kind = snapshot.last_error.as_ref().map(|e| e.kind);
                     let rate_limited = matches!(reason, WaitReason::RateLimit { .. });
+                    let offer = if rate_limited && ctx.history {
+                        snapshot
+                            .last_error
+                            .as_ref()
+                            .and_then(|e| self.handoff_offer(&ctx.agent, e, delay_ms))
+                    } else {
+                        None
+                    };
                     let (state, message) = if rate_limited {
-                        (
-                            StatusState::RateLimited,
-                            format!("Rate limited, resuming in {} s", delay_ms.div_ceil(1000)),
-                        )
+                        let mut message =
+                            format!("Rate limited, resuming in {} s", delay_ms.div_ceil(1000));
+                        if let Some(offer) = &offer {
+                            message = format!("{message}. {}", offer.question);
+                        }
+                        (StatusState::RateLimited, message)
                     } else {
                         (
                             StatusState::WaitingRetry,
@@ -222,7 +245,7 @@ impl Hub {
                             ),
                         )
                     };
-                    self.status(
+                    self.status_with(
                         &ctx,
                         state,
                         snapshot.attempts,
@@ -230,18 +253,63 @@ impl Hub {
                         Some(delay_ms),
                         kind,
                         message,
+                        offer.clone(),
                     )
                     .await;
+                    if let Some(offer) = offer
+                        && !offered
+                    {
+                        offered = true;
+                        self.offer_in_background(&id, &ctx.workspace, offer);
+                    }
                     tokio::select! {
                         () = tokio::time::sleep(Duration::from_millis(delay_ms)) => {}
                         () = self.shutdown.cancelled() => {
                             return Err(request_failed("the server is shutting down".into(), json!({"kind": "cancelled"})));
                         }
                     }
+                    if let Some(new_id) = self.handed_off_to(&id) {
+                        // The user went on with another agent meanwhile (R-CARRY-4).
+                        let _ = breaker.cancel(now_ms());
+                        self.log(
+                            &id,
+                            format!("handed off to {new_id} during the wait; not resuming"),
+                        )
+                        .await;
+                        return Ok(ResumeResult::started(
+                            new_id,
+                            Some(id.clone()),
+                            view(&breaker),
+                            breaker.snapshot().last_error.clone(),
+                            None,
+                            false,
+                        ));
+                    }
                     decision = breaker.on_timer(now_ms());
                 }
                 Decision::AskUser { prompt } => {
-                    let recovery = recovery_of(&prompt);
+                    let mut recovery = recovery_of(&prompt);
+                    let last = breaker.snapshot().last_error;
+                    if ctx.history
+                        && let Some(offer) = last
+                            .as_ref()
+                            .filter(|e| {
+                                matches!(e.kind, ErrorKind::RateLimited | ErrorKind::QuotaExceeded)
+                            })
+                            .and_then(|e| self.handoff_offer(&ctx.agent, e, 0))
+                    {
+                        // R-CARRY-5: a limit that lasts offers the other agent, after "Try
+                        // Again" and before the new-session actions.
+                        let at =
+                            usize::from(recovery.actions.first().is_some_and(|a| a.id == "retry"));
+                        recovery.actions.insert(
+                            at,
+                            RecoveryAction {
+                                id: offer.choice.id(),
+                                title: offer.title.clone(),
+                            },
+                        );
+                    }
                     let result = self.needs_choice(&ctx, &breaker, recovery.clone());
                     let error_kind = breaker.snapshot().last_error.as_ref().map(|e| e.kind);
                     let snap = breaker.snapshot();
@@ -389,6 +457,9 @@ impl Hub {
             let expired = Event::Expired {
                 previous_session_id: id.clone(),
                 session_id: attached.session_id.clone(),
+                choice: None,
+                agent: Some(ctx.agent.clone()),
+                carried_over: None,
             };
             self.emit_for(ctx, expired).await;
             return ResumeResult::started(
@@ -460,7 +531,7 @@ impl Hub {
                     let result = me
                         .recovery_choice(RecoveryChoiceParams {
                             session_id: session_id.clone(),
-                            choice,
+                            choice: choice.clone(),
                         })
                         .await;
                     match result {
