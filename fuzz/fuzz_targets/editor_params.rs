@@ -12,8 +12,8 @@ use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Number, Value};
 use tether::params::parse;
 use tether::protocol::{
-    ClearParams, PersistParams, PromptParams, RecoveryChoiceParams, ResumeParams, SessionRef,
-    WorkspaceParams,
+    ClearParams, HandoffParams, PersistParams, PromptParams, RecoveryChoiceParams, ResumeParams,
+    SessionRef, WorkspaceParams,
 };
 use tether::server::config::ServerConfig;
 
@@ -87,6 +87,10 @@ const KEYS: &[&str] = &[
     "maxRetries",
     "connectionTtlSecs",
     "watchdogSecs",
+    "carryOver",
+    "maxTokens",
+    "handoff",
+    "offerAfterMs",
     "scripted",
     "claude",
 ];
@@ -95,6 +99,9 @@ const STRINGS: &[&str] = &[
     "",
     "retry",
     "new",
+    "newWithHistory",
+    "handoff:claude",
+    "handoff:",
     "turnFinalized",
     "timer",
     "edit",
@@ -192,7 +199,7 @@ fn check<T: serde::de::DeserializeOwned>(method: &str, params: &Value) {
 
 fuzz_target!(|input: Input| {
     let params = input.params.to_value(0);
-    match input.method % 8 {
+    match input.method % 9 {
         0 => check::<ResumeParams>("session/resume", &params),
         1 => check::<RecoveryChoiceParams>("session/recoveryChoice", &params),
         2 => check::<PersistParams>("session/persist", &params),
@@ -200,6 +207,7 @@ fuzz_target!(|input: Input| {
         4 => check::<SessionRef>("session/cancel", &params),
         5 => check::<WorkspaceParams>("session/list", &params),
         6 => check::<ClearParams>("session/clear", &params),
+        7 => check::<HandoffParams>("session/handoff", &params),
         _ => {
             if let Err(e) = ServerConfig::from_options(Some(params.clone())) {
                 assert!(

@@ -30,6 +30,9 @@ impl Hub {
     /// running turn cancelled (a rate-limit wait is abandoned) and its agent shut down. The
     /// old cache is kept, so the old session can be resumed later.
     ///
+    /// When the new agent cannot start, the result is `failed` with its error, no
+    /// `session/expired` is sent and the old session goes on untouched.
+    ///
     /// # Errors
     /// `-32602` for a relative root, a bad session id, an agent that is not configured or
     /// is the session's own (`agent`); `-32002` when nothing of the session is cached;
@@ -105,6 +108,8 @@ impl Hub {
     async fn retire(&self, id: &str, new_id: &str) {
         lock(&self.handed_off).insert(id.to_owned(), new_id.to_owned());
         lock(&self.open).remove(id);
+        // A carry-over the old session never sent goes nowhere now (the new one has its own).
+        lock(&self.carry).remove(id);
         let session = lock(&self.sessions).remove(id);
         match session {
             Some(Session::Acp(live)) => {
