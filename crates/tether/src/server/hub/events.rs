@@ -226,6 +226,9 @@ pub struct Bus {
     seqs: Mutex<HashMap<String, SlotRef>>,
     /// The same for hub-wide events.
     hub_wide: SlotRef,
+    /// Events kept per session for [`Bus::attach`]: [`EVENT_LOG_CAP`] in the daemon, 0 in
+    /// an in-process server (whose one editor never reattaches).
+    log_cap: usize,
     next_id: AtomicU64,
 }
 
@@ -243,12 +246,23 @@ impl Default for Bus {
             subscribers: RwLock::new(Arc::new([])),
             seqs: Mutex::new(HashMap::new()),
             hub_wide: Arc::default(),
+            log_cap: EVENT_LOG_CAP,
             next_id: AtomicU64::new(1),
         }
     }
 }
 
 impl Bus {
+    /// A bus that keeps no events for replay (an in-process server: its one editor never
+    /// reattaches, so a turn's updates are not held in memory).
+    #[must_use]
+    pub fn without_log() -> Self {
+        Self {
+            log_cap: 0,
+            ..Self::default()
+        }
+    }
+
     /// Adds a subscriber; it gets every event published from now on.
     pub fn subscribe(&self, subscriber: Arc<dyn Subscriber>) -> SubscriberId {
         let id = SubscriberId(self.next_id.fetch_add(1, Ordering::Relaxed));
@@ -299,8 +313,8 @@ impl Bus {
             subscriber.deliver(&envelope).await;
         }
         let seq = envelope.seq;
-        if session_id.is_some() && replayable(&envelope.event) {
-            if slot.log.len() == EVENT_LOG_CAP {
+        if self.log_cap > 0 && session_id.is_some() && replayable(&envelope.event) {
+            if slot.log.len() == self.log_cap {
                 slot.log.pop_front();
             }
             slot.log.push_back(envelope);
@@ -530,6 +544,16 @@ mod tests {
                 }
             })
         }
+    }
+
+    #[tokio::test]
+    async fn a_bus_without_a_log_keeps_nothing() {
+        let bus = Bus::without_log();
+        bus.publish(Some("s"), None, update(1)).await;
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (last, _) = bus.attach("s", 0, &Recorder(tx), || {}).await;
+        assert_eq!(last, 1);
+        assert!(rx.try_recv().is_err());
     }
 
     #[tokio::test]

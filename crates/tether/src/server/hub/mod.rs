@@ -224,7 +224,12 @@ impl Hub {
         Ok(Arc::new_cyclic(|me| Self {
             me: me.clone(),
             config,
-            bus: Arc::new(Bus::default()),
+            // Only the daemon's editors reattach and need the events kept for replay.
+            bus: Arc::new(if options.hubs.is_some() {
+                Bus::default()
+            } else {
+                Bus::without_log()
+            }),
             store,
             registry_path,
             registry: tokio::sync::OnceCell::new(),
