@@ -31,6 +31,9 @@ impl Setup {
                 self.runtime.display().to_string(),
             ),
             ("TETHER_LOG".into(), "debug".into()),
+            // A daemon a failed test leaves behind exits soon by itself (the tests stop
+            // theirs explicitly; a session or an editor keeps it busy meanwhile).
+            ("TETHER_DAEMON_IDLE_SECS".into(), "30".into()),
         ]
     }
 
