@@ -2,7 +2,8 @@
 //! protocol's own field names and values (docs/protocol.md), nested at most as deep as a
 //! frame the input guard accepts (serde_json's limit of 128).
 //!
-//! Properties: parsing never panics; a failure is `-32602` with `data.field` (a string,
+//! Properties: parsing never panics; parsing the params' raw text (as the connection does)
+//! answers exactly as parsing the value; a failure is `-32602` with `data.field` (a string,
 //! naming a field whenever the params are an object) and a non-empty `data.reason`;
 //! `initializationOptions` errors name a field under `initializationOptions`.
 #![no_main]
@@ -10,7 +11,7 @@
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Number, Value};
-use tether::params::parse;
+use tether::params::{parse, parse_raw};
 use tether::protocol::{
     ClearParams, HandoffParams, PersistParams, PromptParams, RecoveryChoiceParams, ResumeParams,
     SessionRef, WorkspaceParams,
@@ -181,7 +182,25 @@ struct Input {
 }
 
 fn check<T: serde::de::DeserializeOwned>(method: &str, params: &Value) {
-    let Err(err) = parse::<T>(params.clone()) else {
+    // The connection parses the params' raw text (`parse_raw`, issue 10): it must answer
+    // exactly as parsing the value does.
+    let raw = serde_json::value::to_raw_value(params).expect("a value serializes");
+    let via_raw = parse_raw::<T>(Some(&raw));
+    let via_value = parse::<T>(params.clone());
+    match (&via_raw, &via_value) {
+        (Ok(_), Ok(_)) => {}
+        (Err(a), Err(b)) => assert_eq!(
+            (&a.message, &a.data),
+            (&b.message, &b.data),
+            "{method}: the raw and value parses disagree for {params}"
+        ),
+        _ => panic!(
+            "{method}: raw parse {:?} but value parse {:?} for {params}",
+            via_raw.as_ref().err(),
+            via_value.as_ref().err()
+        ),
+    }
+    let Err(err) = via_value else {
         return;
     };
     assert_eq!(err.code.code(), -32602, "{method}: {err:?}");

@@ -5,6 +5,7 @@
 //! its params as a raw JSON value and parses it here.
 
 use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tower_lsp_server::jsonrpc::{Error, ErrorCode};
 
@@ -23,6 +24,39 @@ pub fn parse<T: DeserializeOwned>(params: Value) -> Result<T, Error> {
         ));
     }
     parse_any(params)
+}
+
+/// Parses `params` as they arrived in the frame (the raw text of its `params` member,
+/// `None` when it had none) as `T`: the connection's one parse of a request's params, with
+/// the same answers as [`parse`]. A params text is a complete JSON value (the frame's
+/// envelope delimited it), so serde_json's position suffix (" at line 1 column 17") says
+/// nothing the field path does not and is dropped from the reason.
+pub fn parse_raw<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T, Error> {
+    let Some(text) = params
+        .map(RawValue::get)
+        .filter(|text| text.trim_start().starts_with('{'))
+    else {
+        return Err(invalid_params(
+            "",
+            "params must be an object with named fields",
+        ));
+    };
+    let mut de = serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize::<_, T>(&mut de).map_err(|err| {
+        let path = dotted(err.path());
+        let reason = without_position(err.inner());
+        invalid_params(&field_of(&path, &reason), &reason)
+    })
+}
+
+/// A serde_json error's message without the " at line L column C" its `Display` appends.
+fn without_position(err: &serde_json::Error) -> String {
+    let text = err.to_string();
+    let suffix = format!(" at line {} column {}", err.line(), err.column());
+    match text.strip_suffix(&suffix) {
+        Some(message) if err.line() > 0 => message.to_owned(),
+        _ => text,
+    }
 }
 
 /// Parses any JSON value as `T`, with the same field-naming errors as [`parse`].
@@ -179,6 +213,40 @@ mod tests {
     fn params_that_are_not_an_object_name_no_field() {
         let err = parse::<ResumeParams>(json!([1, 2])).unwrap_err();
         assert_eq!(data(&err).0, "");
+    }
+
+    /// The raw path answers exactly as the `Value` path does: same field, same reason.
+    #[test]
+    fn raw_params_answer_as_parsed_values_do() {
+        let cases = [
+            json!({"workspace": {}}),
+            json!({}),
+            json!({"workspace": {"root": 7}}),
+            json!({"workspace": {"root": "/w", "extra": true}}),
+            json!({"": false}),
+            json!({"workspace": {"root": "/w", "a.b": 1}}),
+            json!({"workspace": {"root": "/w"}, "workDoneToken": [1]}),
+            json!([1, 2]),
+            json!("text"),
+            json!(null),
+        ];
+        for value in cases {
+            let raw = serde_json::value::to_raw_value(&value).unwrap();
+            let via_value = parse::<ResumeParams>(value.clone()).unwrap_err();
+            let via_raw = parse_raw::<ResumeParams>(Some(&raw)).unwrap_err();
+            assert_eq!(data(&via_raw), data(&via_value), "{value}");
+            assert_eq!(via_raw.message, via_value.message, "{value}");
+        }
+        let missing = parse_raw::<ResumeParams>(None).unwrap_err();
+        assert_eq!(data(&missing).0, "");
+        let p: ResumeParams = parse_raw(Some(
+            &serde_json::value::to_raw_value(
+                &json!({"workspace": {"root": "/w"}, "sessionId": "abc"}),
+            )
+            .unwrap(),
+        ))
+        .unwrap();
+        assert_eq!(p.session_id.as_deref(), Some("abc"));
     }
 
     #[test]

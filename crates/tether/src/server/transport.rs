@@ -83,7 +83,9 @@ impl Outbox {
         self.tx.send(frame_bytes(&body)).await.is_ok()
     }
 
-    async fn send_frame(&self, bytes: Vec<u8>) -> bool {
+    /// Queues a whole frame (header and body, as [`frame`] writes them); waits while the
+    /// outbox is full. Returns false when the output is gone.
+    pub(crate) async fn send_frame(&self, bytes: Vec<u8>) -> bool {
         self.tx.send(bytes).await.is_ok()
     }
 }
@@ -95,7 +97,7 @@ pub fn frame(body: &Value) -> Vec<u8> {
 }
 
 /// Frames serialized body bytes with the LSP base protocol header.
-fn frame_bytes(body: &[u8]) -> Vec<u8> {
+pub(crate) fn frame_bytes(body: &[u8]) -> Vec<u8> {
     use std::io::Write;
     let mut out = Vec::with_capacity(body.len() + 32);
     let _ = write!(out, "Content-Length: {}\r\n\r\n", body.len());
@@ -119,11 +121,12 @@ where
     let (server_out, from_server) = tokio::io::duplex(1 << 20);
     let (outbox, notes) = Outbox::new(OUTBOX_FRAMES);
     let handle_signals = options.handle_signals;
-    let (service, socket, shared) = super::build_service(options, outbox.clone());
+    let (service, socket, dispatcher, shared) = super::build_service(options, outbox.clone());
     let outbox_for_guard = outbox.clone();
     let on_eof = shared.clone();
+    let for_guard = dispatcher.clone();
     let guard = tokio::spawn(async move {
-        input_guard(input, to_server, outbox_for_guard).await;
+        input_guard(input, to_server, outbox_for_guard, Some(for_guard)).await;
         // The editor is gone: cancel what handlers are waiting for (agents, backoff,
         // rate limits) so tower-lsp-server can finish its pending requests and stop.
         on_eof.shutdown().await;
@@ -165,6 +168,10 @@ where
         let _ = signals.await;
     }
     shared.shutdown().await;
+    // Tether's handlers end once the hub has cancelled what they wait for; their answers go
+    // out before the pump stops (tower-lsp-server waited for its own the same way).
+    dispatcher.finish().await;
+    drop(dispatcher);
     // The last handles on the outbox go with the sessions; the pump ends when tower-lsp's
     // output closes and every queued frame is written.
     drop(shared);
@@ -219,10 +226,15 @@ impl TerminationSignals {
     }
 }
 
-/// Reads LSP frames from the editor and passes on only well-formed JSON-RPC messages;
+/// Reads LSP frames from the editor; hands Tether's methods to `dispatcher` (parsed once,
+/// never passed to tower-lsp-server), passes on the other well-formed JSON-RPC messages and
 /// answers the rest itself through the outbox.
-async fn input_guard<R, W>(input: R, mut to_server: W, outbox: Outbox)
-where
+async fn input_guard<R, W>(
+    input: R,
+    mut to_server: W,
+    outbox: Outbox,
+    dispatcher: Option<std::sync::Arc<super::conn::dispatch::Dispatcher>>,
+) where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
@@ -261,6 +273,11 @@ where
         {
             Ok(n) if n == length => {}
             _ => break,
+        }
+        if let Some(dispatcher) = &dispatcher
+            && dispatcher.route(&body).await == super::conn::dispatch::Routed::Handled
+        {
+            continue;
         }
         match check_message(&body) {
             Ok(()) => {
@@ -437,7 +454,7 @@ pub async fn guard_bytes<R: AsyncRead + Unpin>(input: R) -> (Vec<u8>, Vec<Vec<u8
         }
         out
     };
-    let ((), answered) = tokio::join!(input_guard(input, &mut passed, outbox), drain);
+    let ((), answered) = tokio::join!(input_guard(input, &mut passed, outbox, None), drain);
     (passed, answered)
 }
 

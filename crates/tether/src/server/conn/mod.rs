@@ -10,18 +10,20 @@
 //! later as `session/recoveryChoice` (or from a `window/showMessageRequest` the renderer
 //! awaits in a task of its own).
 
+pub mod dispatch;
 pub mod render;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use serde_json::{Value, json};
+use serde_json::json;
+use serde_json::value::RawValue;
 use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
 use tower_lsp_server::ls_types::{
     InitializeParams, InitializeResult, InitializedParams, MessageType, ServerCapabilities,
     ServerInfo,
 };
-use tower_lsp_server::{Client, ClientSocket, LanguageServer, LspService, LspServiceBuilder};
+use tower_lsp_server::{Client, ClientSocket, LanguageServer, LspService};
 
 use super::ServeOptions;
 use super::config::ServerConfig;
@@ -29,8 +31,9 @@ use super::hub::Hub;
 use super::hub::error::HubError;
 use super::hub::events::SubscriberId;
 use super::transport::Outbox;
-use crate::params;
+use crate::params::{self, parse_raw};
 use crate::protocol::{PROTOCOL_VERSION, method};
+use dispatch::Dispatcher;
 use render::{ClientRenders, Renderer};
 
 /// Requests served at once. Resume and prompt handlers can wait out backoff delays and
@@ -70,9 +73,15 @@ impl Shared {
     }
 }
 
-/// The `tower-lsp-server` backend.
+/// The `tower-lsp-server` backend: the LSP lifecycle (`initialize`, `initialized`,
+/// `shutdown`). Tether's own methods never reach tower-lsp-server: the input guard hands them
+/// to the connection's [`Dispatcher`].
 #[derive(Debug)]
-pub struct Backend {
+pub struct Backend(Arc<Conn>);
+
+/// One editor connection's handlers and what they need.
+#[derive(Debug)]
+pub struct Conn {
     client: Client,
     outbox: Outbox,
     options: ServeOptions,
@@ -80,50 +89,89 @@ pub struct Backend {
 }
 
 macro_rules! routes {
-    ($($name:path => $handler:path),* $(,)?) => {
-        /// Every client → server method registered with the service, in registration order.
+    ($($name:path => $handler:ident),* $(,)?) => {
+        /// Every client → server method of Tether's, in routing order.
         /// `docs/protocol.md` must document exactly these (tests/protocol_doc.rs).
         pub const REGISTERED_METHODS: &[&str] = &[$($name),*];
 
-        fn register(builder: LspServiceBuilder<Backend>) -> LspServiceBuilder<Backend> {
-            builder$(.custom_method($name, $handler))*
+        /// `method` as [`REGISTERED_METHODS`] holds it, when it is one of Tether's.
+        fn registered(method: &str) -> Option<&'static str> {
+            REGISTERED_METHODS.iter().copied().find(|m| *m == method)
+        }
+
+        /// Runs the handler of `method` (one of [`REGISTERED_METHODS`]) on `params` (their
+        /// raw text) and serializes its result.
+        async fn call(conn: &Conn, method: &str, params: Option<&RawValue>) -> Result<Box<RawValue>> {
+            match method {
+                $($name => encode(conn.$handler(params).await),)*
+                _ => Err(Error::method_not_found()),
+            }
         }
     };
 }
 
 routes! {
-    method::RESUME => Backend::resume,
-    method::RECOVERY_CHOICE => Backend::recovery_choice,
-    method::PERSIST => Backend::persist,
-    method::PROMPT => Backend::prompt,
-    method::CANCEL => Backend::cancel,
-    method::LIST => Backend::list,
-    method::CLEAR => Backend::clear,
-    method::HISTORY => Backend::history,
-    method::HANDOFF => Backend::handoff,
+    method::RESUME => resume,
+    method::RECOVERY_CHOICE => recovery_choice,
+    method::PERSIST => persist,
+    method::PROMPT => prompt,
+    method::CANCEL => cancel,
+    method::LIST => list,
+    method::CLEAR => clear,
+    method::HISTORY => history,
+    method::HANDOFF => handoff,
 }
 
-/// Builds the service, its client socket, and the shared state the caller shuts down when
-/// the transport ends.
+/// Builds the service, its client socket, the dispatcher of Tether's methods (which the input
+/// guard feeds), and the shared state the caller shuts down when the transport ends.
 ///
-/// Tether's notifications go through `outbox` (see [`super::transport`]).
+/// Tether's notifications and the dispatcher's responses go through `outbox` (see
+/// [`super::transport`]).
 pub fn build_service(
     options: ServeOptions,
     outbox: Outbox,
-) -> (LspService<Backend>, ClientSocket, Arc<Shared>) {
+) -> (
+    LspService<Backend>,
+    ClientSocket,
+    Arc<Dispatcher>,
+    Arc<Shared>,
+) {
     let shared = Arc::new(Shared::default());
     let for_backend = shared.clone();
-    let builder = LspService::build(move |client| Backend {
-        client,
-        outbox: outbox.clone(),
-        options: options.clone(),
-        shared: for_backend.clone(),
+    let made = Arc::new(OnceLock::new());
+    let keep = made.clone();
+    let for_conn = outbox.clone();
+    let (service, socket) = LspService::new(move |client| {
+        let conn = Arc::new(Conn {
+            client,
+            outbox: for_conn,
+            options,
+            shared: for_backend,
+        });
+        let _ = keep.set(conn.clone());
+        Backend(conn)
     });
-    let (service, socket) = register(builder).finish();
-    (service, socket, shared)
+    let conn = made
+        .get()
+        .cloned()
+        .expect("LspService::new builds the backend at once");
+    let dispatcher = Arc::new(Dispatcher::new(conn, outbox));
+    (service, socket, dispatcher, shared)
 }
 
-impl Backend {
+impl std::ops::Deref for Backend {
+    type Target = Conn;
+    fn deref(&self) -> &Conn {
+        &self.0
+    }
+}
+
+impl Conn {
+    /// Whether `initialize` succeeded (the hub and the renderer exist).
+    fn initialized(&self) -> bool {
+        self.shared.renderer.get().is_some()
+    }
+
     fn sessions(&self) -> Result<&Arc<Hub>> {
         self.shared.sessions.get().ok_or_else(|| Error {
             code: ErrorCode::from(-32002),
@@ -142,8 +190,8 @@ impl Backend {
         })
     }
 
-    async fn resume(&self, params: Value) -> Result<Value> {
-        let p: crate::protocol::ResumeParams = params::parse(params)?;
+    async fn resume(&self, params: Option<&RawValue>) -> Result<crate::protocol::ResumeResult> {
+        let p: crate::protocol::ResumeParams = parse_raw(params)?;
         let hub = self.sessions()?;
         let origin = hub.origin();
         let renderer = self.renderer()?;
@@ -165,11 +213,14 @@ impl Backend {
             Err(e) => e.message.clone(),
         };
         renderer.end_request(origin, &message).await;
-        to_value(result)
+        result.map_err(rpc_error)
     }
 
-    async fn recovery_choice(&self, params: Value) -> Result<Value> {
-        let p: crate::protocol::RecoveryChoiceParams = params::parse(params)?;
+    async fn recovery_choice(
+        &self,
+        params: Option<&RawValue>,
+    ) -> Result<crate::protocol::ResumeResult> {
+        let p: crate::protocol::RecoveryChoiceParams = parse_raw(params)?;
         let renderer = self.renderer()?;
         renderer.watch(&p.session_id);
         let result = self.sessions()?.recovery_choice(p).await;
@@ -178,23 +229,23 @@ impl Backend {
         {
             renderer.watch(id);
         }
-        to_value(result)
+        result.map_err(rpc_error)
     }
 
-    async fn persist(&self, params: Value) -> Result<Value> {
-        let p = params::parse(params)?;
-        to_value(self.sessions()?.persist(p).await)
+    async fn persist(&self, params: Option<&RawValue>) -> Result<crate::protocol::PersistResult> {
+        let p = parse_raw(params)?;
+        self.sessions()?.persist(p).await.map_err(rpc_error)
     }
 
-    async fn prompt(&self, params: Value) -> Result<Value> {
-        let p: crate::protocol::PromptParams = params::parse(params)?;
+    async fn prompt(&self, params: Option<&RawValue>) -> Result<crate::protocol::PromptResult> {
+        let p: crate::protocol::PromptParams = parse_raw(params)?;
         let (hub, renderer) = (self.sessions()?, self.renderer()?);
         renderer.watch(&p.session_id);
         let origin = hub.origin();
         renderer.begin_request(origin, None, "").await;
         let result = hub.prompt(p, Some(origin)).await;
         renderer.end_request(origin, "").await;
-        to_value(result)
+        result.map_err(rpc_error)
     }
 
     /// Starts rendering session `id` for this editor. Attached to the daemon's hub, the
@@ -225,8 +276,8 @@ impl Backend {
         }
     }
 
-    async fn cancel(&self, params: Value) {
-        match params::parse(params) {
+    async fn cancel(&self, params: Option<&RawValue>) -> Result<()> {
+        match parse_raw(params) {
             Ok(p) => {
                 if let Ok(sessions) = self.sessions() {
                     sessions.cancel(p).await;
@@ -242,33 +293,35 @@ impl Backend {
                     .await;
             }
         }
+        Ok(())
     }
 
-    async fn list(&self, params: Value) -> Result<Value> {
-        let p = params::parse(params)?;
-        to_value(self.sessions()?.list(p).await)
+    async fn list(&self, params: Option<&RawValue>) -> Result<crate::protocol::ListResult> {
+        let p = parse_raw(params)?;
+        self.sessions()?.list(p).await.map_err(rpc_error)
     }
 
-    async fn clear(&self, params: Value) -> Result<Value> {
-        let p = params::parse(params)?;
-        to_value(self.sessions()?.clear(p).await)
+    async fn clear(&self, params: Option<&RawValue>) -> Result<crate::protocol::ClearResult> {
+        let p = parse_raw(params)?;
+        self.sessions()?.clear(p).await.map_err(rpc_error)
     }
 
-    async fn history(&self, params: Value) -> Result<Value> {
-        let p = params::parse(params)?;
-        to_value(self.sessions()?.history(p).await)
+    async fn history(&self, params: Option<&RawValue>) -> Result<crate::protocol::HistoryResult> {
+        let p = parse_raw(params)?;
+        self.sessions()?.history(p).await.map_err(rpc_error)
     }
 
-    async fn handoff(&self, params: Value) -> Result<Value> {
-        let p = params::parse(params)?;
-        to_value(self.sessions()?.handoff(p).await)
+    async fn handoff(&self, params: Option<&RawValue>) -> Result<crate::protocol::ResumeResult> {
+        let p = parse_raw(params)?;
+        self.sessions()?.handoff(p).await.map_err(rpc_error)
     }
 }
 
-fn to_value<T: serde::Serialize>(result: std::result::Result<T, HubError>) -> Result<Value> {
-    result
-        .map_err(rpc_error)
-        .and_then(|v| serde_json::to_value(v).map_err(|e| Error::internal_error().with(e)))
+/// A handler's result serialized straight into the raw text the response frame carries.
+fn encode<T: serde::Serialize>(result: Result<T>) -> Result<Box<RawValue>> {
+    result.and_then(|v| {
+        serde_json::value::to_raw_value(&v).map_err(|e| Error::internal_error().with(e))
+    })
 }
 
 /// The JSON-RPC error of a hub error: the one place where one becomes the other.
