@@ -115,7 +115,8 @@ pub enum FaultAction {
         /// Silence in milliseconds.
         ms: u64,
     },
-    /// Prompt: wait `ms` milliseconds before each reply chunk.
+    /// Prompt: wait `ms` milliseconds before each reply chunk; a `session/cancel` of the
+    /// turn ends the wait and the turn (`cancelled`).
     Delay {
         /// Delay in milliseconds.
         ms: u64,
@@ -307,6 +308,9 @@ struct State {
     raw: tokio::sync::mpsc::Sender<Vec<u8>>,
     /// Sessions with a cancelled turn in progress.
     cancelled: Mutex<HashSet<String>>,
+    /// Woken at every `session/cancel`: a `delay` between reply chunks ends early when its
+    /// session's turn is cancelled (as a real agent stops streaming).
+    cancel_signal: tokio::sync::Notify,
     /// Serializes the read-modify-write of the files.
     files: Mutex<()>,
 }
@@ -460,6 +464,13 @@ impl State {
         writeln!(file, "{line}").map_err(internal)
     }
 
+    fn is_cancelled(&self, id: &str) -> bool {
+        self.cancelled
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(id)
+    }
+
     fn take_cancelled(&self, id: &str) -> bool {
         self.cancelled
             .lock()
@@ -489,6 +500,23 @@ async fn hang_for(ms: u64) {
     tokio::time::sleep(Duration::from_millis(ms)).await;
 }
 
+/// Waits `ms` milliseconds, or until the client cancels `session`'s turn.
+async fn delay_unless_cancelled(state: &State, session: &str, ms: u64) {
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(ms);
+    loop {
+        let woken = state.cancel_signal.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
+        if state.is_cancelled(session) {
+            return;
+        }
+        tokio::select! {
+            () = tokio::time::sleep_until(deadline) => return,
+            () = woken => {}
+        }
+    }
+}
+
 /// Runs the prompt turn; returns the stop reason. Sends updates as it goes.
 async fn run_prompt(
     state: &State,
@@ -500,7 +528,6 @@ async fn run_prompt(
     let notify = |update: SessionUpdate| -> Result<(), AcpSdkError> {
         cx.send_notification(SessionNotification::new(session.to_owned(), update))
     };
-    let _stale = state.take_cancelled(session); // a cancel before this turn is not for it
     for block in blocks {
         let user = SessionUpdate::UserMessageChunk(ContentChunk::new(block.clone()));
         state.append(session, &user)?;
@@ -611,7 +638,7 @@ async fn run_prompt(
         .map_or(reply.len(), |(i, _)| i);
     for part in [&reply[..split], &reply[split..]] {
         if delay > 0 {
-            hang_for(delay).await;
+            delay_unless_cancelled(state, session, delay).await;
             if state.take_cancelled(session) {
                 return Ok(StopReason::Cancelled);
             }
@@ -656,6 +683,7 @@ where
         script,
         raw,
         cancelled: Mutex::new(HashSet::new()),
+        cancel_signal: tokio::sync::Notify::new(),
         files: Mutex::new(()),
     });
     let transport = ByteStreams::new(stdout.compat_write(), stdin.compat());
@@ -792,6 +820,9 @@ where
                     );
                 }
                 s5.record_prompt(&id, &req.prompt)?;
+                // A cancel before this turn is not for it; one after this request (handled
+                // next on this dispatch loop) is, even before the turn's task runs.
+                let _stale = s5.take_cancelled(&id);
                 let state = s5.clone();
                 let blocks = req.prompt;
                 // Off the dispatch loop: the turn may wait for the client (permission, fs).
@@ -810,6 +841,7 @@ where
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .insert(note.session_id.0.to_string());
+                s6.cancel_signal.notify_waiters();
                 Ok(())
             },
             agent_client_protocol::on_receive_notification!(),

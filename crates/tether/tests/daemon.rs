@@ -408,3 +408,88 @@ async fn an_editor_killed_mid_turn_is_followed_by_one_that_gets_the_rest_exactly
     second.shutdown(STEP).await.unwrap();
     assert_eq!(setup.daemon(&["stop"]).0, 0);
 }
+
+/// R-DAEMON-5 with two editors on one session: the one that did not prompt sees the prompt
+/// and the turn's updates, its own prompt is refused naming the running turn, and its
+/// cancel ends the other's turn; both learn how the turn ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_editors_one_turn_at_a_time_and_cancel_from_either() {
+    let setup = Setup::new();
+    // A minute between reply chunks: the turn runs until it is cancelled.
+    setup
+        .world
+        .script(json!([{"method": "session/prompt", "calls": [1], "action": {"kind": "delay", "ms": 60000}}]));
+    let a = setup.editor().await;
+    let sid = new_session(&setup, &a).await;
+    let b = setup.editor().await;
+    let r = b
+        .request(
+            "session/resume",
+            json!({"workspace": setup.world.ws(), "sessionId": sid}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["outcome"], "resumed", "{r}");
+    let client = a.client().clone();
+    let prompt_sid = sid.clone();
+    let asked = tokio::spawn(async move {
+        client
+            .request(
+                "session/prompt",
+                json!({"sessionId": prompt_sid, "prompt": [{"type": "text", "text": "a long one"}]}),
+            )
+            .await
+    });
+    // B sees A's prompt as a user message.
+    let echo = b
+        .wait_for(
+            0,
+            "session/update",
+            |p| p["update"]["sessionUpdate"] == "user_message_chunk",
+            STEP,
+        )
+        .await
+        .expect("the prompt reaches the other editor");
+    assert_eq!(echo.params()["update"]["content"]["text"], "a long one");
+    let refused = b
+        .request(
+            "session/prompt",
+            json!({"sessionId": sid, "prompt": [{"type": "text", "text": "me too"}]}),
+        )
+        .await
+        .expect_err("refused while A's turn runs");
+    match refused {
+        tether::lsp_client::RpcError::Response { code, data, .. } => {
+            assert_eq!(code, -32803);
+            let data = data.unwrap();
+            assert_eq!(data["kind"], "turnRunning", "{data}");
+            assert_eq!(data["prompt"], "a long one");
+            assert_eq!(data["turnStartSeq"], echo.params()["seq"], "{data}");
+        }
+        other => panic!("expected an error answer, got {other:?}"),
+    }
+    b.notify("session/cancel", json!({"sessionId": sid}))
+        .await
+        .unwrap();
+    let answered = tokio::time::timeout(STEP, asked)
+        .await
+        .expect("A's turn ends after B's cancel")
+        .unwrap()
+        .expect("an answer");
+    assert_eq!(answered["stopReason"], "cancelled");
+    for editor in [&a, &b] {
+        let ended = editor
+            .wait_for(
+                0,
+                "session/turnEnded",
+                |p| p["sessionId"] == sid.as_str(),
+                STEP,
+            )
+            .await
+            .expect("both learn the turn's end");
+        assert_eq!(ended.params()["stopReason"], "cancelled");
+    }
+    a.shutdown(STEP).await.unwrap();
+    b.shutdown(STEP).await.unwrap();
+    assert_eq!(setup.daemon(&["stop"]).0, 0);
+}

@@ -909,3 +909,69 @@ async fn a_rate_limited_resume_dialog_offers_the_other_agent() {
     assert_eq!(expired.detail["carriedOver"]["turns"], 2);
     hub.shutdown().await;
 }
+
+/// R-DAEMON-5: a prompt sent while a turn runs is refused at once, naming the running
+/// turn (never queued behind it); a cancel ends the running turn, and the next prompt runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_prompt_while_a_turn_runs_is_refused_naming_it() {
+    // The first turn waits on a permission question nobody answers.
+    let world = World::new(
+        json!([{"method": "session/prompt", "calls": [1], "action": {"kind": "permission"}}]),
+    );
+    let recorder = Recorder::new(None, None);
+    let hub = world.hub(&recorder).await;
+    let started = hub.resume(world.resume(None), None).await.expect("started");
+    let sid = started.session_id.clone().unwrap();
+    let first = tokio::spawn({
+        let hub = hub.clone();
+        let sid = sid.clone();
+        async move { hub.prompt(prompt(&sid, "first turn"), None).await }
+    });
+    recorder.wait_for("permission").await;
+    let echo_seq = recorder
+        .of(&sid)
+        .into_iter()
+        .find(|s| s.what == "update")
+        .expect("the prompt's echo")
+        .seq;
+    let refused = hub
+        .prompt(prompt(&sid, "second"), None)
+        .await
+        .expect_err("refused while the first runs");
+    assert_eq!(refused.code, -32803, "{refused:?}");
+    let data = refused.data.clone().unwrap();
+    assert_eq!(data["kind"], "turnRunning", "{data}");
+    assert_eq!(data["sessionId"], json!(sid));
+    assert_eq!(data["turnStartSeq"], json!(echo_seq), "{data}");
+    assert_eq!(data["prompt"], "first turn");
+    assert!(
+        refused.message.contains("\"first turn\"") && refused.message.contains("session/cancel"),
+        "{}",
+        refused.message
+    );
+    // The refusal ended no turn.
+    assert!(
+        !recorder
+            .seen()
+            .iter()
+            .any(|s| s.what.starts_with("turnEnded")),
+        "{:?}",
+        recorder.seen()
+    );
+    hub.cancel(serde_json::from_value(json!({"sessionId": sid})).unwrap())
+        .await;
+    let first = tokio::time::timeout(STEP, first)
+        .await
+        .expect("the first turn ends after the cancel")
+        .unwrap()
+        .expect("a cancelled turn is an answer");
+    assert_eq!(first.stop_reason, "cancelled");
+    recorder.wait_for("turnEnded:cancelled").await;
+    let third = hub
+        .prompt(prompt(&sid, "third"), None)
+        .await
+        .expect("the next prompt runs");
+    assert_eq!(third.stop_reason, "end_turn");
+    assert!(recorder.agent_text(&sid).ends_with("echo: third"));
+    hub.shutdown().await;
+}

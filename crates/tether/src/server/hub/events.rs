@@ -299,9 +299,24 @@ impl Bus {
         origin: Option<Origin>,
         event: Event,
     ) -> u64 {
+        self.publish_numbered(session_id, origin, event, |_| {})
+            .await
+    }
+
+    /// [`Self::publish`], calling `numbered` with the event's `seq` before any subscriber
+    /// has it, while the session's slot is held: state recorded there (where a turn began)
+    /// is seen by every later publish and attach of the session, never a moment late.
+    pub async fn publish_numbered(
+        &self,
+        session_id: Option<&str>,
+        origin: Option<Origin>,
+        event: Event,
+        numbered: impl FnOnce(u64),
+    ) -> u64 {
         let slot = self.slot(session_id);
         let mut slot = slot.lock().await;
         slot.last += 1;
+        numbered(slot.last);
         let envelope = Envelope {
             session_id: session_id.map(str::to_owned),
             seq: slot.last,

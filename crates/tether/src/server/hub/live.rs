@@ -36,6 +36,9 @@ pub struct Live {
     pub cancel: Mutex<CancellationToken>,
     /// The `seq` of the running turn's first event (its prompt), 0 when no turn runs.
     turn_start: std::sync::atomic::AtomicU64,
+    /// The running turn's prompt text (empty when no turn runs): named to an editor whose
+    /// prompt is refused meanwhile (R-DAEMON-5).
+    turn_prompt: Mutex<String>,
     last_used: Mutex<Instant>,
 }
 
@@ -84,6 +87,7 @@ impl Live {
             turn_lock: tokio::sync::Mutex::new(()),
             cancel: Mutex::new(CancellationToken::new()),
             turn_start: std::sync::atomic::AtomicU64::new(0),
+            turn_prompt: Mutex::new(String::new()),
             last_used: Mutex::new(Instant::now()),
         });
         tokio::spawn(pump(
@@ -116,10 +120,20 @@ impl Live {
         lock(&self.conn).replace(Arc::new(conn))
     }
 
-    /// Records where the running turn began on the bus (`None`: no turn runs).
-    pub fn set_turn_start(&self, seq: Option<u64>) {
+    /// Records where the running turn began on the bus and its prompt text (`None`: no
+    /// turn runs).
+    pub fn set_turn_start(&self, turn: Option<(u64, &str)>) {
+        let (seq, prompt) = turn.unwrap_or((0, ""));
+        prompt.clone_into(&mut lock(&self.turn_prompt));
         self.turn_start
-            .store(seq.unwrap_or(0), std::sync::atomic::Ordering::SeqCst);
+            .store(seq, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The running turn's first `seq` and prompt text, when a turn runs and has published
+    /// its prompt.
+    pub fn running_turn(&self) -> Option<(u64, String)> {
+        let prompt = lock(&self.turn_prompt).clone();
+        self.turn_start().map(|seq| (seq, prompt))
     }
 
     /// The `seq` of the running turn's prompt, when a turn runs.

@@ -66,6 +66,7 @@ impl Hub {
             agent_session_id: Mutex::new(agent_session_id),
             last_output: Mutex::new(last_output),
             cancel: Mutex::new(CancellationToken::new()),
+            turn_lock: tokio::sync::Mutex::new(()),
         });
         lock(&self.sessions).insert(id.clone(), Session::Print(session));
         if cached.is_none() {
@@ -233,4 +234,6 @@ pub(super) struct PrintSession {
     /// The last good answer: the fallback when a run fails (R-ONESHOT-1).
     pub(super) last_output: Mutex<Option<String>>,
     pub(super) cancel: Mutex<CancellationToken>,
+    /// Held while a prompt turn runs: a second prompt meanwhile is refused (R-DAEMON-5).
+    pub(super) turn_lock: tokio::sync::Mutex<()>,
 }

@@ -42,16 +42,18 @@ impl Hub {
                 stop_reason: Some(r.stop_reason.clone()),
                 error: None,
             }),
-            Err(e) if e.code == crate::protocol::code::REQUEST_FAILED => Some(Event::TurnEnded {
-                stop_reason: None,
-                error: Some(
-                    e.kind()
-                        .and_then(Value::as_str)
-                        .unwrap_or("internal")
-                        .to_owned(),
-                ),
-            }),
-            // Refused before a turn started (unknown session, bad prompt).
+            Err(e) if e.code == crate::protocol::code::REQUEST_FAILED && !is_turn_running(e) => {
+                Some(Event::TurnEnded {
+                    stop_reason: None,
+                    error: Some(
+                        e.kind()
+                            .and_then(Value::as_str)
+                            .unwrap_or("internal")
+                            .to_owned(),
+                    ),
+                })
+            }
+            // Refused before a turn started (unknown session, bad prompt, a turn running).
             Err(_) => None,
         };
         if let Some(ended) = ended {
@@ -71,6 +73,10 @@ impl Hub {
         origin: Option<Origin>,
     ) -> Result<PromptResult> {
         if let Some(print) = self.print_session(&params.session_id) {
+            let _turn = print
+                .turn_lock
+                .try_lock()
+                .map_err(|_| turn_running(&print.id, None))?;
             return self.prompt_print(&print, &params).await;
         }
         let live = self
@@ -87,7 +93,12 @@ impl Hub {
                     invalid_params(&format!("prompt{dot}{field}"), &reason)
                 },
             )?;
-        let _turn = live.turn_lock.lock().await;
+        // R-DAEMON-5: one turn at a time, refused (never queued) so that an editor whose
+        // prompt was not taken knows it at once, whichever editor sent the running one.
+        let _turn = live
+            .turn_lock
+            .try_lock()
+            .map_err(|_| turn_running(&live.id, live.running_turn()))?;
         // R-CARRY-2: a primed session's first prompt turn carries the conversation over, as
         // one content block before the user's own; the cache records only the user's.
         let carried = self.take_carry(&live.id);
@@ -132,8 +143,11 @@ impl Hub {
             update: json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": user_text}}),
             replay: false,
         };
-        let seq = self.bus.publish(Some(&live.id), origin, echo).await;
-        live.set_turn_start(Some(seq));
+        self.bus
+            .publish_numbered(Some(&live.id), origin, echo, |seq| {
+                live.set_turn_start(Some((seq, &user_text)));
+            })
+            .await;
         self.append_turn(TurnOf::live(live), ChatRole::User, &user_text)
             .await;
         let mut rate_limit =
@@ -148,6 +162,16 @@ impl Hub {
             let Some(conn) = live.conn() else {
                 return Err(unknown_session(&params.session_id));
             };
+            if cancel.is_cancelled() {
+                // Cancelled (from any editor) before the prompt reached the agent: it never
+                // will, and the turn ends as a cancelled one does.
+                self.log(&live.id, "turn cancelled before the agent had it".into())
+                    .await;
+                return Ok(PromptResult {
+                    stop_reason: "cancelled".into(),
+                    stale: None,
+                });
+            }
             let turn_started = Instant::now();
             let mut silence = SilenceWatch::new(
                 Duration::from_secs(self.config.silent_status_secs),
@@ -490,4 +514,34 @@ pub(super) fn prompt_text(blocks: &[Value]) -> String {
         .filter_map(|b| b["text"].as_str())
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The refusal of a prompt while session `id` runs a turn (R-DAEMON-5): `-32803` with
+/// `data: {kind: "turnRunning", sessionId, turnStartSeq?, prompt?}`, naming the running
+/// turn by the `seq` of its prompt and the prompt's first 80 characters.
+fn turn_running(id: &str, running: Option<(u64, String)>) -> super::error::HubError {
+    let (seq, prompt) = running.map_or((None, None), |(seq, prompt)| {
+        let short: String = prompt.chars().take(80).collect();
+        let short = if short.len() < prompt.len() {
+            format!("{short}…")
+        } else {
+            short
+        };
+        (Some(seq), Some(short))
+    });
+    let named = match (&seq, &prompt) {
+        (Some(seq), Some(prompt)) => format!(" (the turn of prompt \"{prompt}\", seq {seq})"),
+        _ => String::new(),
+    };
+    request_failed(
+        format!(
+            "session {id} is already running a prompt turn{named}; wait for its session/turnEnded or send session/cancel"
+        ),
+        json!({"kind": "turnRunning", "sessionId": id, "turnStartSeq": seq, "prompt": prompt}),
+    )
+}
+
+/// Whether `error` is [`turn_running`]'s refusal (no turn of the caller's ran).
+fn is_turn_running(error: &super::error::HubError) -> bool {
+    error.kind().and_then(Value::as_str) == Some("turnRunning")
 }
