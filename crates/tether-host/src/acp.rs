@@ -213,6 +213,12 @@ impl PermissionRequest {
     pub fn reply(self, decision: PermissionDecision) -> bool {
         self.reply.send(decision).is_ok()
     }
+
+    /// Resolves when the question is no longer pending (the turn was cancelled or the
+    /// agent exited): nothing waits for [`Self::reply`] any more.
+    pub async fn withdrawn(&mut self) {
+        self.reply.closed().await;
+    }
 }
 
 /// A live session and its event stream.

@@ -176,6 +176,7 @@ impl Stage {
             Answers {
                 show_message_request: None,
                 permission: Some("allow_once".into()),
+                ..Answers::default()
             },
         )
         .map_err(|e| format!("cannot start `tether serve`: {e}"))?;

@@ -27,6 +27,8 @@ pub struct Answers {
     /// option has that id, the first option of that `kind` (`allow_once`, …; agents name
     /// their options differently); `None` = `cancelled`.
     pub permission: Option<String>,
+    /// Leave `session/requestPermission` unanswered (a user who has not decided yet).
+    pub hold_permission: bool,
 }
 
 /// One message the server sent, with when it arrived.
@@ -369,17 +371,21 @@ async fn pump(
             let result = match method.as_str() {
                 "window/showMessageRequest" => {
                     let wanted = answers.show_message_request;
-                    params["actions"]
-                        .as_array()
-                        .and_then(|actions| {
-                            actions.iter().find(|a| {
-                                Some(a["title"].as_str().unwrap_or_default()) == wanted.as_deref()
+                    Some(
+                        params["actions"]
+                            .as_array()
+                            .and_then(|actions| {
+                                actions.iter().find(|a| {
+                                    Some(a["title"].as_str().unwrap_or_default())
+                                        == wanted.as_deref()
+                                })
                             })
-                        })
-                        .cloned()
-                        .unwrap_or(Value::Null)
+                            .cloned()
+                            .unwrap_or(Value::Null),
+                    )
                 }
-                "session/requestPermission" => match answers.permission {
+                "session/requestPermission" if answers.hold_permission => None,
+                "session/requestPermission" => Some(match answers.permission {
                     Some(wanted) => {
                         let options = params["options"].as_array().cloned().unwrap_or_default();
                         let by_id = options.iter().any(|o| o["optionId"] == wanted.as_str());
@@ -396,10 +402,12 @@ async fn pump(
                         json!({"outcome": {"outcome": "selected", "optionId": option}})
                     }
                     None => json!({"outcome": {"outcome": "cancelled"}}),
-                },
-                _ => Value::Null,
+                }),
+                _ => Some(Value::Null),
             };
-            let _ = client.respond(id.clone(), result).await;
+            if let Some(result) = result {
+                let _ = client.respond(id.clone(), result).await;
+            }
         }
         log.received.lock().expect("log lock").push(Received {
             at: started.elapsed(),

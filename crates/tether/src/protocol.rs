@@ -61,6 +61,9 @@ pub mod notify {
     pub const REQUEST_PERMISSION: &str = "session/requestPermission";
     /// Notification: a prompt turn ended, for every attached editor.
     pub const TURN_ENDED: &str = "session/turnEnded";
+    /// Notification: a permission question was settled (answered by some editor, timed
+    /// out, or withdrawn by the agent), for every attached editor (R-DAEMON-6).
+    pub const PERMISSION_RESOLVED: &str = "session/permissionResolved";
     /// Notification: a telemetry event with the R-STORE-9 names.
     pub const TELEMETRY: &str = "telemetry/event";
 
@@ -75,6 +78,7 @@ pub mod notify {
         UPDATE,
         TURN_ENDED,
         REQUEST_PERMISSION,
+        PERMISSION_RESOLVED,
         TELEMETRY,
     ];
 }
@@ -753,6 +757,29 @@ pub struct TurnEndedParams {
     /// The kind of the error, when the turn failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// `session/permissionResolved` params (R-DAEMON-6).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionResolvedParams {
+    /// The session.
+    pub session_id: String,
+    /// The event's place among the session's events.
+    pub seq: u64,
+    /// The `seq` of the question's own event: which `session/requestPermission` this
+    /// settles (its params carry the same `questionSeq`).
+    pub question_seq: u64,
+    /// The tool call the question was about (`toolCall.toolCallId`), when it named one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// What the agent was answered: ACP's `{outcome: "selected", optionId}` or
+    /// `{outcome: "cancelled"}`.
+    pub outcome: Value,
+    /// Why: `answered` (an editor answered), `timedOut` (no editor answered within
+    /// `permissionTimeoutSecs`), `declined` (every editor asked failed the request),
+    /// `withdrawn` (the agent no longer waits: the turn was cancelled or the agent exited).
+    pub reason: String,
 }
 
 /// `telemetry/event` params (the LSP notification; R-STORE-9 names).

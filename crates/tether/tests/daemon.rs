@@ -39,6 +39,11 @@ impl Setup {
 
     /// An editor whose server is a forwarder (`--remote=auto`), initialized.
     async fn editor(&self) -> Editor {
+        self.editor_answering(Answers::default()).await
+    }
+
+    /// [`Self::editor`] that answers the server's requests with `answers`.
+    async fn editor_answering(&self, answers: Answers) -> Editor {
         let editor = Editor::connect(
             ServerProcess::Binary {
                 program: tether_bin(),
@@ -57,7 +62,7 @@ impl Setup {
                 env: self.env(),
                 quiet: false,
             },
-            Answers::default(),
+            answers,
         )
         .expect("forwarder starts");
         editor
@@ -491,5 +496,101 @@ async fn two_editors_one_turn_at_a_time_and_cancel_from_either() {
     }
     a.shutdown(STEP).await.unwrap();
     b.shutdown(STEP).await.unwrap();
+    assert_eq!(setup.daemon(&["stop"]).0, 0);
+}
+
+/// R-DAEMON-6: a permission question outlives the editor it was asked of. Its editor quits
+/// before answering; the question is asked again of each editor that attaches; the first
+/// answer wins, the agent gets it, and the other editor is told it was resolved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permission_question_waits_for_the_next_editor_and_the_first_answer_wins() {
+    let setup = Setup::new();
+    setup.world.script(
+        json!([{"method": "session/prompt", "calls": [1], "action": {"kind": "permission"}}]),
+    );
+    let undecided = Answers {
+        hold_permission: true,
+        ..Answers::default()
+    };
+    let first = setup.editor_answering(undecided.clone()).await;
+    let sid = new_session(&setup, &first).await;
+    let client = first.client().clone();
+    let prompt_sid = sid.clone();
+    let asked = tokio::spawn(async move {
+        client
+            .request(
+                "session/prompt",
+                json!({"sessionId": prompt_sid, "prompt": [{"type": "text", "text": "may I?"}]}),
+            )
+            .await
+    });
+    let question = first
+        .wait_for(
+            0,
+            "session/requestPermission",
+            |p| p["sessionId"] == sid.as_str(),
+            STEP,
+        )
+        .await
+        .expect("the question reaches the first editor");
+    let question_seq = question.params()["questionSeq"].clone();
+    assert!(question_seq.is_u64(), "{:?}", question.params());
+    // The window goes away without answering.
+    first.signal(libc::SIGKILL, STEP).await.unwrap();
+    assert!(
+        asked.await.unwrap().is_err(),
+        "the dead editor got no answer"
+    );
+
+    let resume = json!({"workspace": setup.world.ws(), "sessionId": sid});
+    let watcher = setup.editor_answering(undecided).await;
+    let r = watcher
+        .request("session/resume", resume.clone())
+        .await
+        .unwrap();
+    assert_eq!(r["outcome"], "resumed", "{r}");
+    watcher
+        .wait_for(
+            0,
+            "session/requestPermission",
+            |p| p["questionSeq"] == question_seq,
+            STEP,
+        )
+        .await
+        .expect("the held question is asked of the next editor");
+    let decider = setup
+        .editor_answering(Answers {
+            permission: Some("allow".into()),
+            ..Answers::default()
+        })
+        .await;
+    decider.request("session/resume", resume).await.unwrap();
+    for editor in [&watcher, &decider] {
+        let resolved = editor
+            .wait_for(
+                0,
+                "session/permissionResolved",
+                |p| p["questionSeq"] == question_seq,
+                STEP,
+            )
+            .await
+            .expect("every attached editor learns it was resolved");
+        assert_eq!(resolved.params()["reason"], "answered");
+        assert_eq!(resolved.params()["outcome"]["optionId"], "allow");
+        let ended = editor
+            .wait_for(
+                0,
+                "session/turnEnded",
+                |p| p["sessionId"] == sid.as_str(),
+                STEP,
+            )
+            .await
+            .expect("the turn's end reaches both");
+        assert_eq!(ended.params()["stopReason"], "end_turn");
+    }
+    let (text, _) = updates_of(&decider, &sid);
+    assert!(text.ends_with("permission: allow"), "{text:?}");
+    watcher.shutdown(STEP).await.unwrap();
+    decider.shutdown(STEP).await.unwrap();
     assert_eq!(setup.daemon(&["stop"]).0, 0);
 }

@@ -160,6 +160,7 @@ impl Subscriber for Recorder {
                     }
                     format!("handoffOffered:{}", offer.agent)
                 }
+                Event::PermissionResolved { reason, .. } => format!("permissionResolved:{reason}"),
                 Event::Telemetry { name, .. } => format!("telemetry:{name}"),
                 Event::Log { .. } => "log".to_owned(),
                 Event::Warning { .. } => "warning".to_owned(),
@@ -973,5 +974,42 @@ async fn a_second_prompt_while_a_turn_runs_is_refused_naming_it() {
         .expect("the next prompt runs");
     assert_eq!(third.stop_reason, "end_turn");
     assert!(recorder.agent_text(&sid).ends_with("echo: third"));
+    hub.shutdown().await;
+}
+
+/// R-DAEMON-6: a permission question nobody answers is answered `cancelled` after
+/// `permissionTimeoutSecs`, and its settling is published.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unanswered_permission_question_times_out_cancelled() {
+    let world = World::new(
+        json!([{"method": "session/prompt", "calls": [1], "action": {"kind": "permission"}}]),
+    );
+    let recorder = Recorder::new(None, None);
+    let hub = world
+        .hub_with(&recorder, json!({"permissionTimeoutSecs": 1}))
+        .await;
+    let started = hub.resume(world.resume(None), None).await.expect("started");
+    let sid = started.session_id.clone().unwrap();
+    let answer = tokio::time::timeout(STEP, hub.prompt(prompt(&sid, "may I?"), None))
+        .await
+        .expect("the turn ends once the question times out")
+        .expect("an answer");
+    assert_eq!(answer.stop_reason, "cancelled");
+    let order: Vec<String> = recorder
+        .of(&sid)
+        .into_iter()
+        .map(|s| s.what)
+        .filter(|w| w.starts_with("permission") || w.starts_with("turnEnded"))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "permission",
+            "permissionResolved:timedOut",
+            "turnEnded:cancelled"
+        ],
+        "{:?}",
+        recorder.seen()
+    );
     hub.shutdown().await;
 }

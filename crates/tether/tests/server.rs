@@ -458,6 +458,7 @@ async fn stock_client_is_asked_with_show_message_request(mode: Mode) {
             Answers {
                 show_message_request: Some("Start New Session".into()),
                 permission: None,
+                ..Answers::default()
             },
         )
         .await;
@@ -576,6 +577,7 @@ async fn permission_questions_are_forwarded(mode: Mode) {
             Answers {
                 show_message_request: None,
                 permission: Some("allow".into()),
+                ..Answers::default()
             },
         )
         .await;
@@ -1210,6 +1212,7 @@ async fn stock_client_chooses_continue_in_a_new_session(mode: Mode) {
             Answers {
                 show_message_request: Some("Continue in a New Session".into()),
                 permission: None,
+                ..Answers::default()
             },
         )
         .await;

@@ -257,12 +257,29 @@ function wire(run: Running): void {
   client.onNotification(ServerMethods.expired, (p: unknown) => controller.onExpired(p));
   client.onNotification(ServerMethods.update, (p: unknown) => controller.onUpdate(p));
   client.onNotification(ServerMethods.telemetry, (p: unknown) => ui?.log(`telemetry ${JSON.stringify(p)}`));
-  client.onRequest(ServerMethods.requestPermission, (p: unknown, token: vscode.CancellationToken) =>
-    controller.onPermissionRequest(
-      p,
-      new Promise<void>((resolve) => token.onCancellationRequested(() => resolve())),
-    ),
-  );
+  // A question another editor answered (or that timed out) is closed here as a cancelled
+  // turn closes it; the server ignores this editor's late answer (R-DAEMON-6).
+  const settledElsewhere = new Map<number, () => void>();
+  const questionSeq = (p: unknown): number | undefined => {
+    const seq = (p as { questionSeq?: unknown } | null)?.questionSeq;
+    return typeof seq === 'number' ? seq : undefined;
+  };
+  client.onNotification(ServerMethods.permissionResolved, (p: unknown) => {
+    const seq = questionSeq(p);
+    if (seq === undefined) return;
+    settledElsewhere.get(seq)?.();
+    settledElsewhere.delete(seq);
+  });
+  client.onRequest(ServerMethods.requestPermission, (p: unknown, token: vscode.CancellationToken) => {
+    const seq = questionSeq(p);
+    const closed = new Promise<void>((resolve) => {
+      token.onCancellationRequested(() => resolve());
+      if (seq !== undefined) settledElsewhere.set(seq, resolve);
+    });
+    return controller.onPermissionRequest(p, closed).finally(() => {
+      if (seq !== undefined) settledElsewhere.delete(seq);
+    });
+  });
 }
 
 /** The session view while no server runs: an empty conversation that says so. */

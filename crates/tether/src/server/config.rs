@@ -98,6 +98,10 @@ pub struct ServerConfig {
     /// How long an agent connection with no attached editor is kept alive, in seconds
     /// (R-PROC-2's idle TTL).
     pub connection_ttl_secs: u64,
+    /// How long an agent's permission question waits for an editor's answer, in seconds;
+    /// then the agent is answered `cancelled` (R-DAEMON-6). It is held meanwhile and asked
+    /// of every editor that attaches to the session.
+    pub permission_timeout_secs: u64,
     /// How long an agent may stay silent mid-turn before the watchdog reports it, in
     /// seconds; also how long an answer to `initialize`, `session/new`, `session/load` or
     /// `session/resume` is awaited before the attempt fails as a hang. Agents retry
@@ -131,6 +135,7 @@ impl Default for ServerConfig {
             resume: ResumeConfig::default(),
             rate_limit: RateLimitConfig::default(),
             connection_ttl_secs: 600,
+            permission_timeout_secs: 600,
             watchdog_secs: 180,
             silent_status_secs: 5,
             carry_over: CarryOverOptions::default(),
@@ -213,6 +218,12 @@ impl ServerConfig {
             && let Some(first) = errors.into_iter().next()
         {
             return Err(err(first.field, first.reason));
+        }
+        if self.permission_timeout_secs == 0 {
+            return Err(err(
+                "permissionTimeoutSecs".into(),
+                "must be at least 1".into(),
+            ));
         }
         if self.watchdog_secs == 0 {
             return Err(err("watchdogSecs".into(), "must be at least 1".into()));
@@ -348,6 +359,11 @@ mod tests {
             ),
             (json!({"handoff": {"offerAfterMs": 0}}), None),
             (
+                json!({"permissionTimeoutSecs": 0}),
+                Some("initializationOptions.permissionTimeoutSecs"),
+            ),
+            (json!({"permissionTimeoutSecs": 1}), None),
+            (
                 json!({"handoff": {"offerAfterMs": 604_800_001u64}}),
                 Some("initializationOptions.handoff.offerAfterMs"),
             ),
@@ -371,6 +387,7 @@ mod tests {
             "resume": {"maxAttempts": 3, "baseDelayMs": 1000, "maxDelayMs": 4000, "jitter": "none"},
             "rateLimit": {"baseDelayMs": 30000, "maxDelayMs": 300000, "maxRetries": 5, "jitter": "full"},
             "connectionTtlSecs": 600,
+            "permissionTimeoutSecs": 600,
             "carryOver": {"maxTokens": 16000},
             "handoff": {"offerAfterMs": 120000}
         })))

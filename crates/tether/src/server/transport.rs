@@ -83,6 +83,11 @@ impl Outbox {
         self.tx.send(frame_bytes(&body)).await.is_ok()
     }
 
+    /// Resolves when the output is gone (the editor closed the connection).
+    pub async fn closed(&self) {
+        self.tx.closed().await;
+    }
+
     /// Queues a whole frame (header and body, as [`frame`] writes them); waits while the
     /// outbox is full. Returns false when the output is gone.
     pub(crate) async fn send_frame(&self, bytes: Vec<u8>) -> bool {

@@ -37,6 +37,8 @@ export const ServerMethods = {
   update: 'session/update',
   telemetry: 'telemetry/event',
   requestPermission: 'session/requestPermission',
+  /** A permission question was settled, possibly by another editor (R-DAEMON-6). */
+  permissionResolved: 'session/permissionResolved',
 } as const;
 
 /** What the client declares under `capabilities.experimental.tether`: it renders these itself. */

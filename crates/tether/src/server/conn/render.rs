@@ -16,8 +16,8 @@ use tower_lsp_server::ls_types::{
 };
 
 use crate::protocol::{
-    BannerClearedParams, BannerKind, Choice, ExpiredParams, HandoffOffer, ProgressToken, Recovery,
-    TelemetryParams, TurnEndedParams, notify,
+    BannerClearedParams, BannerKind, Choice, ExpiredParams, HandoffOffer, PermissionResolvedParams,
+    ProgressToken, Recovery, TelemetryParams, TurnEndedParams, notify,
 };
 use crate::server::hub::events::{Delivery, Envelope, Event, LogLevel, Origin, Subscriber};
 use crate::server::transport::Outbox;
@@ -81,6 +81,9 @@ pub struct Renderer {
     requests: Mutex<HashMap<Origin, Option<ProgressToken>>>,
     /// Per session, the `seq` of the last event sent (daemon only: a replay never repeats).
     delivered: Mutex<HashMap<String, u64>>,
+    /// The questions put to this editor and not settled, as `(session, seq)`: a held
+    /// question delivered again on attach is not asked twice.
+    asked: Mutex<HashSet<(String, u64)>>,
 }
 
 /// The title of the "Try Again" action (R-RESUME-6).
@@ -115,6 +118,7 @@ impl Renderer {
             watching: Mutex::new(HashSet::new()),
             requests: Mutex::new(HashMap::new()),
             delivered: Mutex::new(HashMap::new()),
+            asked: Mutex::new(HashSet::new()),
         }
     }
 
@@ -188,7 +192,11 @@ impl Renderer {
         if !self.is_mine(envelope.session_id.as_deref(), envelope.origin) {
             return;
         }
+        // A question is not history: held ones are delivered again on attach, whatever
+        // `seq` this editor has reached (they are deduplicated by `asked` instead).
+        let question = matches!(envelope.event, Event::Permission { .. });
         if !self.watch_all
+            && !question
             && let Some(id) = &envelope.session_id
         {
             let mut delivered = lock(&self.delivered);
@@ -292,15 +300,49 @@ impl Renderer {
                 self.send(notify::TURN_ENDED, &params).await;
             }
             Event::Permission { params, answer } => {
-                let (client, params, answer) =
-                    (self.client.clone(), params.clone(), answer.clone());
+                let first_time = lock(&self.asked).insert((session.to_owned(), envelope.seq));
+                if !first_time || !answer.is_open() {
+                    return;
+                }
+                answer.asked();
+                let mut params = params.clone();
+                params["questionSeq"] = json!(envelope.seq);
+                let (client, outbox, answer) =
+                    (self.client.clone(), self.outbox.clone(), answer.clone());
                 tokio::spawn(async move {
-                    let result = client.send_request::<RequestPermission>(params).await;
-                    if let Err(err) = &result {
-                        tracing::warn!(error = %err.message, "the editor failed the permission request");
+                    let request = client.send_request::<RequestPermission>(params);
+                    tokio::select! {
+                        result = request => match result {
+                            Ok(result) => {
+                                answer.send(Some(result));
+                            }
+                            Err(err) => {
+                                tracing::warn!(error = %err.message, "the editor failed the permission request");
+                                answer.decline(None);
+                            }
+                        },
+                        // The editor went away first: the question stays for the others
+                        // and for the next editor that attaches (R-DAEMON-6).
+                        () = outbox.closed() => answer.unask(),
                     }
-                    answer.send(result.ok());
                 });
+            }
+            Event::PermissionResolved {
+                question_seq,
+                tool_call_id,
+                outcome,
+                reason,
+            } => {
+                lock(&self.asked).remove(&(session.to_owned(), *question_seq));
+                let params = PermissionResolvedParams {
+                    session_id: session.to_owned(),
+                    seq: envelope.seq,
+                    question_seq: *question_seq,
+                    tool_call_id: tool_call_id.clone(),
+                    outcome: outcome.clone(),
+                    reason: (*reason).to_owned(),
+                };
+                self.send(notify::PERMISSION_RESOLVED, &params).await;
             }
             Event::ChoiceNeeded { recovery, answer } => {
                 // A client that renders the dialog has it from `ResumeResult.recovery`.

@@ -99,6 +99,19 @@ pub enum Event {
         /// Where the answer goes.
         answer: Answer<bool>,
     },
+    /// A permission question was settled (R-DAEMON-6): the agent was answered `outcome`
+    /// (ACP's `{outcome: "selected", optionId}` or `{outcome: "cancelled"}`) for `reason`
+    /// (`answered`, `timedOut`, `declined`, `withdrawn`).
+    PermissionResolved {
+        /// The `seq` of the [`Event::Permission`] this settles.
+        question_seq: u64,
+        /// The tool call it was about, when it named one.
+        tool_call_id: Option<String>,
+        /// What the agent was answered.
+        outcome: Value,
+        /// Why.
+        reason: &'static str,
+    },
     /// A telemetry event (names and properties: docs/protocol.md, "telemetry/event").
     Telemetry {
         /// The event's name, e.g. `session.resume.success`.
@@ -159,9 +172,18 @@ pub struct Envelope {
 }
 
 /// The answer slot of an event that asks something: shared by every subscriber that gets
-/// the event; the first [`Answer::send`] wins.
+/// the event; the first [`Answer::send`] wins. A subscriber that asked its editor
+/// ([`Answer::asked`]) and got no usable answer says so ([`Answer::decline`]); when every
+/// subscriber that asked has declined, the slot answers the fallback they gave.
 #[derive(Debug)]
-pub struct Answer<T>(Arc<Mutex<Option<oneshot::Sender<T>>>>);
+pub struct Answer<T>(Arc<Mutex<AnswerState<T>>>);
+
+#[derive(Debug)]
+struct AnswerState<T> {
+    sender: Option<oneshot::Sender<T>>,
+    asked: u32,
+    declined: u32,
+}
 
 impl<T> Clone for Answer<T> {
     fn clone(&self) -> Self {
@@ -175,17 +197,59 @@ impl<T> Answer<T> {
     #[must_use]
     pub fn new() -> (Self, oneshot::Receiver<T>) {
         let (tx, rx) = oneshot::channel();
-        (Self(Arc::new(Mutex::new(Some(tx)))), rx)
+        let state = AnswerState {
+            sender: Some(tx),
+            asked: 0,
+            declined: 0,
+        };
+        (Self(Arc::new(Mutex::new(state))), rx)
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, AnswerState<T>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Answers; false when another subscriber answered first or the asker is gone.
     pub fn send(&self, value: T) -> bool {
-        let sender = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
+        let sender = self.state().sender.take();
         sender.is_some_and(|tx| tx.send(value).is_ok())
+    }
+
+    /// Whether nobody has answered yet.
+    #[must_use]
+    pub fn is_open(&self) -> bool {
+        self.state().sender.is_some()
+    }
+
+    /// Records that a subscriber put the question to its editor.
+    pub fn asked(&self) {
+        self.state().asked += 1;
+    }
+
+    /// Takes back an [`Self::asked`]: the subscriber's editor went away before it answered
+    /// (it neither answers nor declines for the others).
+    pub fn unask(&self) {
+        let mut state = self.state();
+        state.asked = state.asked.saturating_sub(1);
+    }
+
+    /// Records that a subscriber that [asked](Self::asked) got no usable answer; when
+    /// every one that asked has declined, answers `fallback`.
+    pub fn decline(&self, fallback: T) {
+        let sender = {
+            let mut state = self.state();
+            state.declined += 1;
+            if state.declined >= state.asked {
+                state.sender.take()
+            } else {
+                None
+            }
+        };
+        if let Some(tx) = sender {
+            let _ = tx.send(fallback);
+        }
     }
 }
 
@@ -216,6 +280,9 @@ pub const EVENT_LOG_CAP: usize = 10_000;
 struct Slot {
     last: u64,
     log: std::collections::VecDeque<Envelope>,
+    /// Questions published and not settled yet ([`Bus::ask`]): delivered again to every
+    /// subscriber that attaches (R-DAEMON-6).
+    open: Vec<Envelope>,
 }
 
 type SlotRef = Arc<tokio::sync::Mutex<Slot>>;
@@ -230,6 +297,8 @@ pub struct Bus {
     /// an in-process server (whose one editor never reattaches).
     log_cap: usize,
     next_id: AtomicU64,
+    /// How long a held question waits for an answer (`permissionTimeoutSecs`).
+    question_timeout: std::time::Duration,
 }
 
 impl std::fmt::Debug for Bus {
@@ -248,6 +317,7 @@ impl Default for Bus {
             hub_wide: Arc::default(),
             log_cap: EVENT_LOG_CAP,
             next_id: AtomicU64::new(1),
+            question_timeout: std::time::Duration::from_secs(600),
         }
     }
 }
@@ -261,6 +331,21 @@ impl Bus {
             log_cap: 0,
             ..Self::default()
         }
+    }
+
+    /// The same bus with questions held for `timeout` (`permissionTimeoutSecs`).
+    #[must_use]
+    pub fn with_question_timeout(self, timeout: std::time::Duration) -> Self {
+        Self {
+            question_timeout: timeout,
+            ..self
+        }
+    }
+
+    /// How long a held question waits for an answer.
+    #[must_use]
+    pub fn question_timeout(&self) -> std::time::Duration {
+        self.question_timeout
     }
 
     /// Adds a subscriber; it gets every event published from now on.
@@ -299,8 +384,26 @@ impl Bus {
         origin: Option<Origin>,
         event: Event,
     ) -> u64 {
-        self.publish_numbered(session_id, origin, event, |_| {})
+        self.publish_inner(session_id, origin, event, |_| {}, false)
             .await
+    }
+
+    /// Publishes a question about `session_id` (an [`Event::Permission`]) and holds it:
+    /// until [`Self::settle`], every subscriber that attaches to the session
+    /// ([`Self::attach`]) gets it too. Returns its `seq`.
+    pub async fn ask(&self, session_id: &str, event: Event) -> u64 {
+        self.publish_inner(Some(session_id), None, event, |_| {}, true)
+            .await
+    }
+
+    /// Stops holding the question `question_seq` of `session_id`, then publishes
+    /// `resolution` (an [`Event::PermissionResolved`]) to every subscriber.
+    pub async fn settle(&self, session_id: &str, question_seq: u64, resolution: Event) {
+        {
+            let slot = self.slot(Some(session_id));
+            slot.lock().await.open.retain(|e| e.seq != question_seq);
+        }
+        self.publish(Some(session_id), None, resolution).await;
     }
 
     /// [`Self::publish`], calling `numbered` with the event's `seq` before any subscriber
@@ -312,6 +415,18 @@ impl Bus {
         origin: Option<Origin>,
         event: Event,
         numbered: impl FnOnce(u64),
+    ) -> u64 {
+        self.publish_inner(session_id, origin, event, numbered, false)
+            .await
+    }
+
+    async fn publish_inner(
+        &self,
+        session_id: Option<&str>,
+        origin: Option<Origin>,
+        event: Event,
+        numbered: impl FnOnce(u64),
+        hold: bool,
     ) -> u64 {
         let slot = self.slot(session_id);
         let mut slot = slot.lock().await;
@@ -328,6 +443,9 @@ impl Bus {
             subscriber.deliver(&envelope).await;
         }
         let seq = envelope.seq;
+        if hold {
+            slot.open.push(envelope.clone());
+        }
         if self.log_cap > 0 && session_id.is_some() && replayable(&envelope.event) {
             if slot.log.len() == self.log_cap {
                 slot.log.pop_front();
@@ -356,7 +474,8 @@ impl Bus {
     /// Attaches `subscriber` to `session_id` without a gap or a duplicate: with the
     /// session's slot held (nothing is published meanwhile), `watch` runs (the subscriber
     /// starts taking the session's live events), then every kept event with a `seq` above
-    /// `after` is delivered to `subscriber` alone, in order. Returns the session's last
+    /// `after` is delivered to `subscriber` alone, in order, then every question still held
+    /// for the session (R-DAEMON-6: asked again of the editor that attaches). Returns the session's last
     /// `seq` and whether the log still held every event after `after` (false when older
     /// ones were dropped: the editor should reload the transcript).
     pub async fn attach(
@@ -375,6 +494,9 @@ impl Bus {
             .is_none_or(|first| first.seq <= after.saturating_add(1));
         for envelope in slot.log.iter().filter(|e| e.seq > after) {
             subscriber.deliver(envelope).await;
+        }
+        for question in &slot.open {
+            subscriber.deliver(question).await;
         }
         (slot.last, complete)
     }
@@ -422,6 +544,75 @@ mod tests {
             level: LogLevel::Info,
             message: message.into(),
         }
+    }
+
+    fn question() -> (Event, oneshot::Receiver<Option<Value>>) {
+        let (answer, reply) = Answer::new();
+        let params = serde_json::json!({"toolCall": {"toolCallId": "t"}});
+        (Event::Permission { params, answer }, reply)
+    }
+
+    /// R-DAEMON-6: a question asked with nobody attached is held and delivered to every
+    /// subscriber that attaches, after the replay, until it is settled.
+    #[tokio::test]
+    async fn held_questions_reach_each_attaching_subscriber_until_settled() {
+        for log_cap in [EVENT_LOG_CAP, 0] {
+            let bus = Bus {
+                log_cap,
+                ..Bus::default()
+            };
+            bus.publish(Some("s"), None, log("before")).await;
+            let (event, _reply) = question();
+            let asked = bus.ask("s", event).await;
+            assert_eq!(asked, 2);
+            bus.publish(Some("s"), None, log("after")).await;
+
+            let (tx, mut rx) = mpsc::unbounded_channel();
+            let first = Recorder(tx);
+            bus.attach("s", 3, &first, || {}).await;
+            assert_eq!(
+                rx.try_recv().ok(),
+                Some((Some("s".into()), 2)),
+                "the held question"
+            );
+            assert!(rx.try_recv().is_err());
+
+            let resolution = Event::PermissionResolved {
+                question_seq: asked,
+                tool_call_id: Some("t".into()),
+                outcome: serde_json::json!({"outcome": "cancelled"}),
+                reason: "timedOut",
+            };
+            bus.settle("s", asked, resolution).await;
+            let (tx, mut rx) = mpsc::unbounded_channel();
+            bus.attach("s", 4, &Recorder(tx), || {}).await;
+            assert!(rx.try_recv().is_err(), "settled: no longer held");
+        }
+    }
+
+    /// The first answer wins; a subscriber that declines does not answer for the others
+    /// unless every one that asked declined; one whose editor went away takes its ask back.
+    #[test]
+    fn answers_asks_and_declines() {
+        let (answer, mut reply) = Answer::<Option<u8>>::new();
+        answer.asked();
+        answer.asked();
+        answer.decline(None);
+        assert!(answer.is_open(), "one of two declined");
+        assert!(answer.send(Some(7)));
+        assert_eq!(reply.try_recv().ok(), Some(Some(7)));
+        assert!(!answer.send(Some(8)), "the first answer won");
+
+        let (answer, mut reply) = Answer::<Option<u8>>::new();
+        answer.asked();
+        answer.asked();
+        answer.unask();
+        answer.decline(None);
+        assert_eq!(
+            reply.try_recv().ok(),
+            Some(None),
+            "every editor asked declined"
+        );
     }
 
     #[tokio::test]

@@ -262,7 +262,7 @@ async fn pump(
     }
 }
 
-async fn handle(id: &str, event: SessionEvent, bus: &Bus, turn: &Mutex<TurnText>) {
+async fn handle(id: &str, event: SessionEvent, bus: &Arc<Bus>, turn: &Mutex<TurnText>) {
     lock(turn).events += 1;
     match event {
         SessionEvent::Update { update } => {
@@ -286,29 +286,46 @@ async fn handle(id: &str, event: SessionEvent, bus: &Bus, turn: &Mutex<TurnText>
             lock(turn).repairs.push(explanation);
             publish_update(bus, id, update).await;
         }
-        SessionEvent::Permission(request) => {
+        SessionEvent::Permission(mut request) => {
             let mut params = request.params.clone();
             params["sessionId"] = json!(id);
-            // Asked of every editor watching the session; the first answer wins. The pump
-            // goes on meanwhile: the answer is awaited in a task of its own.
+            let tool_call_id = params["toolCall"]["toolCallId"].as_str().map(str::to_owned);
+            // R-DAEMON-6: asked of every editor watching the session and held for those that
+            // attach later; the first answer wins. The pump goes on meanwhile: the answer
+            // is awaited in a task of its own, at most `permissionTimeoutSecs`.
             let (answer, reply) = Answer::new();
-            bus.publish(Some(id), None, Event::Permission { params, answer })
-                .await;
+            let question_seq = bus.ask(id, Event::Permission { params, answer }).await;
+            let (bus, id) = (bus.clone(), id.to_owned());
             tokio::spawn(async move {
-                let decision = match reply.await {
-                    Ok(Some(answer)) => decision_of(&answer, &request.option_ids()),
-                    Ok(None) => {
-                        tracing::warn!("permission request failed; answering cancelled");
-                        PermissionDecision::Cancelled
+                let timeout = bus.question_timeout();
+                let (decision, reason) = tokio::select! {
+                    got = reply => match got {
+                        Ok(Some(answer)) => (decision_of(&answer, &request.option_ids()), "answered"),
+                        Ok(None) | Err(_) => {
+                            tracing::warn!(session = id, "every editor asked failed the permission request; answering cancelled");
+                            (PermissionDecision::Cancelled, "declined")
+                        }
+                    },
+                    () = tokio::time::sleep(timeout) => {
+                        tracing::warn!(session = id, timeout_s = timeout.as_secs(), "no editor answered the permission question in time; answering cancelled");
+                        (PermissionDecision::Cancelled, "timedOut")
                     }
-                    Err(_) => {
-                        tracing::warn!(
-                            "no editor took the permission request; answering cancelled"
-                        );
-                        PermissionDecision::Cancelled
+                    () = request.withdrawn() => (PermissionDecision::Cancelled, "withdrawn"),
+                };
+                let outcome = match &decision {
+                    PermissionDecision::Selected(option) => {
+                        json!({"outcome": "selected", "optionId": option})
                     }
+                    PermissionDecision::Cancelled => json!({"outcome": "cancelled"}),
                 };
                 request.reply(decision);
+                let resolution = Event::PermissionResolved {
+                    question_seq,
+                    tool_call_id,
+                    outcome,
+                    reason,
+                };
+                bus.settle(&id, question_seq, resolution).await;
             });
         }
         SessionEvent::Hang(observation) => {

@@ -221,15 +221,19 @@ impl Hub {
             .clone()
             .or_else(|| store.as_ref().map(|s| s.root().join("children.json")));
         let seed = now_ms() ^ u64::from(std::process::id());
+        let question_timeout = std::time::Duration::from_secs(config.permission_timeout_secs);
         Ok(Arc::new_cyclic(|me| Self {
             me: me.clone(),
             config,
             // Only the daemon's editors reattach and need the events kept for replay.
-            bus: Arc::new(if options.hubs.is_some() {
-                Bus::default()
-            } else {
-                Bus::without_log()
-            }),
+            bus: Arc::new(
+                if options.hubs.is_some() {
+                    Bus::default()
+                } else {
+                    Bus::without_log()
+                }
+                .with_question_timeout(question_timeout),
+            ),
             store,
             registry_path,
             registry: tokio::sync::OnceCell::new(),
