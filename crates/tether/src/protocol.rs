@@ -539,6 +539,16 @@ pub struct SessionSummary {
     pub updated_utc: String,
     /// Chat turns cached.
     pub turn_count: u64,
+    /// Whether the session is live in this server (its agent runs; in the daemon, whether
+    /// or not an editor is attached).
+    #[serde(default)]
+    pub live: bool,
+    /// Whether a prompt turn runs (a rate-limit wait included).
+    #[serde(default)]
+    pub turn_running: bool,
+    /// How many editors are attached to it (0 when it is not live).
+    #[serde(default)]
+    pub clients: u32,
 }
 
 /// `session/list` result.

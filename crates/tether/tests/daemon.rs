@@ -473,6 +473,28 @@ async fn two_editors_one_turn_at_a_time_and_cancel_from_either() {
         }
         other => panic!("expected an error answer, got {other:?}"),
     }
+    let listed = |editor: &Editor| {
+        let (editor, ws, sid) = (editor.client().clone(), setup.world.ws(), sid.clone());
+        async move {
+            let list = editor
+                .request("session/list", json!({"workspace": ws}))
+                .await
+                .unwrap();
+            list["sessions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|s| s["sessionId"] == sid.as_str())
+                .cloned()
+                .unwrap_or_else(|| panic!("listed: {list}"))
+        }
+    };
+    let entry = listed(&b).await;
+    assert_eq!(
+        (&entry["live"], &entry["turnRunning"], &entry["clients"]),
+        (&json!(true), &json!(true), &json!(2)),
+        "{entry}"
+    );
     b.notify("session/cancel", json!({"sessionId": sid}))
         .await
         .unwrap();
@@ -495,6 +517,14 @@ async fn two_editors_one_turn_at_a_time_and_cancel_from_either() {
         assert_eq!(ended.params()["stopReason"], "cancelled");
     }
     a.shutdown(STEP).await.unwrap();
+    let entry = listed(&b).await;
+    assert_eq!(
+        (&entry["live"], &entry["turnRunning"], &entry["clients"]),
+        (&json!(true), &json!(false), &json!(1)),
+        "the turn ended and A detached: {entry}"
+    );
+    let status = setup.status();
+    assert_eq!(status["sessions"][0]["clients"], 1, "{status}");
     b.shutdown(STEP).await.unwrap();
     assert_eq!(setup.daemon(&["stop"]).0, 0);
 }

@@ -159,15 +159,16 @@ fn print_status(status: &Status) {
         return;
     }
     println!(
-        "{:<38} {:<12} {:<5} {:>8}  WORKSPACE",
-        "SESSION", "AGENT", "TURN", "PGID"
+        "{:<38} {:<12} {:<5} {:>7} {:>8}  WORKSPACE",
+        "SESSION", "AGENT", "TURN", "EDITORS", "PGID"
     );
     for s in &status.sessions {
         println!(
-            "{:<38} {:<12} {:<5} {:>8}  {}",
+            "{:<38} {:<12} {:<5} {:>7} {:>8}  {}",
             s.session_id,
             s.agent,
             if s.turn_running { "yes" } else { "-" },
+            s.clients,
             s.agent_pgid
                 .map_or_else(|| "-".to_owned(), |p| p.to_string()),
             s.workspace.display()

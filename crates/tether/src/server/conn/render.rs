@@ -394,6 +394,10 @@ impl Renderer {
 }
 
 impl Subscriber for Renderer {
+    fn watches(&self, session_id: &str) -> bool {
+        self.watch_all || lock(&self.watching).contains(session_id)
+    }
+
     fn deliver<'a>(&'a self, envelope: &'a Envelope) -> Delivery<'a> {
         Box::pin(self.render(envelope))
     }

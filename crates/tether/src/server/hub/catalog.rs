@@ -31,16 +31,40 @@ impl Hub {
         Ok(ListResult {
             sessions: listed
                 .into_iter()
-                .map(|s| SessionSummary {
-                    session_id: s.session_id,
-                    agent: s.agent.unwrap_or_default(),
-                    title: s.title,
-                    first_prompt: s.first_prompt,
-                    updated_utc: s.updated_utc,
-                    turn_count: s.turn_count,
+                .map(|s| {
+                    let (live, turn_running) = self.liveness(&s.session_id);
+                    let clients = if live {
+                        self.bus.watchers(&s.session_id)
+                    } else {
+                        0
+                    };
+                    SessionSummary {
+                        session_id: s.session_id,
+                        agent: s.agent.unwrap_or_default(),
+                        title: s.title,
+                        first_prompt: s.first_prompt,
+                        updated_utc: s.updated_utc,
+                        turn_count: s.turn_count,
+                        live,
+                        turn_running,
+                        clients,
+                    }
                 })
                 .collect(),
         })
+    }
+
+    /// Whether session `id` is live here, and whether a prompt turn of it runs.
+    fn liveness(&self, id: &str) -> (bool, bool) {
+        if let Some(live) = self.live(id)
+            && live.exited().is_none()
+        {
+            return (true, live.turn_lock.try_lock().is_err());
+        }
+        match self.print_session(id) {
+            Some(print) => (true, print.turn_lock.try_lock().is_err()),
+            None => (false, false),
+        }
     }
 
     /// `session/clear`.

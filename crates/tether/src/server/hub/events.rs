@@ -262,6 +262,12 @@ pub trait Subscriber: Send + Sync {
     /// (it may wait for room in a bounded queue), never wait for an editor's answer: an
     /// [`Answer`] is cloned into a task of the subscriber's own.
     fn deliver<'a>(&'a self, envelope: &'a Envelope) -> Delivery<'a>;
+
+    /// Whether it is attached to session `session_id` (renders its events): what
+    /// `session/list` counts as the session's clients. Default: no.
+    fn watches(&self, _session_id: &str) -> bool {
+        false
+    }
 }
 
 /// A subscription's handle, for [`Bus::unsubscribe`].
@@ -369,6 +375,17 @@ impl Bus {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let list: Vec<_> = subs.iter().filter(|(s, _)| *s != id).cloned().collect();
         *subs = list.into();
+    }
+
+    /// How many subscribers are attached to `session_id` ([`Subscriber::watches`]).
+    #[must_use]
+    pub fn watchers(&self, session_id: &str) -> u32 {
+        let n = self
+            .read()
+            .iter()
+            .filter(|(_, s)| s.watches(session_id))
+            .count();
+        u32::try_from(n).unwrap_or(u32::MAX)
     }
 
     /// A fresh [`Origin`] for a request about to run.

@@ -92,6 +92,9 @@ pub struct LiveSummary {
     pub workspace: PathBuf,
     /// Whether a prompt turn is running.
     pub turn_running: bool,
+    /// How many editors are attached to it.
+    #[serde(default)]
+    pub clients: u32,
     /// The agent's process group (ACP sessions whose agent runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_pgid: Option<i32>,
@@ -283,13 +286,15 @@ impl Hub {
                     agent: live.agent.clone(),
                     workspace: live.workspace.clone(),
                     turn_running: live.turn_lock.try_lock().is_err(),
+                    clients: self.bus.watchers(id),
                     agent_pgid: live.conn().map(|c| c.pgid()),
                 },
                 Session::Print(print) => LiveSummary {
                     session_id: id.clone(),
                     agent: print.agent.clone(),
                     workspace: print.workspace.clone(),
-                    turn_running: false,
+                    turn_running: print.turn_lock.try_lock().is_err(),
+                    clients: self.bus.watchers(id),
                     agent_pgid: None,
                 },
             })
