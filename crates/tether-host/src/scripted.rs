@@ -121,6 +121,16 @@ pub enum FaultAction {
         /// Delay in milliseconds.
         ms: u64,
     },
+    /// Prompt: stream `count` numbered `agent_message_chunk`s (`"1\n"`, `"2\n"`, …) at
+    /// `perSecond`, before the reply (not persisted); a `session/cancel` stops it and ends
+    /// the turn `cancelled`. For tests of delivery while editors come and go.
+    Stream {
+        /// How many updates.
+        count: u64,
+        /// Updates per second (sent in batches every 10 ms).
+        #[serde(rename = "perSecond")]
+        per_second: u64,
+    },
     /// Prompt: send `count` one-character `agent_message_chunk`s before the reply (not
     /// persisted).
     Flood {
@@ -539,6 +549,26 @@ async fn run_prompt(
     match action {
         Some(FaultAction::Hang { ms }) => hang_for(ms).await,
         Some(FaultAction::Delay { ms }) => delay = ms,
+        Some(FaultAction::Stream { count, per_second }) => {
+            // Batches every 10 ms; the batch's share of `per_second`, at least one.
+            let per_tick = per_second.div_ceil(100).max(1);
+            let start = tokio::time::Instant::now();
+            let mut sent = 0;
+            while sent < count {
+                for _ in 0..per_tick.min(count - sent) {
+                    sent += 1;
+                    notify(SessionUpdate::AgentMessageChunk(text_chunk(&format!(
+                        "{sent}\n"
+                    ))))?;
+                }
+                if state.is_cancelled(session) {
+                    let _ = state.take_cancelled(session);
+                    return Ok(StopReason::Cancelled);
+                }
+                let due = start + Duration::from_millis(sent * 1000 / per_second.max(1));
+                tokio::time::sleep_until(due).await;
+            }
+        }
         Some(FaultAction::Flood { count }) => {
             for _ in 0..count {
                 notify(SessionUpdate::AgentMessageChunk(text_chunk(".")))?;

@@ -624,3 +624,128 @@ async fn a_permission_question_waits_for_the_next_editor_and_the_first_answer_wi
     decider.shutdown(STEP).await.unwrap();
     assert_eq!(setup.daemon(&["stop"]).0, 0);
 }
+
+/// `(seq, n)` of the numbered chunks (`"17\n"`, from the scripted `stream` action) an
+/// editor received for `sid`, in arrival order.
+fn numbered(editor: &Editor, sid: &str) -> Vec<(u64, u64)> {
+    editor
+        .received()
+        .iter()
+        .filter(|r| r.method() == "session/update" && r.params()["sessionId"] == sid)
+        .filter(|r| r.params()["update"]["sessionUpdate"] == "agent_message_chunk")
+        .filter_map(|r| {
+            let text = r.params()["update"]["content"]["text"].as_str()?;
+            let n = text.strip_suffix('\n')?.parse().ok()?;
+            Some((r.params()["seq"].as_u64().expect("a seq"), n))
+        })
+        .collect()
+}
+
+/// One hundred editors in turn attach mid-turn and are killed (SIGKILL of their forwarder)
+/// while the agent streams 1,000 updates a second; each resumes after the last `seq` its
+/// predecessor recorded. Together they receive every update exactly once and in order, as
+/// does an editor attached throughout; the agent process is the same from start to end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_detach_reattach_cycles_mid_turn_lose_and_repeat_nothing() {
+    const CYCLES: usize = 100;
+    let setup = Setup::new();
+    setup
+        .world
+        .script(json!([{"method": "session/prompt", "calls": [1],
+        "action": {"kind": "stream", "count": 600_000, "perSecond": 1000}}]));
+    let observer = setup.editor().await;
+    let sid = new_session(&setup, &observer).await;
+    let pgid = setup.status()["sessions"][0]["agentPgid"].as_i64().unwrap();
+    let numbered_after = |after: u64| {
+        move |p: &Value| {
+            p["update"]["sessionUpdate"] == "agent_message_chunk"
+                && p["seq"].as_u64().is_some_and(|s| s > after)
+                && p["update"]["content"]["text"]
+                    .as_str()
+                    .is_some_and(|t| t.ends_with('\n'))
+        }
+    };
+
+    // The first editor sends the prompt; the turn goes on after it dies.
+    let mut editor = setup.editor().await;
+    let client = editor.client().clone();
+    let prompt_sid = sid.clone();
+    let _orphaned = tokio::spawn(async move {
+        client
+            .request(
+                "session/prompt",
+                json!({"sessionId": prompt_sid, "prompt": [{"type": "text", "text": "count"}]}),
+            )
+            .await
+    });
+    let mut collected: Vec<(u64, u64)> = Vec::new();
+    let mut after = 0;
+    for cycle in 0..=CYCLES {
+        if cycle > 0 {
+            let r = editor
+                .request(
+                    "session/resume",
+                    json!({"workspace": setup.world.ws(), "sessionId": sid, "afterSeq": after}),
+                )
+                .await
+                .unwrap();
+            assert_eq!(r["outcome"], "resumed", "cycle {cycle}: {r}");
+        }
+        if cycle == CYCLES {
+            break;
+        }
+        editor
+            .wait_for(0, "session/update", numbered_after(after), STEP)
+            .await
+            .unwrap_or_else(|| panic!("cycle {cycle}: no new update after seq {after}"));
+        // What the editor has when it dies; anything still in flight to it is replayed to
+        // the next one.
+        collected.extend(numbered(&editor, &sid));
+        after = collected.last().map_or(after, |(seq, _)| *seq);
+        editor.signal(libc::SIGKILL, STEP).await.unwrap();
+        editor = setup.editor().await;
+    }
+    // The last editor stops the turn and sees it end.
+    editor
+        .notify("session/cancel", json!({"sessionId": sid}))
+        .await
+        .unwrap();
+    for watcher in [&editor, &observer] {
+        let ended = watcher
+            .wait_for(
+                0,
+                "session/turnEnded",
+                |p| p["sessionId"] == sid.as_str(),
+                STEP,
+            )
+            .await
+            .expect("the turn's end");
+        assert_eq!(ended.params()["stopReason"], "cancelled");
+    }
+    collected.extend(numbered(&editor, &sid));
+
+    let last = collected.last().expect("updates").1;
+    eprintln!("{CYCLES} editors in turn received updates 1..={last}");
+    let numbers: Vec<u64> = collected.iter().map(|(_, n)| *n).collect();
+    assert_eq!(
+        numbers,
+        (1..=last).collect::<Vec<_>>(),
+        "the editors in turn got every update once, in order"
+    );
+    assert!(
+        collected.windows(2).all(|w| w[0].0 < w[1].0),
+        "seqs increase"
+    );
+    let seen: Vec<u64> = numbered(&observer, &sid).iter().map(|(_, n)| *n).collect();
+    assert_eq!(seen, numbers, "the editor attached throughout got the same");
+    assert!(last < 600_000, "the cancel stopped the stream");
+    let status = setup.status();
+    assert_eq!(
+        status["sessions"][0]["agentPgid"].as_i64(),
+        Some(pgid),
+        "the same agent throughout: {status}"
+    );
+    observer.shutdown(STEP).await.unwrap();
+    editor.shutdown(STEP).await.unwrap();
+    assert_eq!(setup.daemon(&["stop"]).0, 0);
+}
