@@ -92,11 +92,15 @@ pub struct AcpOptions {
     /// `hang` and `silentMs`, which the classifier reads as a retryable timeout. A prompt is
     /// not bounded: a turn may rightly run for long; silence in it is the watchdog's.
     pub request_timeout: Duration,
+    /// The environment the agent starts from instead of the server's own
+    /// ([`crate::process::BaseEnv`]).
+    pub base_env: Option<crate::process::BaseEnv>,
 }
 
 impl Default for AcpOptions {
     fn default() -> Self {
         Self {
+            base_env: None,
             registry: None,
             hang_after: DEFAULT_HANG_AFTER,
             event_capacity: DEFAULT_EVENT_CAPACITY,
@@ -497,7 +501,9 @@ impl AcpConnection {
         // Off the async threads: the fork and, above all, the child registry's durable
         // write (temp file, fsync, rename, directory fsync: milliseconds) would stall every
         // other task of a single-threaded runtime, such as `tether serve`'s.
-        let (spec, registry) = (config.spawn_spec(), options.registry.clone());
+        let mut spec = config.spawn_spec();
+        spec.base_env.clone_from(&options.base_env);
+        let registry = options.registry.clone();
         let (process, io) =
             tokio::task::spawn_blocking(move || AgentProcess::spawn(&spec, registry))
                 .await

@@ -76,11 +76,15 @@ pub struct PrintOptions {
     pub registry: Option<Arc<ChildRegistry>>,
     /// Kill the run after this long ([`DEFAULT_RUN_TIMEOUT`]).
     pub timeout: Duration,
+    /// The environment the run starts from instead of the server's own
+    /// ([`crate::process::BaseEnv`]).
+    pub base_env: Option<crate::process::BaseEnv>,
 }
 
 impl Default for PrintOptions {
     fn default() -> Self {
         Self {
+            base_env: None,
             registry: None,
             timeout: DEFAULT_RUN_TIMEOUT,
         }
@@ -128,6 +132,7 @@ pub async fn run_claude_print(
     options: &PrintOptions,
 ) -> Result<PrintResult, PrintError> {
     let mut spec = config.spawn_spec();
+    spec.base_env.clone_from(&options.base_env);
     spec.args.extend(["-p".into(), prompt.to_owned()]);
     spec.args.extend(["--output-format".into(), "json".into()]);
     if let Some(id) = resume {

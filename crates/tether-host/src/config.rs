@@ -46,6 +46,7 @@ impl AgentConfig {
         crate::process::SpawnSpec {
             program: self.command.clone(),
             args: self.args.clone(),
+            base_env: None,
             env: self.env.clone(),
             cwd: self.cwd.clone(),
             stderr_tail_bytes: 0,

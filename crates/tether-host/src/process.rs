@@ -176,14 +176,30 @@ impl StderrTail {
     }
 }
 
+/// An environment an agent starts from instead of the server's own: a daemon's agent
+/// started for an editor gets that editor's environment (its `PATH`, its credentials
+/// variables), as the editor's own agent would (R-DAEMON-7). Its `Debug` shows how many
+/// variables it holds, never their values.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct BaseEnv(pub std::sync::Arc<BTreeMap<String, String>>);
+
+impl std::fmt::Debug for BaseEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "BaseEnv({} variables)", self.0.len())
+    }
+}
+
 /// What to start: a program, its arguments, extra environment and working directory.
 #[derive(Debug, Clone, Default)]
 pub struct SpawnSpec {
-    /// The program (looked up in `PATH` when it has no `/`).
+    /// The program (looked up in `PATH` when it has no `/`; the `PATH` of `base_env` when
+    /// it is given).
     pub program: String,
     /// Its arguments.
     pub args: Vec<String>,
-    /// Environment variables added to (or overriding) the server's own.
+    /// The environment it starts from; the server's own when `None`.
+    pub base_env: Option<BaseEnv>,
+    /// Environment variables added to (or overriding) the base environment.
     pub env: BTreeMap<String, String>,
     /// The working directory; the server's own when `None`.
     pub cwd: Option<PathBuf>,
@@ -397,6 +413,9 @@ impl AgentProcess {
     ) -> Result<(Self, ProcessIo), SpawnError> {
         let marker = new_marker();
         let mut cmd = std::process::Command::new(&spec.program);
+        if let Some(base) = &spec.base_env {
+            cmd.env_clear().envs(base.0.iter());
+        }
         cmd.args(&spec.args)
             .envs(&spec.env)
             .env(procfs::AGENT_MARKER_VAR, &marker)
@@ -684,6 +703,42 @@ async fn collect_stderr(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// R-DAEMON-7: with a base environment the agent sees it (plus the configured extras)
+    /// and nothing of the server's own; its `Debug` hides the values.
+    #[tokio::test]
+    async fn a_base_environment_replaces_the_servers_own() {
+        use tokio::io::AsyncReadExt;
+        let mut base = BTreeMap::new();
+        base.insert("PATH".to_owned(), std::env::var("PATH").unwrap_or_default());
+        base.insert("TETHER_T_CLIENT".to_owned(), "from-the-editor".to_owned());
+        let base = BaseEnv(std::sync::Arc::new(base));
+        assert_eq!(format!("{base:?}"), "BaseEnv(2 variables)");
+        let spec = SpawnSpec {
+            program: "sh".into(),
+            args: vec![
+                "-c".into(),
+                "printf '%s|%s|%s' \"$TETHER_T_CLIENT\" \"$TETHER_T_EXTRA\" \"${HOME-unset}\""
+                    .into(),
+            ],
+            base_env: Some(base),
+            env: BTreeMap::from([("TETHER_T_EXTRA".to_owned(), "configured".to_owned())]),
+            ..SpawnSpec::default()
+        };
+        assert!(
+            std::env::var_os("HOME").is_some(),
+            "the test needs HOME set"
+        );
+        let (process, mut io) = AgentProcess::spawn(&spec, None).expect("spawn sh");
+        let mut out = String::new();
+        io.stdout.read_to_string(&mut out).await.unwrap();
+        process
+            .watch()
+            .wait_exit(Duration::from_secs(10))
+            .await
+            .expect("exits");
+        assert_eq!(out, "from-the-editor|configured|unset");
+    }
 
     #[test]
     fn stderr_tail_keeps_only_the_most_recent_bytes() {

@@ -18,6 +18,7 @@ fn escaping_agent() -> SpawnSpec {
     SpawnSpec {
         program: "sh".into(),
         args: vec!["-c".into(), "setsid sleep 300 & exec sleep 300".into()],
+        base_env: None,
         env: Default::default(),
         cwd: None,
         stderr_tail_bytes: 0,

@@ -1109,6 +1109,7 @@ async fn claude_cli() {
     let print = PrintOptions {
         registry: Some(run.registry.clone()),
         timeout: TURN,
+        base_env: None,
     };
     let config = run.config.clone();
     let job = |prompt, session_id| one_shot_job(&config, &print, prompt, session_id);

@@ -44,6 +44,17 @@ impl Setup {
 
     /// [`Self::editor`] that answers the server's requests with `answers`.
     async fn editor_answering(&self, answers: Answers) -> Editor {
+        self.editor_with(answers, &[]).await
+    }
+
+    /// [`Self::editor_answering`] whose forwarder has `extra` in its environment.
+    async fn editor_with(&self, answers: Answers, extra: &[(&str, &str)]) -> Editor {
+        let mut env = self.env();
+        env.extend(
+            extra
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+        );
         let editor = Editor::connect(
             ServerProcess::Binary {
                 program: tether_bin(),
@@ -59,7 +70,7 @@ impl Setup {
                         .display()
                         .to_string(),
                 ],
-                env: self.env(),
+                env,
                 quiet: false,
             },
             answers,
@@ -747,5 +758,41 @@ async fn a_hundred_detach_reattach_cycles_mid_turn_lose_and_repeat_nothing() {
     );
     observer.shutdown(STEP).await.unwrap();
     editor.shutdown(STEP).await.unwrap();
+    assert_eq!(setup.daemon(&["stop"]).0, 0);
+}
+
+/// R-DAEMON-7: an agent the daemon starts for an editor gets that editor's environment (as
+/// its forwarder sent it), not the daemon's, which the first editor's forwarder started.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agents_get_the_environment_of_the_editor_they_are_started_for() {
+    let setup = Setup::new();
+    let first = setup.editor().await;
+    let second = setup
+        .editor_with(Answers::default(), &[("TETHER_T_EDITOR", "the-second-one")])
+        .await;
+    new_session(&setup, &second).await;
+    let status = setup.status();
+    let agent = status["sessions"][0]["agentPgid"]
+        .as_i64()
+        .expect("an agent");
+    let environ = |pid: i64| {
+        let raw = std::fs::read(format!("/proc/{pid}/environ")).expect("environ");
+        raw.split(|b| *b == 0)
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        environ(agent).contains(&"TETHER_T_EDITOR=the-second-one".to_owned()),
+        "the agent has its editor's environment"
+    );
+    let daemon = *setup.daemon_processes().first().expect("the daemon");
+    assert!(
+        !environ(i64::from(daemon))
+            .iter()
+            .any(|v| v.starts_with("TETHER_T_EDITOR=")),
+        "the daemon itself does not"
+    );
+    first.shutdown(STEP).await.unwrap();
+    second.shutdown(STEP).await.unwrap();
     assert_eq!(setup.daemon(&["stop"]).0, 0);
 }

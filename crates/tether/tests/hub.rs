@@ -228,6 +228,7 @@ impl World {
             registry_file: Some(self.path().join("children.json")),
             handle_signals: false,
             hubs: None,
+            client_env: None,
         };
         let hub = Hub::start(config, &serve).expect("hub starts");
         hub.subscribe(recorder.clone());

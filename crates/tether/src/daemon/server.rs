@@ -217,7 +217,9 @@ impl Daemon {
             .await;
             return;
         }
-        let hello: Hello = match tokio::time::timeout(HELLO_TIMEOUT, read_line(&mut stream)).await {
+        let mut hello: Hello = match tokio::time::timeout(HELLO_TIMEOUT, read_line(&mut stream))
+            .await
+        {
             Ok(Ok(h)) => h,
             Ok(Err(err)) => {
                 tracing::warn!(error = %err, "bad hello");
@@ -272,6 +274,9 @@ impl Daemon {
                     registry_file: self.registry_file.clone(),
                     handle_signals: false,
                     hubs: Some(self.hubs.clone()),
+                    client_env: Some(tether_host::process::BaseEnv(std::sync::Arc::new(
+                        std::mem::take(&mut hello.env),
+                    ))),
                 };
                 // Bytes the hello read ahead belong to the LSP stream.
                 let ahead = stream.buffer().to_vec();

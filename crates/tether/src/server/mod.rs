@@ -32,6 +32,9 @@ pub struct ServeOptions {
     /// and only detaches when its editor goes (sessions and running turns stay); when
     /// `None` (in-process), the connection starts a hub of its own and shuts it down.
     pub hubs: Option<std::sync::Arc<hubs::Hubs>>,
+    /// The editor's environment (the daemon: from its forwarder's handshake), for the
+    /// agents started for its requests (R-DAEMON-7); `None`: this process's own.
+    pub client_env: Option<tether_host::process::BaseEnv>,
 }
 
 /// Serves the protocol on this process's stdin and stdout until `exit` or end of input,

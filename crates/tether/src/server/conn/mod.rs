@@ -167,6 +167,12 @@ impl std::ops::Deref for Backend {
 }
 
 impl Conn {
+    /// Runs a hub call as this editor: agents it starts get the editor's environment
+    /// (R-DAEMON-7; the daemon's connections only).
+    async fn as_client<F: std::future::Future>(&self, call: F) -> F::Output {
+        super::hub::with_client_env(self.options.client_env.clone(), call).await
+    }
+
     /// Whether `initialize` succeeded (the hub and the renderer exist).
     fn initialized(&self) -> bool {
         self.shared.renderer.get().is_some()
@@ -202,7 +208,7 @@ impl Conn {
             .begin_request(origin, p.work_done_token.clone(), "Resuming session")
             .await;
         let after_seq = p.after_seq;
-        let result = hub.resume(p, Some(origin)).await;
+        let result = self.as_client(hub.resume(p, Some(origin))).await;
         let message = match &result {
             Ok(r) => {
                 if let Some(id) = &r.session_id {
@@ -223,7 +229,7 @@ impl Conn {
         let p: crate::protocol::RecoveryChoiceParams = parse_raw(params)?;
         let renderer = self.renderer()?;
         renderer.watch(&p.session_id);
-        let result = self.sessions()?.recovery_choice(p).await;
+        let result = self.as_client(self.sessions()?.recovery_choice(p)).await;
         if let Ok(r) = &result
             && let Some(id) = &r.session_id
         {
@@ -243,7 +249,7 @@ impl Conn {
         renderer.watch(&p.session_id);
         let origin = hub.origin();
         renderer.begin_request(origin, None, "").await;
-        let result = hub.prompt(p, Some(origin)).await;
+        let result = self.as_client(hub.prompt(p, Some(origin))).await;
         renderer.end_request(origin, "").await;
         result.map_err(rpc_error)
     }
@@ -313,7 +319,9 @@ impl Conn {
 
     async fn handoff(&self, params: Option<&RawValue>) -> Result<crate::protocol::ResumeResult> {
         let p = parse_raw(params)?;
-        self.sessions()?.handoff(p).await.map_err(rpc_error)
+        self.as_client(self.sessions()?.handoff(p))
+            .await
+            .map_err(rpc_error)
     }
 }
 

@@ -175,6 +175,33 @@ fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
+tokio::task_local! {
+    /// The environment of the editor whose request runs (R-DAEMON-7): in the daemon, the
+    /// one its forwarder sent in the handshake. Agents started while the request runs (a
+    /// resume's attempts, a new session, a restart after a crash mid-turn, a `claude -p`
+    /// run) start from it instead of the daemon's own; work started later in a task of its
+    /// own (a choice answered in the background) uses the daemon's. The connection sets it
+    /// around each call ([`with_client_env`]); an in-process server never does, its own
+    /// environment being its editor's.
+    static CLIENT_ENV: tether_host::process::BaseEnv;
+}
+
+/// Runs `call` with `env` as the requesting editor's environment ([`CLIENT_ENV`]).
+pub async fn with_client_env<F: std::future::Future>(
+    env: Option<tether_host::process::BaseEnv>,
+    call: F,
+) -> F::Output {
+    match env {
+        Some(env) => CLIENT_ENV.scope(env, call).await,
+        None => call.await,
+    }
+}
+
+/// The requesting editor's environment, when the connection gave one.
+fn client_env() -> Option<tether_host::process::BaseEnv> {
+    CLIENT_ENV.try_with(Clone::clone).ok()
+}
+
 fn request_failed(message: String, data: Value) -> HubError {
     HubError::request_failed(message, data)
 }
@@ -437,6 +464,7 @@ impl Hub {
     /// The child registry is unusable (see [`Self::registry`]).
     async fn acp_options(&self) -> std::result::Result<AcpOptions, String> {
         Ok(AcpOptions {
+            base_env: client_env(),
             registry: self.registry().await?,
             hang_after: Duration::from_secs(self.config.watchdog_secs),
             // An answer to initialize / session/new / load / resume is awaited as long as

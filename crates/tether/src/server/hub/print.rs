@@ -135,6 +135,7 @@ impl Hub {
             rate_limit: tether_recovery::backoff::RateLimitConfig::one_shot(),
             print: PrintOptions {
                 registry,
+                base_env: super::client_env(),
                 ..PrintOptions::default()
             },
         };
