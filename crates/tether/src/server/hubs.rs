@@ -33,8 +33,16 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Hubs {
-    /// The hub for the configuration `key` (the editor's `initializationOptions` as
-    /// canonical JSON), started from `config` when it is the first editor with it. The
+    /// The key of the hub for `config`: the parsed configuration serialized, so that
+    /// editors whose `initializationOptions` differ only in key order, or in defaults
+    /// given or left out, share one hub. (The options' own JSON text would not do:
+    /// serde_json preserves the order of keys as each editor sent them.)
+    #[must_use]
+    pub fn key_of(config: &ServerConfig) -> String {
+        serde_json::to_string(config).unwrap_or_default()
+    }
+
+    /// The hub for the configuration `key` ([`Self::key_of`]), started from `config` when it is the first editor with it. The
     /// second value is true when the hub was started now (its `initialized` is then the
     /// caller's to run).
     ///
@@ -67,5 +75,32 @@ impl Hubs {
         for hub in hubs {
             hub.shutdown().await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn key(options: serde_json::Value) -> String {
+        Hubs::key_of(&ServerConfig::from_options(Some(options)).expect("valid options"))
+    }
+
+    /// Two editors with the same configuration share a hub whatever order their options'
+    /// keys come in, and with defaults given or left out; another configuration does not.
+    #[test]
+    fn equal_configurations_share_a_key() {
+        let a = key(json!({"storage": {"dir": "/c", "persist": true},
+            "agents": {"x": {"command": "x"}, "y": {"command": "y"}}, "defaultAgent": "x"}));
+        let b = key(json!({"defaultAgent": "x",
+            "agents": {"y": {"command": "y"}, "x": {"command": "x"}}, "storage": {"persist": true, "dir": "/c"}}));
+        let c = key(json!({"storage": {"dir": "/c"}, "defaultAgent": "x",
+            "agents": {"x": {"command": "x", "args": []}, "y": {"command": "y"}}}));
+        assert_eq!(a, b);
+        assert_eq!(a, c);
+        let other = key(json!({"storage": {"dir": "/other"}, "defaultAgent": "x",
+            "agents": {"x": {"command": "x"}, "y": {"command": "y"}}}));
+        assert_ne!(a, other);
     }
 }

@@ -368,8 +368,8 @@ impl LanguageServer for Backend {
         };
         let (hub, started) = match &self.options.hubs {
             Some(hubs) => {
-                // Editors that send the same options share one hub (and its sessions).
-                let key = serde_json::to_string(&params.initialization_options).unwrap_or_default();
+                // Editors with the same configuration share one hub (and its sessions).
+                let key = super::hubs::Hubs::key_of(&config);
                 hubs.attach(&key, config, &self.options)
                     .map_err(hub_error)?
             }
