@@ -14,3 +14,19 @@ for test in resume_test carry_over_test; do
   rm -rf "$TETHER_TEST_DIR"
   trap - EXIT
 done
+
+# A turn that outlives its editor: two Neovims in turn, through a daemon of their own (a
+# private runtime folder, so a daemon of the user's or of a parallel run is never touched).
+echo "# daemon_reload_test"
+TETHER_TEST_DIR="$(mktemp -d)"; export TETHER_TEST_DIR
+export TETHER_RUNTIME_DIR="$TETHER_TEST_DIR/run"
+stop_daemon() {
+  "$TETHER_BIN" daemon stop >/dev/null 2>&1 || true
+  rm -rf "$TETHER_TEST_DIR"
+}
+trap stop_daemon EXIT
+PHASE=1 timeout 120 nvim --headless -u NONE -c "luafile $repo/tests/nvim/daemon_reload_test.lua"
+PHASE=2 timeout 120 nvim --headless -u NONE -c "luafile $repo/tests/nvim/daemon_reload_test.lua"
+"$TETHER_BIN" daemon stop >/dev/null || { echo "the daemon did not stop" >&2; exit 1; }
+trap - EXIT
+rm -rf "$TETHER_TEST_DIR"

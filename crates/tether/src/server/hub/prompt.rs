@@ -30,7 +30,35 @@ impl Hub {
     /// # Errors
     /// `-32002` for a session that is not live; `-32803` with the `ClassifiedError` when the
     /// turn failed and no recovery could finish it.
+    ///
+    /// The turn runs in a task of its own, not in the caller's: it survives the request
+    /// that started it (R-DAEMON-4), whose editor may go (`exit`, `$/cancelRequest`, a
+    /// dropped connection) while the turn goes on for the other editors and the next one
+    /// that attaches. `session/cancel` and the hub's shutdown end it.
     pub async fn prompt(
+        &self,
+        params: PromptParams,
+        origin: Option<Origin>,
+    ) -> Result<PromptResult> {
+        let Some(hub) = self.me.upgrade() else {
+            return Err(request_failed(
+                "the server is shutting down".into(),
+                json!({"kind": "cancelled"}),
+            ));
+        };
+        let turn = tokio::spawn(super::with_client_env(super::client_env(), async move {
+            hub.run_prompt(params, origin).await
+        }));
+        turn.await.unwrap_or_else(|join| {
+            Err(request_failed(
+                format!("the prompt turn's task failed: {join}"),
+                json!({"kind": "internal"}),
+            ))
+        })
+    }
+
+    /// [`Self::prompt`]'s turn, and its announced end.
+    async fn run_prompt(
         &self,
         params: PromptParams,
         origin: Option<Origin>,
