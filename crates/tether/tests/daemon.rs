@@ -796,3 +796,72 @@ async fn agents_get_the_environment_of_the_editor_they_are_started_for() {
     second.shutdown(STEP).await.unwrap();
     assert_eq!(setup.daemon(&["stop"]).0, 0);
 }
+
+/// Resolves when process `pid` (not a child of ours) has exited: a pidfd becomes readable
+/// at its exit (pidfd_open(2), Linux 5.3).
+async fn process_exit(pid: i32) {
+    use std::os::fd::FromRawFd;
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return; // Already gone (ESRCH).
+    }
+    // SAFETY: `fd` is a descriptor pidfd_open just returned, owned by nobody else.
+    let owned = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) };
+    // SAFETY: the `OwnedFd` is moved in and stays open, the same descriptor, for as long
+    // as the `AsyncFd` lives.
+    let fd = unsafe { tokio::io::unix::AsyncFd::register(owned) }
+        .unwrap_or_else(|e| panic!("a pidfd registers: {e}"));
+    let _ = fd.readable().await.expect("pidfd readable");
+}
+
+/// R-PROC-2 in the daemon: a session with no editor and no running turn is stopped after
+/// `connectionTtlSecs` (its agent shut down), and the daemon, then with neither editors nor
+/// sessions, exits after its idle time; no process of ours is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_abandoned_session_ends_after_its_ttl_then_the_daemon_exits() {
+    let setup = Setup::new();
+    let mut env = setup.env();
+    env.retain(|(k, _)| k != "TETHER_DAEMON_IDLE_SECS");
+    env.push(("TETHER_DAEMON_IDLE_SECS".into(), "1".into()));
+    let mut options = setup.world.options();
+    options["connectionTtlSecs"] = json!(1);
+    let editor = Editor::connect(
+        ServerProcess::Binary {
+            program: tether_bin(),
+            args: vec![
+                "serve".into(),
+                "--stdio".into(),
+                "--remote".into(),
+                "auto".into(),
+            ],
+            env,
+            quiet: false,
+        },
+        Answers::default(),
+    )
+    .expect("forwarder starts");
+    editor
+        .initialize(options, json!({}))
+        .await
+        .expect("initialize");
+    let sid = new_session(&setup, &editor).await;
+    assert_eq!(prompt(&editor, &sid, "hi").await["stopReason"], "end_turn");
+    let pgid = setup.status()["sessions"][0]["agentPgid"].as_i64().unwrap() as i32;
+    let daemon = *setup.daemon_processes().first().expect("the daemon");
+    editor.shutdown(STEP).await.unwrap();
+    let exited = tokio::time::timeout(STEP, process_exit(daemon)).await;
+    let logs: String = std::fs::read_dir(&setup.runtime)
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| e.path().extension().is_some_and(|x| x == "log"))
+                .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(
+        exited.is_ok(),
+        "the session ends after its TTL, then the daemon exits; its log:\n{logs}"
+    );
+    assert!(processes_in_group(pgid).is_empty(), "its agent is gone");
+}

@@ -149,10 +149,18 @@ impl Live {
         lock(&self.turn).events
     }
 
-    /// The connection, unless it was taken for shutdown.
+    /// The connection, unless it was taken for shutdown. Using it counts as activity for
+    /// the idle TTL (R-PROC-2); looking at the session does not ([`Self::agent_pgid`]).
     pub fn conn(&self) -> Option<Arc<AcpConnection>> {
         *lock(&self.last_used) = Instant::now();
         lock(&self.conn).clone()
+    }
+
+    /// The agent's process group, when it runs; not activity (`tether daemon status` and
+    /// the daemon's idle check ask for it every second, and used to keep every session
+    /// alive forever by doing so).
+    pub fn agent_pgid(&self) -> Option<i32> {
+        lock(&self.conn).as_ref().map(|c| c.pgid())
     }
 
     /// Whether the agent advertised `loadSession` (so the session can be reloaded in a

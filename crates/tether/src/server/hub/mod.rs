@@ -314,7 +314,7 @@ impl Hub {
                     workspace: live.workspace.clone(),
                     turn_running: live.turn_lock.try_lock().is_err(),
                     clients: self.bus.watchers(id),
-                    agent_pgid: live.conn().map(|c| c.pgid()),
+                    agent_pgid: live.agent_pgid(),
                 },
                 Session::Print(print) => LiveSummary {
                     session_id: id.clone(),
