@@ -237,6 +237,16 @@ mod tests {
             assert_eq!(data(&via_raw), data(&via_value), "{value}");
             assert_eq!(via_raw.message, via_value.message, "{value}");
         }
+        // Regression (fuzz target `editor_params`, issue 10): serde_json's default float
+        // parsing is not correctly rounded, so a float read back from text differed in its
+        // last digit from the value it was written from, and the two paths named different
+        // numbers; the workspace enables `float_roundtrip`.
+        let float = json!({"workspace": -1.667_468_075_527_465_1e-289});
+        let raw = serde_json::value::to_raw_value(&float).unwrap();
+        assert_eq!(
+            parse_raw::<ResumeParams>(Some(&raw)).unwrap_err().message,
+            parse::<ResumeParams>(float).unwrap_err().message
+        );
         let missing = parse_raw::<ResumeParams>(None).unwrap_err();
         assert_eq!(data(&missing).0, "");
         let p: ResumeParams = parse_raw(Some(
