@@ -2,12 +2,15 @@
 //! medians and ratios (the machine is shared and noisy: compare ratios, not absolute times).
 //!
 //! 1. A coalesced `session/persist` round trip through the forwarder and the daemon vs the
-//!    same request to an in-process `tether serve` (goal ≤ 1.2x: the forwarder splices
-//!    bytes, it parses nothing).
+//!    same request to an in-process `tether serve` (goal ≤ 1.2x: the forwarder passes the
+//!    bytes on, reading only each frame's id and method).
 //! 2. Idle RSS of the daemon (goal ≤ 10 MB) and of a forwarder (goal ≤ 4 MB) after
 //!    `initialize`.
 //! 3. Reattach: a session with 10,000 kept events; a new editor resumes it with
 //!    `afterSeq: 0`: time from the request to the last replayed event (goal p50 ≤ 50 ms).
+//! 4. The daemon killed (SIGKILL) under an editor with a live session: time from the kill
+//!    to the forwarder's `session/reattached` (a new daemon started, `initialize` replayed,
+//!    the session resumed on a new agent; goal ≤ 2 s, R-DAEMON-8).
 //!
 //! Run: `cargo bench -p tether --bench daemon` (`TETHER_BENCH_QUICK=1` for fewer samples).
 //! Every daemon started here has a private runtime folder and is stopped at the end.
@@ -232,6 +235,43 @@ async fn main() {
         "reattach, replay to the last event   {:>9.2?} p50 for {replayed} events (goal ≤ 50 ms)",
         median(times)
     );
+
+    // 4. The daemon killed under a live session, until the editor has it back.
+    let ws = dir.join("workspace-kill");
+    std::fs::create_dir_all(&ws).unwrap();
+    let mut e = editor(&bin, dir, "auto").await;
+    let started = e
+        .client
+        .request("session/resume", json!({"workspace": {"root": ws}}))
+        .await
+        .unwrap();
+    let sid = started["sessionId"].as_str().unwrap().to_owned();
+    let reps = if quick() { 5 } else { 21 };
+    let mut times = Vec::new();
+    for _ in 0..reps {
+        let pid = daemon_pid(dir, &bin);
+        let t0 = Instant::now();
+        // SAFETY: kill sends a signal to the pid the daemon's status gave.
+        assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+        loop {
+            match e.incoming.recv().await.expect("the forwarder stays") {
+                Incoming::Notification { method, params } if method == "session/reattached" => {
+                    assert_eq!(params["result"]["outcome"], "resumed", "{params}");
+                    assert_eq!(params["sessionId"], sid.as_str());
+                    break;
+                }
+                _ => {}
+            }
+        }
+        times.push(t0.elapsed());
+    }
+    let worst = *times.iter().max().unwrap();
+    println!(
+        "daemon killed → session back  {:>9.2?} p50, {:>9.2?} max over {reps} kills (goal ≤ 2 s)",
+        median(times),
+        worst
+    );
+    stop(e).await;
     let _ = std::process::Command::new(&bin)
         .args(["daemon", "stop"])
         .env("TETHER_RUNTIME_DIR", dir.join("run"))

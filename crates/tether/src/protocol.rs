@@ -66,6 +66,10 @@ pub mod notify {
     pub const PERMISSION_RESOLVED: &str = "session/permissionResolved";
     /// Notification: a telemetry event with the R-STORE-9 names.
     pub const TELEMETRY: &str = "telemetry/event";
+    /// Notification, sent by the forwarder: a session was taken back from a new daemon
+    /// after the old one died (R-DAEMON-8); `{sessionId, result: ResumeResult}` or
+    /// `{sessionId, error}`.
+    pub const REATTACHED: &str = "session/reattached";
 
     /// Every server → client method Tether sends (besides standard LSP ones), in
     /// documentation order.
@@ -79,6 +83,7 @@ pub mod notify {
         TURN_ENDED,
         REQUEST_PERMISSION,
         PERMISSION_RESOLVED,
+        REATTACHED,
         TELEMETRY,
     ];
 }

@@ -106,6 +106,23 @@ impl Setup {
         serde_json::from_str(&out).expect("status JSON")
     }
 
+    /// The forwarders' and daemons' logs, for a failure's message.
+    fn logs(&self) -> String {
+        let mut out = String::new();
+        for dir in [self.runtime.clone(), self.world.path().join("logs")] {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.filter_map(Result::ok) {
+                if entry.path().to_string_lossy().contains(".log") {
+                    let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+                    out.push_str(&format!("--- {}\n{text}\n", entry.path().display()));
+                }
+            }
+        }
+        out
+    }
+
     fn daemon_processes(&self) -> Vec<i32> {
         processes_mentioning(&self.runtime.display().to_string())
             .into_iter()
@@ -864,4 +881,146 @@ async fn an_abandoned_session_ends_after_its_ttl_then_the_daemon_exits() {
         "the session ends after its TTL, then the daemon exits; its log:\n{logs}"
     );
     assert!(processes_in_group(pgid).is_empty(), "its agent is gone");
+}
+
+/// R-DAEMON-8, fifty times: the daemon is killed (SIGKILL) while a turn streams. Each time
+/// the editor's running prompt fails as `agentCrashed` (the daemon restarted), its forwarder
+/// starts a new daemon and takes the session back (`session/reattached`, resumed through
+/// `session/load` on a new agent), the old agent is gone, every turn answered before the
+/// kill is in the restored transcript, and the next prompt works. At the end no daemon and
+/// no agent of the test is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_killed_mid_turn_fifty_times_is_replaced_and_nothing_acknowledged_is_lost() {
+    const CYCLES: u64 = 50;
+    let setup = Setup::new();
+    // Prompts alternate: an answered one ("ack N"), then one that streams until the kill.
+    let streaming: Vec<u64> = (1..=CYCLES).map(|n| 2 * n).collect();
+    setup.world.script(json!([{
+        "method": "session/prompt",
+        "calls": streaming,
+        "action": {"kind": "stream", "count": 1_000_000, "perSecond": 1000},
+    }]));
+    let editor = setup.editor().await;
+    let sid = new_session(&setup, &editor).await;
+    let mut daemons = Vec::new();
+    let (mut turns, mut window) = (0, Value::Null);
+    for n in 1..=CYCLES {
+        let ack = format!("ack {n}");
+        assert_eq!(
+            prompt(&editor, &sid, &ack).await["stopReason"],
+            "end_turn",
+            "cycle {n}"
+        );
+        let status = setup.status();
+        let daemon = status["pid"].as_i64().expect("a daemon pid") as i32;
+        let agent = status["sessions"][0]["agentPgid"]
+            .as_i64()
+            .unwrap_or_else(|| panic!("cycle {n}: an agent: {status}")) as i32;
+        assert!(!daemons.contains(&daemon), "a new daemon each time");
+        daemons.push(daemon);
+        let mark = editor.mark();
+        let client = editor.client().clone();
+        let long =
+            json!({"sessionId": sid, "prompt": [{"type": "text", "text": format!("long {n}")}]});
+        let asked = tokio::spawn(async move { client.request("session/prompt", long).await });
+        editor
+            .wait_for(
+                mark,
+                "session/update",
+                |p| p["update"]["sessionUpdate"] == "agent_message_chunk",
+                STEP,
+            )
+            .await
+            .unwrap_or_else(|| panic!("cycle {n}: the turn streams"));
+        // SAFETY: kill sends a signal to a pid this test read from the daemon's status.
+        assert_eq!(unsafe { libc::kill(daemon, libc::SIGKILL) }, 0);
+
+        let failed = asked.await.unwrap().expect_err("the running prompt fails");
+        let tether::lsp_client::RpcError::Response { data, .. } = &failed else {
+            panic!("cycle {n}: an error answer, not {failed:?}");
+        };
+        let data = data.clone().unwrap_or_default();
+        assert_eq!(data["kind"], "agentCrashed", "cycle {n}: {failed:?}");
+        assert_eq!(data["daemonRestarted"], true, "cycle {n}: {failed:?}");
+        let back = editor
+            .wait_for(
+                mark,
+                "session/reattached",
+                |p| p["sessionId"] == sid.as_str(),
+                STEP,
+            )
+            .await
+            .unwrap_or_else(|| {
+                let seen: Vec<String> = editor.received()[mark..]
+                    .iter()
+                    .filter(|r| r.method() != "session/update")
+                    .map(|r| format!("{} {}", r.method(), r.params()))
+                    .collect();
+                panic!(
+                    "cycle {n}: the session is taken back; seen {seen:#?}\n{}",
+                    setup.logs()
+                )
+            });
+        assert_eq!(
+            back.params()["result"]["outcome"],
+            "resumed",
+            "cycle {n}: {}",
+            back.params()
+        );
+        assert_eq!(back.params()["result"]["sessionId"], sid.as_str());
+        let restored = editor
+            .wait_for(
+                mark,
+                "session/restored",
+                |p| p["sessionId"] == sid.as_str(),
+                STEP,
+            )
+            .await
+            .unwrap_or_else(|| panic!("cycle {n}: the cache is drawn again"));
+        let snapshot = &restored.params()["snapshot"];
+        let total = snapshot["chatTurnsBase"].as_u64().unwrap_or(0)
+            + snapshot["chatTurns"]
+                .as_array()
+                .map_or(0, |t| t.len() as u64);
+        assert!(
+            total >= turns && snapshot.to_string().contains(&format!("\"{ack}\"")),
+            "cycle {n}: the restored transcript ({total} turns, {turns} before) has {ack:?}"
+        );
+        turns = total;
+        window = restored.params().clone();
+        tokio::time::timeout(STEP, process_exit(agent))
+            .await
+            .unwrap_or_else(|_| panic!("cycle {n}: the lost daemon's agent is gone"));
+        tokio::time::timeout(STEP, process_exit(daemon))
+            .await
+            .unwrap_or_else(|_| panic!("cycle {n}: the old daemon is gone"));
+    }
+    // Every answered turn is there: the last restored window and the history before it.
+    let older = editor
+        .request(
+            "session/history",
+            json!({"workspace": setup.world.ws(), "sessionId": sid,
+                   "beforeTurn": window["snapshot"]["chatTurnsBase"], "limit": 500}),
+        )
+        .await
+        .expect("history");
+    let all = format!("{older}{window}");
+    for n in 1..=CYCLES {
+        assert!(all.contains(&format!("\"ack {n}\"")), "ack {n} is kept");
+    }
+    assert_eq!(
+        prompt(&editor, &sid, "after all that").await["stopReason"],
+        "end_turn"
+    );
+    let last = setup.status()["sessions"][0]["agentPgid"].as_i64().unwrap() as i32;
+    editor.shutdown(STEP).await.unwrap();
+    assert_eq!(setup.daemon(&["stop"]).0, 0);
+    assert!(setup.daemon_processes().is_empty(), "no daemon is left");
+    assert!(processes_in_group(last).is_empty(), "no agent is left");
+    for pid in daemons {
+        assert!(
+            !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            "daemon {pid} is gone"
+        );
+    }
 }

@@ -5,9 +5,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use super::forwarder::{ForwardError, connect, splice};
+use super::forwarder::{ForwardError, connect};
 use super::handshake::{Purpose, read_line};
 use super::paths::{runtime_dir, socket_path};
+use super::relay::{Reconnect, relay};
 use super::server::{DaemonOptions, Status, bind, run};
 
 /// The default of `--idle-secs`: the daemon exits after 10 minutes with no editor and no
@@ -253,8 +254,12 @@ pub async fn forward_stdio(options: crate::server::ServeOptions) {
                 "forwarding the editor to the daemon"
             );
             let (input, output) = crate::server::stdio_streams();
-            if let Err(err) = splice(input, output, stream).await {
-                tracing::warn!(error = %err, "the daemon's side of the connection failed");
+            let again = Reconnect {
+                dir: &dir,
+                exe: &exe,
+            };
+            if let Err(err) = relay(input, output, (stream, welcome), again).await {
+                tracing::warn!(error = %err, "the forwarder ends");
             }
         }
         Err(err) => {

@@ -1,7 +1,7 @@
 //! The forwarder: `tether serve --stdio` when the daemon is on. It connects to the user's
-//! daemon (starting it when none runs), says hello, and passes the editor's bytes through
-//! both ways unchanged: it parses nothing, so it adds one copy per direction and no
-//! decoding (the daemon's input guard still answers bad frames).
+//! daemon (starting it when none runs) and says hello; [`super::relay`] then passes the
+//! editor's frames through both ways unchanged (the daemon's input guard still answers bad
+//! frames).
 //!
 //! Exactly one daemon starts when several forwarders start at once: each takes an
 //! exclusive `flock` on the start lock before it looks again for a daemon and only then
@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, BufReader};
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::UnixStream;
 
 use super::handshake::{Hello, Purpose, Welcome, read_line, write_line};
@@ -160,47 +160,6 @@ fn open_private(path: &Path) -> std::io::Result<std::fs::File> {
         .append(true)
         .mode(0o600)
         .open(path)
-}
-
-/// Passes bytes both ways until either side ends: `input` → `daemon`, `daemon` →
-/// `output`. Returns when the editor's input ends (the daemon then sees end of input for
-/// this client) or the daemon's side closes.
-///
-/// # Errors
-/// The daemon's side failed (it died): the caller tells the editor.
-pub async fn splice<R, W>(input: R, output: W, daemon: BufReader<UnixStream>) -> std::io::Result<()>
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
-    let (mut input, mut output) = (input, output);
-    // Bytes the handshake read already buffered belong to the LSP stream.
-    let buffered = daemon.buffer().to_vec();
-    let stream = daemon.into_inner();
-    let (mut from_daemon, mut to_daemon) = stream.into_split();
-    let up = async {
-        let r = tokio::io::copy(&mut input, &mut to_daemon).await;
-        let _ = tokio::io::AsyncWriteExt::shutdown(&mut to_daemon).await;
-        r.map(drop)
-    };
-    let down = async {
-        tokio::io::AsyncWriteExt::write_all(&mut output, &buffered).await?;
-        tokio::io::copy(&mut from_daemon, &mut output).await?;
-        tokio::io::AsyncWriteExt::flush(&mut output).await
-    };
-    tokio::pin!(up, down);
-    tokio::select! {
-        r = &mut up => {
-            // The editor is done: let the daemon answer what is in flight (it closes this
-            // client's stream once it has seen the end of input), within a bound.
-            r?;
-            match tokio::time::timeout(DRAIN_TIMEOUT, down).await {
-                Ok(r) => r,
-                Err(_) => Ok(()),
-            }
-        }
-        r = &mut down => r,
-    }
 }
 
 /// How long the forwarder waits for the daemon's last answers after the editor's input ends.

@@ -4,12 +4,16 @@
 //! cache) outlives the editor window that started it.
 //!
 //! [`paths`]: the private runtime folder and the build-keyed socket name; [`handshake`]:
-//! the first line each way; [`forwarder`]: connect-or-start and the byte splice;
-//! [`server`]: the daemon's accept loop, peer check and shared hubs; [`cli`]: `tether
-//! daemon` and the forwarding `tether serve`.
+//! the first line each way; [`forwarder`]: connect-or-start; [`relay`]: the editor's frames
+//! both ways, surviving a lost daemon, with [`frames`] (where frames end) and [`ledger`]
+//! (what is in flight, what to replay); [`server`]: the daemon's accept loop, peer check
+//! and shared hubs; [`cli`]: `tether daemon` and the forwarding `tether serve`.
 
 pub mod cli;
 pub mod forwarder;
+pub mod frames;
 pub mod handshake;
+pub mod ledger;
 pub mod paths;
+pub mod relay;
 pub mod server;
