@@ -251,4 +251,73 @@ mod tests {
             vec![("frame", b"{}".to_vec())]
         );
     }
+
+    /// One part of a generated stream: a well-formed frame (its body), or other bytes.
+    #[derive(Debug, Clone)]
+    enum Part {
+        Frame(Vec<u8>),
+        Bytes(Vec<u8>),
+    }
+
+    fn part() -> impl proptest::strategy::Strategy<Value = Part> {
+        use proptest::prelude::*;
+        prop_oneof![
+            3 => proptest::collection::vec(any::<u8>(), 0..200).prop_map(Part::Frame),
+            1 => proptest::collection::vec(
+                prop_oneof![Just(b'\n'), Just(b'\r'), Just(b':'), any::<u8>()],
+                0..100
+            )
+            .prop_map(Part::Bytes),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Whatever the bytes and however they arrive, the pieces put back together are the
+        /// stream, byte for byte (the forwarder never loses, adds or reorders a byte), and a
+        /// stream of well-formed frames is split into exactly those frames.
+        #[test]
+        fn pieces_are_the_stream_and_frames_are_found(
+            parts in proptest::collection::vec(part(), 0..12),
+            chunks in proptest::collection::vec(1usize..300, 1..20),
+        ) {
+            let mut input = Vec::new();
+            let mut bodies = Vec::new();
+            let mut only_frames = true;
+            for part in &parts {
+                match part {
+                    Part::Frame(body) => {
+                        input.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
+                        input.extend_from_slice(body);
+                        bodies.push(body.clone());
+                    }
+                    Part::Bytes(bytes) => {
+                        only_frames = false;
+                        input.extend_from_slice(bytes);
+                    }
+                }
+            }
+            let mut splitter = Splitter::default();
+            let (mut buf, mut out, mut found) = (Vec::new(), Vec::new(), Vec::new());
+            let mut at = 0;
+            let mut sizes = chunks.iter().cycle();
+            while at < input.len() {
+                let n = (*sizes.next().unwrap()).min(input.len() - at);
+                buf.extend_from_slice(&input[at..at + n]);
+                at += n;
+                while let Some(piece) = splitter.next(&buf) {
+                    proptest::prop_assert!(!piece.is_empty());
+                    if let Piece::Frame { body, .. } = &piece {
+                        found.push(buf[body.clone()].to_vec());
+                    }
+                    out.extend(buf.drain(..piece.len()));
+                }
+            }
+            out.extend_from_slice(&buf);
+            proptest::prop_assert_eq!(&out, &input);
+            if only_frames {
+                proptest::prop_assert!(buf.is_empty());
+                proptest::prop_assert_eq!(found, bodies);
+            }
+        }
+    }
 }
