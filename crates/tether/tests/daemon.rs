@@ -1024,3 +1024,78 @@ async fn a_daemon_killed_mid_turn_fifty_times_is_replaced_and_nothing_acknowledg
         );
     }
 }
+
+/// R-PROC-2 counts only sessions no editor is attached to: of two idle sessions in one hub,
+/// the one whose editor left is stopped after the TTL, while the older one, whose editor is
+/// still attached, keeps its agent (the reaper would have taken it first, being idle
+/// longer).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ttl_spares_a_session_an_editor_is_attached_to() {
+    let setup = Setup::new();
+    let mut options = setup.world.options();
+    options["connectionTtlSecs"] = json!(1);
+    let connect = || async {
+        let editor = Editor::connect(
+            ServerProcess::Binary {
+                program: tether_bin(),
+                args: vec![
+                    "serve".into(),
+                    "--stdio".into(),
+                    "--remote".into(),
+                    "auto".into(),
+                ],
+                env: setup.env(),
+                quiet: false,
+            },
+            Answers::default(),
+        )
+        .expect("forwarder starts");
+        editor
+            .initialize(options.clone(), json!({}))
+            .await
+            .expect("initialize");
+        editor
+    };
+    let watching = connect().await;
+    let kept = new_session(&setup, &watching).await;
+    let leaving = connect().await;
+    let second = setup.world.path().join("second");
+    std::fs::create_dir_all(&second).unwrap();
+    let other = leaving
+        .request("session/resume", json!({"workspace": {"root": second}}))
+        .await
+        .expect("a second session")["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let status = setup.status();
+    let pgid_of = |sid: &str| {
+        status["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["sessionId"] == sid)
+            .and_then(|s| s["agentPgid"].as_i64())
+            .unwrap_or_else(|| panic!("{sid} is live: {status}")) as i32
+    };
+    let (kept_pgid, other_pgid) = (pgid_of(&kept), pgid_of(&other));
+    leaving.shutdown(STEP).await.unwrap();
+    tokio::time::timeout(STEP, process_exit(other_pgid))
+        .await
+        .unwrap_or_else(|_| panic!("the detached session ends after its TTL\n{}", setup.logs()));
+    assert!(
+        !processes_in_group(kept_pgid).is_empty(),
+        "the attached session keeps its agent"
+    );
+    let status = setup.status();
+    assert!(
+        status["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["sessionId"] == kept.as_str()),
+        "{status}"
+    );
+    watching.shutdown(STEP).await.unwrap();
+    assert_eq!(setup.daemon(&["stop"]).0, 0);
+}

@@ -28,29 +28,64 @@ pub(super) async fn flusher(store: Arc<Store>, shutdown: CancellationToken) {
     }
 }
 
-/// Shuts down agents idle for longer than the connection TTL (R-PROC-2).
+/// Whether the reaper stops a session now (R-PROC-2): no editor attached for longer than
+/// `ttl`, no agent traffic for longer than `ttl`, and no turn running. `unwatched_for` is
+/// `None` while an editor is attached.
+fn due(
+    unwatched_for: Option<Duration>,
+    idle_for: Duration,
+    turn_running: bool,
+    ttl: Duration,
+) -> bool {
+    unwatched_for.is_some_and(|u| u > ttl) && idle_for > ttl && !turn_running
+}
+
+/// Shuts down the agents of sessions with no editor attached and no activity for longer
+/// than the connection TTL (R-PROC-2). Checks every TTL/4, between 1 s and 60 s.
 pub(super) async fn idle_reaper(me: Weak<Hub>, ttl: Duration, shutdown: CancellationToken) {
     let tick = (ttl / 4).clamp(Duration::from_secs(1), Duration::from_secs(60));
+    // When each session was first seen with no editor attached.
+    let mut unwatched: std::collections::HashMap<String, Instant> = Default::default();
     loop {
         tokio::select! {
             () = tokio::time::sleep(tick) => {}
             () = shutdown.cancelled() => return,
         }
         let Some(me) = me.upgrade() else { return };
+        let now = Instant::now();
+        // The sessions first, then the bus: never both locks at once.
+        let live: Vec<(String, Arc<Live>)> = lock(&me.sessions)
+            .iter()
+            .filter_map(|(id, s)| match s {
+                Session::Acp(l) => Some((id.clone(), l.clone())),
+                Session::Print(_) => None,
+            })
+            .collect();
+        unwatched.retain(|id, _| live.iter().any(|(l, _)| l == id));
+        let mut due_now = Vec::new();
+        for (id, l) in live {
+            if me.bus.watchers(&id) > 0 {
+                unwatched.remove(&id);
+                continue;
+            }
+            let since = *unwatched.entry(id.clone()).or_insert(now);
+            let running = l.turn_lock.try_lock().is_err();
+            if due(Some(now - since), l.idle_for(), running, ttl) {
+                due_now.push((id, l));
+            }
+        }
         let idle: Vec<Arc<Live>> = {
             let mut sessions = lock(&me.sessions);
-            let ids: Vec<String> = sessions
-                .iter()
-                .filter(|(_, s)| match s {
-                    Session::Acp(l) => l.idle_for() > ttl && l.turn_lock.try_lock().is_ok(),
-                    Session::Print(_) => false,
-                })
-                .map(|(id, _)| id.clone())
-                .collect();
-            ids.iter()
-                .filter_map(|id| match sessions.remove(id) {
-                    Some(Session::Acp(l)) => Some(l),
-                    _ => None,
+            due_now
+                .into_iter()
+                .filter_map(|(id, l)| {
+                    unwatched.remove(&id);
+                    // Still the same agent, and no turn started meanwhile.
+                    let same = matches!(sessions.get(&id), Some(Session::Acp(now)) if Arc::ptr_eq(now, &l));
+                    (same && l.turn_lock.try_lock().is_ok()).then(|| {
+                        sessions.remove(&id);
+                        l
+                    })
                 })
                 .collect()
         };
@@ -58,12 +93,38 @@ pub(super) async fn idle_reaper(me: Weak<Hub>, ttl: Duration, shutdown: Cancella
             me.log(
                 &l.id,
                 format!(
-                    "idle for more than {} s; shutting its agent down",
+                    "no editor attached and idle for more than {} s; shutting its agent down",
                     ttl.as_secs()
                 ),
             )
             .await;
             l.shutdown().await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_is_reaped_only_unwatched_idle_and_between_turns() {
+        let ttl = Duration::from_secs(10);
+        let (long, short) = (Duration::from_secs(11), Duration::from_secs(3));
+        let cases = [
+            (Some(long), long, false, true),
+            (None, long, false, false),        // an editor is attached
+            (Some(short), long, false, false), // detached only recently
+            (Some(long), short, false, false), // the agent was busy recently
+            (Some(long), long, true, false),   // a turn runs
+            (Some(ttl), long, false, false),   // exactly the TTL: not yet
+        ];
+        for (unwatched, idle, running, reaped) in cases {
+            assert_eq!(
+                due(unwatched, idle, running, ttl),
+                reaped,
+                "{unwatched:?} {idle:?} {running}"
+            );
         }
     }
 }
