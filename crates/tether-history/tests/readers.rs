@@ -1,0 +1,490 @@
+//! The readers on files the real agents wrote (`tests/fixtures`, see its README), on those
+//! files cut and torn, and on generated 100 MB sessions read through a byte counter
+//! (R-HIST-1, R-HIST-2).
+
+use std::fs::File;
+use std::io::{BufWriter, Cursor, Write};
+use std::path::{Path, PathBuf};
+
+use tether_history::backward::CountingReader;
+use tether_history::{
+    AgentKind, Env, ReadOptions, Transcript, claude, codex, find_session, locate,
+};
+use tether_store::model::ChatRole;
+
+const CLAUDE_ID: &str = "011056c5-379b-4671-ae05-7da2d0635fdb";
+const CODEX_ID: &str = "01a212cf-f79c-7660-8b8d-1c296117b2af";
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+fn fixture_env() -> Env {
+    Env::from_vars([
+        ("HOME", "/nonexistent-home"),
+        (
+            "CLAUDE_CONFIG_DIR",
+            fixtures().join("claude").to_str().unwrap(),
+        ),
+        ("CODEX_HOME", fixtures().join("codex").to_str().unwrap()),
+    ])
+}
+
+fn claude_file() -> PathBuf {
+    fixtures().join(format!("claude/projects/-home-user-work/{CLAUDE_ID}.jsonl"))
+}
+
+fn codex_file() -> PathBuf {
+    fixtures().join(format!(
+        "codex/sessions/2026/11/25/rollout-2026-11-25T13-05-48-{CODEX_ID}.jsonl"
+    ))
+}
+
+/// `role: text` per chat turn, the shape most tests compare.
+fn turns(t: &Transcript) -> Vec<String> {
+    t.snapshot
+        .chat_turns
+        .iter()
+        .map(|c| {
+            let role = match c.role {
+                ChatRole::User => "user",
+                ChatRole::Assistant => "assistant",
+                ChatRole::Status => "status",
+            };
+            format!("{role}: {}", c.text)
+        })
+        .collect()
+}
+
+fn read_claude(bytes: &[u8], max_turns: usize) -> Transcript {
+    claude::read_tail(Cursor::new(bytes.to_vec()), &ReadOptions { max_turns }).expect("reads")
+}
+
+fn read_codex(bytes: &[u8], max_turns: usize) -> Transcript {
+    codex::read_tail(Cursor::new(bytes.to_vec()), &ReadOptions { max_turns }).expect("reads")
+}
+
+#[test]
+fn claude_fixture_reads_as_prompts_answers_and_a_tool_call() {
+    let store = locate(AgentKind::Claude, &fixture_env()).expect("located");
+    let path = store
+        .find(CLAUDE_ID, Some(Path::new("/home/user/work")))
+        .expect("valid id")
+        .expect("found");
+    assert_eq!(path, claude_file());
+    let t = store.read(&path, &ReadOptions::default()).expect("reads");
+    assert_eq!(
+        turns(&t),
+        [
+            "user: please run the fixture command",
+            "assistant: [Bash] echo tether-fixture",
+            "assistant: ok: please run the fixture command",
+            "user: and now say thanks",
+            "assistant: ok: and now say thanks",
+        ]
+    );
+    let exec = &t.snapshot.exec_turns;
+    assert_eq!(exec.len(), 1);
+    assert_eq!(exec[0].exec_id, "toolu_fake_000001");
+    assert_eq!(exec[0].header, "Bash");
+    assert_eq!(exec[0].command, "echo tether-fixture");
+    assert_eq!(exec[0].status, "completed");
+    assert_eq!(exec[0].buffer, "tether-fixture");
+    assert_eq!(
+        t.snapshot.chat_turns[1].linked_exec_id.as_deref(),
+        Some("toolu_fake_000001")
+    );
+    assert_eq!(
+        t.snapshot.chat_turns[0].timestamp_utc,
+        "2026-11-25T13:05:03.417Z"
+    );
+    assert_eq!(
+        t.snapshot.chat_turns[0].id,
+        "0b6f2340-2cad-4aa1-9e46-ef8a13a4efbb"
+    );
+    assert_eq!(t.snapshot.context.working_dir, "/home/user/work");
+    assert_eq!(t.snapshot.context.model.as_deref(), Some("claude-opus-5-5"));
+    assert!(t.complete && !t.torn_tail);
+    assert_eq!((t.skipped_lines, t.oversized_lines), (0, 0));
+}
+
+#[test]
+fn codex_fixture_reads_as_prompts_answers_and_a_tool_call() {
+    let store = locate(AgentKind::Codex, &fixture_env()).expect("located");
+    let path = store
+        .find(CODEX_ID, None)
+        .expect("valid id")
+        .expect("found");
+    assert_eq!(path, codex_file());
+    let t = store.read(&path, &ReadOptions::default()).expect("reads");
+    assert_eq!(
+        turns(&t),
+        [
+            "user: please run the fixture command",
+            "assistant: [exec_command] echo tether-fixture",
+            "assistant: ok: please run the fixture command",
+            "user: and now say thanks",
+            "assistant: ok: and now say thanks",
+        ]
+    );
+    let exec = &t.snapshot.exec_turns[0];
+    assert_eq!(
+        (
+            exec.exec_id.as_str(),
+            exec.command.as_str(),
+            exec.status.as_str()
+        ),
+        ("call_fake_000007", "echo tether-fixture", "completed")
+    );
+    assert_eq!(exec.exit_code, Some(0));
+    assert_eq!(exec.buffer, "tether-fixture\n");
+    assert_eq!(t.snapshot.context.working_dir, "/home/user/work");
+    assert_eq!(t.snapshot.context.model.as_deref(), Some("gpt-5.4"));
+    assert!(t.complete && !t.torn_tail && t.skipped_lines == 0);
+}
+
+#[test]
+fn a_session_is_found_by_id_from_any_workspace_and_in_claude_first() {
+    let env = fixture_env();
+    let all = AgentKind::ALL;
+    let cases = [
+        (CLAUDE_ID, Some("/home/user/work"), Some(AgentKind::Claude)),
+        // The project folder was renamed since (claude-code#14252): still found.
+        (
+            CLAUDE_ID,
+            Some("/home/user/renamed"),
+            Some(AgentKind::Claude),
+        ),
+        (CLAUDE_ID, None, Some(AgentKind::Claude)),
+        (CODEX_ID, Some("/home/user/work"), Some(AgentKind::Codex)),
+        ("00000000-0000-0000-0000-000000000000", None, None),
+    ];
+    for (id, cwd, want) in cases {
+        let found = find_session(&all, &env, id, cwd.map(Path::new)).expect("valid id");
+        assert_eq!(found.map(|f| f.agent), want, "{id} from {cwd:?}");
+    }
+    assert!(find_session(&all, &env, "../../etc/passwd", None).is_err());
+    // Only the agents asked about are looked in.
+    let only_claude = find_session(&[AgentKind::Claude], &env, CODEX_ID, None).expect("valid");
+    assert_eq!(only_claude, None);
+}
+
+#[test]
+fn summaries_give_title_workspace_times_and_size_from_head_and_tail() {
+    let env = fixture_env();
+    let claude = locate(AgentKind::Claude, &env).unwrap();
+    let listed = claude.sessions(Path::new("/home/user/work"));
+    assert_eq!(listed, [claude_file()]);
+    let s = claude.summary(&listed[0]).expect("summary");
+    assert_eq!(s.session_id, CLAUDE_ID);
+    assert_eq!(s.title.as_deref(), Some("please run the fixture command"));
+    assert_eq!(s.cwd.as_deref(), Some("/home/user/work"));
+    assert_eq!(
+        s.size_bytes,
+        std::fs::metadata(claude_file()).unwrap().len()
+    );
+    assert!(s.updated_utc.is_some() && s.started_utc.is_some());
+
+    let codex = locate(AgentKind::Codex, &env).unwrap();
+    assert_eq!(codex.sessions(Path::new("/home/user/work")), [codex_file()]);
+    assert!(codex.sessions(Path::new("/elsewhere")).is_empty());
+    let s = codex.summary(&codex_file()).expect("summary");
+    assert_eq!(s.session_id, CODEX_ID);
+    assert_eq!(s.title.as_deref(), Some("please run the fixture command"));
+    assert_eq!(s.started_utc.as_deref(), Some("2026-11-25T13:05:48.956Z"));
+}
+
+#[test]
+fn only_the_turns_asked_for_are_read() {
+    let bytes = std::fs::read(claude_file()).unwrap();
+    let t = read_claude(&bytes, 2);
+    assert_eq!(
+        turns(&t),
+        [
+            "user: and now say thanks",
+            "assistant: ok: and now say thanks"
+        ]
+    );
+    assert!(!t.complete);
+    assert!(t.bytes_read < bytes.len() as u64);
+    let bytes = std::fs::read(codex_file()).unwrap();
+    assert_eq!(
+        turns(&read_codex(&bytes, 1)),
+        ["assistant: ok: and now say thanks"]
+    );
+}
+
+/// A file cut anywhere reads as the file up to its last complete line, with the cut line
+/// reported torn; never a panic.
+#[test]
+fn a_file_cut_at_any_line_boundary_or_inside_a_line_reads_its_complete_lines() {
+    for (name, path, read) in [
+        (
+            "claude",
+            claude_file(),
+            read_claude as fn(&[u8], usize) -> Transcript,
+        ),
+        ("codex", codex_file(), read_codex),
+    ] {
+        let bytes = std::fs::read(&path).unwrap();
+        let ends: Vec<usize> = bytes
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| **b == b'\n')
+            .map(|(i, _)| i + 1)
+            .collect();
+        let mut start = 0;
+        for &end in &ends {
+            let whole = read(&bytes[..start], 50);
+            for cut in [start + 1, (start + end) / 2] {
+                if cut <= start || cut >= end - 1 {
+                    continue;
+                }
+                let t = read(&bytes[..cut], 50);
+                assert_eq!(turns(&t), turns(&whole), "{name} cut at {cut}");
+                assert_eq!(
+                    t.snapshot.exec_turns, whole.snapshot.exec_turns,
+                    "{name} cut at {cut}"
+                );
+                assert!(t.torn_tail, "{name} cut at {cut} is torn");
+                assert_eq!(t.skipped_lines, 0, "{name} cut at {cut}");
+            }
+            // Only the newline is missing: the line is whole JSON, so it is kept.
+            let no_newline = read(&bytes[..end - 1], 50);
+            let with_newline = read(&bytes[..end], 50);
+            assert_eq!(
+                turns(&no_newline),
+                turns(&with_newline),
+                "{name} line ending at {end}"
+            );
+            assert!(!no_newline.torn_tail, "{name} line ending at {end}");
+            let at_end = read(&bytes[..end], 50);
+            assert!(!at_end.torn_tail, "{name} cut after a line at {end}");
+            start = end;
+        }
+    }
+}
+
+#[test]
+fn a_half_written_last_line_and_garbage_in_the_middle_are_skipped() {
+    let bytes = std::fs::read(claude_file()).unwrap();
+    let full = read_claude(&bytes, 50);
+    let cases: Vec<(&str, Vec<u8>, bool, u64)> = vec![
+        (
+            "half-written last line",
+            [
+                bytes.as_slice(),
+                br#"{"type":"user","message":{"role":"user","content":"hal"#,
+            ]
+            .concat(),
+            true,
+            0,
+        ),
+        (
+            "a last line that is not JSON, with its newline",
+            [bytes.as_slice(), b"{not json\n"].concat(),
+            true,
+            0,
+        ),
+        (
+            "garbage lines in the middle",
+            {
+                let mid = bytes.len() / 2;
+                let nl = mid + bytes[mid..].iter().position(|b| *b == b'\n').unwrap() + 1;
+                [
+                    &bytes[..nl],
+                    b"\x00\xff garbage\n{\"truncated\": \n",
+                    &bytes[nl..],
+                ]
+                .concat()
+            },
+            false,
+            2,
+        ),
+        (
+            "blank lines",
+            [b"\n\n".as_slice(), bytes.as_slice(), b"\n\n"].concat(),
+            false,
+            0,
+        ),
+    ];
+    for (what, input, torn, skipped) in cases {
+        let t = read_claude(&input, 50);
+        assert_eq!(turns(&t), turns(&full), "{what}");
+        assert_eq!((t.torn_tail, t.skipped_lines), (torn, skipped), "{what}");
+    }
+}
+
+/// Writes a Claude Code session of at least `size` bytes: many exchanges (a prompt, a Bash
+/// call, its result, an answer, and a 16 KiB bookkeeping line like `api-request-blob`),
+/// then a last prompt and answer to look for.
+fn big_claude_session(path: &Path, size: u64) -> u64 {
+    let mut out = BufWriter::new(File::create(path).unwrap());
+    let padding = "x".repeat(16 * 1024);
+    let mut written = 0u64;
+    let mut n = 0u64;
+    while written < size {
+        n += 1;
+        let lines = [
+            format!(
+                r#"{{"type":"user","message":{{"role":"user","content":"prompt {n}"}},"uuid":"u{n}","timestamp":"2026-11-25T13:00:00.000Z","cwd":"/w","sessionId":"s"}}"#
+            ),
+            format!(
+                r#"{{"type":"assistant","message":{{"id":"m{n}","model":"claude-opus-5-5","role":"assistant","content":[{{"type":"tool_use","id":"t{n}","name":"Bash","input":{{"command":"echo {n}"}}}}]}},"uuid":"a{n}","timestamp":"2026-11-25T13:00:01.000Z"}}"#
+            ),
+            format!(
+                r#"{{"type":"user","message":{{"role":"user","content":[{{"tool_use_id":"t{n}","type":"tool_result","content":"{n}","is_error":false}}]}},"uuid":"r{n}","timestamp":"2026-11-25T13:00:02.000Z"}}"#
+            ),
+            format!(
+                r#"{{"type":"api-request-blob","hash":"h{n}","message":{{"role":"user","content":[{{"type":"text","text":"{padding}"}}]}}}}"#
+            ),
+            format!(
+                r#"{{"type":"assistant","message":{{"id":"n{n}","model":"claude-opus-5-5","role":"assistant","content":[{{"type":"text","text":"answer {n}"}}]}},"uuid":"b{n}","timestamp":"2026-11-25T13:00:03.000Z"}}"#
+            ),
+        ];
+        for line in lines {
+            out.write_all(line.as_bytes()).unwrap();
+            out.write_all(b"\n").unwrap();
+            written += line.len() as u64 + 1;
+        }
+    }
+    out.flush().unwrap();
+    n
+}
+
+/// Writes a Codex rollout of at least `size` bytes, built the same way.
+fn big_codex_session(path: &Path, size: u64) -> u64 {
+    let mut out = BufWriter::new(File::create(path).unwrap());
+    let padding = "x".repeat(16 * 1024);
+    let meta = r#"{"timestamp":"2026-11-25T13:00:00.000Z","type":"session_meta","payload":{"id":"01a212cf-0000-0000-0000-000000000000","cwd":"/w","cli_version":"0.137.0"}}"#;
+    writeln!(out, "{meta}").unwrap();
+    let mut written = meta.len() as u64 + 1;
+    let mut n = 0u64;
+    while written < size {
+        n += 1;
+        let lines = [
+            format!(
+                r#"{{"timestamp":"2026-11-25T13:00:00.000Z","type":"event_msg","payload":{{"type":"user_message","message":"prompt {n}"}}}}"#
+            ),
+            format!(
+                r#"{{"timestamp":"2026-11-25T13:00:01.000Z","type":"response_item","payload":{{"type":"function_call","name":"exec_command","arguments":"{{\"cmd\":\"echo {n}\"}}","call_id":"c{n}"}}}}"#
+            ),
+            format!(
+                r#"{{"timestamp":"2026-11-25T13:00:02.000Z","type":"response_item","payload":{{"type":"function_call_output","call_id":"c{n}","output":"Process exited with code 0\nOutput:\n{n}\n"}}}}"#
+            ),
+            format!(
+                r#"{{"timestamp":"2026-11-25T13:00:02.500Z","type":"event_msg","payload":{{"type":"token_count","info":"{padding}"}}}}"#
+            ),
+            format!(
+                r#"{{"timestamp":"2026-11-25T13:00:03.000Z","type":"response_item","payload":{{"type":"message","role":"assistant","content":[{{"type":"output_text","text":"answer {n}"}}]}}}}"#
+            ),
+        ];
+        for line in lines {
+            out.write_all(line.as_bytes()).unwrap();
+            out.write_all(b"\n").unwrap();
+            written += line.len() as u64 + 1;
+        }
+    }
+    out.flush().unwrap();
+    n
+}
+
+const HUNDRED_MB: u64 = 100 * 1024 * 1024;
+
+/// R-HIST-2: the last turns of a 100 MB session cost a bounded number of bytes read, far
+/// below the file's size; the turns are the file's last ones, in order.
+#[test]
+fn the_last_turns_of_a_100_mb_session_read_a_bounded_number_of_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    type Reader = fn(CountingReader<File>, &ReadOptions) -> std::io::Result<Transcript>;
+    type Generator = fn(&Path, u64) -> u64;
+    let cases: [(&str, Generator, Reader); 2] = [
+        ("claude", big_claude_session, |r, o| claude::read_tail(r, o)),
+        ("codex", big_codex_session, |r, o| codex::read_tail(r, o)),
+    ];
+    for (name, generate, read) in cases {
+        let path = dir.path().join(format!("{name}.jsonl"));
+        let n = generate(&path, HUNDRED_MB);
+        let size = std::fs::metadata(&path).unwrap().len();
+        assert!(size >= HUNDRED_MB, "{name}: {size} bytes");
+        // 12 turns: the last four exchanges (prompt, call, answer).
+        let t = read(
+            CountingReader::new(File::open(&path).unwrap()),
+            &ReadOptions { max_turns: 12 },
+        )
+        .unwrap();
+        let tool = if name == "claude" {
+            "Bash"
+        } else {
+            "exec_command"
+        };
+        let want: Vec<String> = (n - 3..=n)
+            .flat_map(|i| {
+                [
+                    format!("user: prompt {i}"),
+                    format!("assistant: [{tool}] echo {i}"),
+                    format!("assistant: answer {i}"),
+                ]
+            })
+            .collect();
+        assert_eq!(turns(&t), want, "{name}");
+        let last_exec = t.snapshot.exec_turns.last().unwrap();
+        assert_eq!(last_exec.status, "completed", "{name}");
+        assert!(!t.complete);
+        // Four exchanges of about 17 KiB, read in 64 KiB chunks: a few chunks, whatever the size.
+        println!("{name}: {size} bytes in the file, {} read", t.bytes_read);
+        assert!(
+            t.bytes_read <= 256 * 1024,
+            "{name}: read {} bytes",
+            t.bytes_read
+        );
+        assert!(
+            t.bytes_read * 400 < size,
+            "{name}: read {} of {size}",
+            t.bytes_read
+        );
+
+        // The same through a counter of our own, with the default window of 50 turns.
+        let mut counter = CountingReader::new(File::open(&path).unwrap());
+        let t = read_counted(name, &mut counter);
+        assert_eq!(t.snapshot.chat_turns.len(), 50, "{name}");
+        assert_eq!(counter.bytes_read(), t.bytes_read, "{name}");
+        println!(
+            "{name}: 50 turns of {size} bytes: {} bytes read",
+            counter.bytes_read()
+        );
+        assert!(
+            counter.bytes_read() <= 2 * 1024 * 1024,
+            "{name}: {}",
+            counter.bytes_read()
+        );
+
+        // Truncated in the middle of its last line: the torn line is skipped, the rest kept.
+        let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        file.set_len(size - 10).unwrap();
+        let t = read(
+            CountingReader::new(File::open(&path).unwrap()),
+            &ReadOptions { max_turns: 3 },
+        )
+        .unwrap();
+        assert!(t.torn_tail, "{name}");
+        assert_eq!(
+            turns(&t),
+            [
+                format!("assistant: answer {}", n - 1),
+                format!("user: prompt {n}"),
+                format!("assistant: [{tool}] echo {n}"),
+            ],
+            "{name}: the cut answer is left out"
+        );
+        std::fs::remove_file(&path).unwrap();
+    }
+}
+
+fn read_counted(name: &str, counter: &mut CountingReader<File>) -> Transcript {
+    let options = ReadOptions::default();
+    match name {
+        "claude" => claude::read_tail(&mut *counter, &options).unwrap(),
+        _ => codex::read_tail(&mut *counter, &options).unwrap(),
+    }
+}
