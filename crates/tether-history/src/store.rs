@@ -108,6 +108,22 @@ pub struct Found {
     pub path: PathBuf,
 }
 
+impl Found {
+    /// The last `options.max_turns` turns of the session (R-HIST-2), read with its agent's
+    /// reader.
+    ///
+    /// # Errors
+    /// [`HistoryError::Io`] when the file cannot be opened or read.
+    pub fn read(&self, options: &ReadOptions) -> Result<Transcript, HistoryError> {
+        let file = std::fs::File::open(&self.path).map_err(io_error(&self.path))?;
+        match self.agent {
+            AgentKind::Claude => crate::claude::read_tail(file, options),
+            AgentKind::Codex => crate::codex::read_tail(file, options),
+        }
+        .map_err(io_error(&self.path))
+    }
+}
+
 /// An agent's own session store, read-only.
 pub trait AgentStore: Send + Sync + std::fmt::Debug {
     /// Whose store it is.

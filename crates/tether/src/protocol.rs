@@ -677,6 +677,21 @@ pub struct StatusParams {
     pub handoff: Option<HandoffOffer>,
 }
 
+/// Where a `session/restored` transcript came from when it is not Tether's own cache
+/// (R-HIST-3): the agent's own session store. JSON: `{"agent": "claude", "path":
+/// "/home/ada/.claude/projects/-home-ada-proj/1f3a9c2e-….jsonl", "complete": false}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RestoredSource {
+    /// Whose store: `claude` or `codex`.
+    pub agent: String,
+    /// The session's file in that store (absolute).
+    pub path: String,
+    /// Whether the whole file was read; `false` when only its latest turns were (older
+    /// turns may exist; `snapshot.chatTurnsBase` is 0 either way, their count unknown).
+    pub complete: bool,
+}
+
 /// Banner kinds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

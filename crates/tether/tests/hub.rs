@@ -28,7 +28,8 @@ struct Seen {
     /// `turnEnded:<stop reason or error>`, `handoffOffered:<agent>`, `telemetry:<name>`,
     /// `log`, `warning`.
     what: String,
-    /// The payload of `expired` (`session/expired` params) and `status` events, as JSON.
+    /// The payload of `expired` (`session/expired` params), `status` and `banner` events,
+    /// and `{snapshot, source}` of `restored`, as JSON.
     detail: Value,
 }
 
@@ -116,6 +117,10 @@ impl Subscriber for Recorder {
                 })
                 .unwrap(),
                 Event::Status(status) => serde_json::to_value(status).unwrap(),
+                Event::Restored { snapshot, source } => {
+                    json!({"snapshot": snapshot, "source": source})
+                }
+                Event::Banner(banner) => serde_json::to_value(banner).unwrap(),
                 _ => Value::Null,
             };
             let what = match &envelope.event {
@@ -347,6 +352,125 @@ async fn a_resumes_events_carry_its_origin_cache_first_then_the_breaker() {
         "a resume's events carry the request's origin: {events:?}"
     );
     assert!(events.iter().any(|s| s.what == "banner:recoveredLive"));
+    hub.shutdown().await;
+}
+
+/// R-HIST-3: a session Tether never cached, found in Claude Code's own store (the
+/// `CLAUDE_CONFIG_DIR` of the agent's configured environment, never the test process's),
+/// is shown from there (stale, with its source) before the first agent attempt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_uncached_session_is_restored_from_the_agents_own_store_before_the_agent_answers() {
+    const ID: &str = "011056c5-379b-4671-ae05-7da2d0635fdb";
+    let world = World::new(json!([]));
+    let config_dir = world.path().join("claude-config");
+    let project = config_dir
+        .join("projects")
+        .join(tether_history::claude::project_name(
+            &world.workspace.to_string_lossy(),
+        ));
+    std::fs::create_dir_all(&project).unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+        "../tether-history/tests/fixtures/claude/projects/-home-user-work/{ID}.jsonl"
+    ));
+    let file = project.join(format!("{ID}.jsonl"));
+    std::fs::copy(&fixture, &file).unwrap();
+    let recorder = Recorder::new(None, None);
+    let hub = world
+        .hub_with(
+            &recorder,
+            json!({"agents": {"scripted": {
+                "command": env!("CARGO_BIN_EXE_tether"),
+                "args": ["scripted-agent", "--script", world.path().join("script.json")],
+                "protocol": "acp",
+                "env": {"CLAUDE_CONFIG_DIR": config_dir}
+            }}}),
+        )
+        .await;
+    let r = hub
+        .resume(world.resume(Some(ID)), None)
+        .await
+        .expect("an answer");
+    // The scripted agent does not know the session: the user is asked, over the agent's
+    // own transcript, which stays on screen (stale).
+    assert_eq!(serde_json::to_value(r.outcome).unwrap(), "needsChoice");
+    assert!(r.stale, "what the editor shows is unconfirmed history");
+    let events = recorder.of(ID);
+    let order: Vec<&str> = events
+        .iter()
+        .map(|s| s.what.as_str())
+        .filter(|w| *w == "restored" || w.starts_with("banner:") || w.starts_with("status:"))
+        .collect();
+    assert_eq!(
+        &order[..3],
+        ["restored", "banner:staleSnapshot", "status:resuming"],
+        "the agent's transcript first, then the attempts: {order:?}"
+    );
+    let restored = &events.iter().find(|s| s.what == "restored").unwrap().detail;
+    assert_eq!(
+        restored["source"],
+        json!({"agent": "claude", "path": file.display().to_string(), "complete": true})
+    );
+    let texts: Vec<&str> = restored["snapshot"]["chatTurns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "please run the fixture command",
+            "[Bash] echo tether-fixture",
+            "ok: please run the fixture command",
+            "and now say thanks",
+            "ok: and now say thanks"
+        ]
+    );
+    assert_eq!(
+        restored["snapshot"]["execTurns"][0]["buffer"],
+        "tether-fixture"
+    );
+    let banner = &events
+        .iter()
+        .find(|s| s.what == "banner:staleSnapshot")
+        .unwrap()
+        .detail;
+    assert!(
+        banner["message"].as_str().unwrap().contains("Claude Code"),
+        "{banner}"
+    );
+    hub.shutdown().await;
+}
+
+/// A session that is in no store at all shows nothing before the agent answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_in_no_store_restores_nothing() {
+    let world = World::new(json!([]));
+    let empty = world.path().join("empty-config");
+    let recorder = Recorder::new(None, None);
+    let hub = world
+        .hub_with(
+            &recorder,
+            json!({"agents": {"scripted": {
+                "command": env!("CARGO_BIN_EXE_tether"),
+                "args": ["scripted-agent", "--script", world.path().join("script.json")],
+                "protocol": "acp",
+                "env": {"CLAUDE_CONFIG_DIR": empty, "CODEX_HOME": empty}
+            }}}),
+        )
+        .await;
+    let id = "22222222-2222-2222-2222-222222222222";
+    let r = hub.resume(world.resume(Some(id)), None).await.unwrap();
+    assert_eq!(serde_json::to_value(r.outcome).unwrap(), "needsChoice");
+    assert!(!r.stale);
+    assert!(
+        !recorder
+            .of(id)
+            .iter()
+            .any(|s| s.what == "restored" || s.what == "banner:staleSnapshot"),
+        "{:?}",
+        recorder.of(id)
+    );
     hub.shutdown().await;
 }
 

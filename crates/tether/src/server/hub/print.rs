@@ -48,7 +48,14 @@ impl Hub {
                 });
                 if let Some(l) = &loaded {
                     let snapshot = serde_json::to_value(&l.snapshot).unwrap_or(Value::Null);
-                    self.emit(Some(id), Event::Restored { snapshot }).await;
+                    self.emit(
+                        Some(id),
+                        Event::Restored {
+                            snapshot,
+                            source: None,
+                        },
+                    )
+                    .await;
                 }
                 (
                     id.to_owned(),

@@ -1,0 +1,128 @@
+//! A session Tether never cached, shown from the agent's own session store (R-HIST-3):
+//! `tether_history` finds it by id (in the store of the agent the session's configured
+//! command names, else Claude Code's then Codex's), reads its latest turns from the end of
+//! the file, and the hub publishes them as [`Event::Restored`] with their
+//! [`RestoredSource`], then the stale banner, exactly as for its own cache and before the
+//! first agent attempt. The file's contents are never logged.
+
+use serde_json::Value;
+use tether_history::{AgentKind, Env, Found, ReadOptions, Transcript, find_session};
+use tether_host::AgentConfig;
+
+use crate::protocol::{BannerKind, BannerParams, RestoredSource};
+
+use super::events::Event;
+use super::{Hub, ResumeCtx};
+
+impl Hub {
+    /// Looks `ctx.session_id` up in the agent's own store and, when it is there, publishes
+    /// its transcript (stale, with where it came from) and the stale banner, and marks the
+    /// resume as showing unconfirmed history (`had_cache`). A store that cannot be read is
+    /// logged (its path and the OS error) and the resume goes on as without a cache.
+    pub(super) async fn restore_from_agent_store(&self, ctx: &mut ResumeCtx) {
+        let Some(config) = self.config.agents.get(&ctx.agent).cloned() else {
+            return;
+        };
+        let kinds = agent_kinds(&config);
+        let env = agent_env(&config);
+        let id = ctx.session_id.clone();
+        let workspace = ctx.workspace.clone();
+        let read = tokio::task::spawn_blocking(move || {
+            let Some(found) = find_session(&kinds, &env, &id, Some(&workspace))? else {
+                return Ok(None);
+            };
+            let transcript = found.read(&ReadOptions::default())?;
+            Ok::<_, tether_history::HistoryError>(Some((found, transcript)))
+        })
+        .await;
+        match read {
+            Ok(Ok(Some((found, transcript)))) => {
+                self.publish_history(ctx, &found, transcript).await
+            }
+            Ok(Ok(None)) | Err(_) => {}
+            Ok(Err(err)) => {
+                self.log(
+                    &ctx.session_id,
+                    format!("the agent's own history could not be read: {err}"),
+                )
+                .await;
+            }
+        }
+    }
+
+    async fn publish_history(&self, ctx: &mut ResumeCtx, found: &Found, transcript: Transcript) {
+        ctx.had_cache = true;
+        let turns = transcript.snapshot.chat_turns.len();
+        self.telemetry_resume_start(ctx, &transcript.snapshot).await;
+        let snapshot = serde_json::to_value(&transcript.snapshot).unwrap_or(Value::Null);
+        let source = RestoredSource {
+            agent: found.agent.name().to_owned(),
+            path: found.path.display().to_string(),
+            complete: transcript.complete,
+        };
+        self.emit_for(
+            ctx,
+            Event::Restored {
+                snapshot,
+                source: Some(source),
+            },
+        )
+        .await;
+        let banner = BannerParams {
+            id: format!("stale:{}", ctx.session_id),
+            session_id: Some(ctx.session_id.clone()),
+            kind: BannerKind::StaleSnapshot,
+            message: format!(
+                "Showing the transcript saved by {}; the agent has not confirmed it yet.",
+                found.agent.display_name()
+            ),
+            dismissible: true,
+        };
+        self.emit_for(ctx, Event::Banner(banner)).await;
+        self.log(
+            &ctx.session_id,
+            format!(
+                "restored {turns} turns from {}'s own store ({}; {} bytes read, {} lines skipped{})",
+                found.agent.display_name(),
+                found.path.display(),
+                transcript.bytes_read,
+                transcript.skipped_lines + transcript.oversized_lines,
+                if transcript.torn_tail {
+                    ", a torn last line left out"
+                } else {
+                    ""
+                }
+            ),
+        )
+        .await;
+    }
+}
+
+/// The agents whose stores may hold a session of `config` (R-HIST-3): the one its command
+/// line names, else every readable one, Claude Code first.
+fn agent_kinds(config: &AgentConfig) -> Vec<AgentKind> {
+    if config.protocol == tether_host::AgentProtocol::ClaudePrint {
+        return vec![AgentKind::Claude];
+    }
+    let command_line = std::iter::once(config.command.as_str())
+        .chain(config.args.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join(" ");
+    match AgentKind::from_command_line(&command_line) {
+        Some(kind) => vec![kind],
+        None => AgentKind::ALL.to_vec(),
+    }
+}
+
+/// The environment the agent runs in, where it locates its own store: the requesting
+/// editor's (R-DAEMON-7) or this server's, with the agent's configured `env` over it.
+fn agent_env(config: &AgentConfig) -> Env {
+    let mut env = match super::client_env() {
+        Some(base) => Env::from_vars(base.0.iter().map(|(k, v)| (k.clone(), v.clone()))),
+        None => Env::from_process(),
+    };
+    for (name, value) in &config.env {
+        env.set(name.clone(), value.clone());
+    }
+    env
+}
