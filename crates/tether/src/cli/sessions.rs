@@ -1,5 +1,6 @@
 //! `tether sessions list|show|clear [--workspace DIR] [--json]`: the session cache, for
-//! people (readable tables) and scripts (`--json`).
+//! people (readable tables) and scripts (`--json`); `list --all` adds the agents' own
+//! stores (`all_sessions.rs`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -31,8 +32,12 @@ pub enum Action {
         #[command(flatten)]
         common: Common,
         /// List the workspaces instead of one workspace's sessions.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "all")]
         all_workspaces: bool,
+        /// Also list the workspace's sessions in every agent's own store (Claude Code's,
+        /// Codex's), newest first, with their size and file.
+        #[arg(long)]
+        all: bool,
     },
     /// One saved session: metadata, stale marks, warnings and its recent turns.
     Show {
@@ -89,8 +94,22 @@ pub fn run(action: Action) -> ExitCode {
         Action::List {
             common,
             all_workspaces,
+            all,
         } => open(common, false).and_then(|(store, ws)| {
-            if *all_workspaces {
+            if *all {
+                let cached = store.list(&ws).map_err(|e| e.to_string())?;
+                let env = tether_history::Env::from_process();
+                let (rows, unreadable) = super::all_sessions::rows(ws.root(), &cached, &env);
+                if common.json {
+                    print_json(&super::all_sessions::render_json(&rows, unreadable));
+                } else {
+                    let root = ws.root().display().to_string();
+                    print!(
+                        "{}",
+                        super::all_sessions::render_table(&root, &rows, unreadable)
+                    );
+                }
+            } else if *all_workspaces {
                 let list = store.workspaces().map_err(|e| e.to_string())?;
                 if common.json {
                     print_json(&serde_json::to_value(&list).unwrap_or_default());
