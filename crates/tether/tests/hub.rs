@@ -442,6 +442,54 @@ async fn an_uncached_session_is_restored_from_the_agents_own_store_before_the_ag
     hub.shutdown().await;
 }
 
+/// The same for a `claudePrint` agent (no process until the next prompt): the uncached
+/// session is shown from Claude Code's file as it is attached.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_uncached_claude_print_session_is_shown_from_claude_codes_own_file() {
+    const ID: &str = "011056c5-379b-4671-ae05-7da2d0635fdb";
+    let world = World::new(json!([]));
+    let config_dir = world.path().join("claude-config");
+    // Another project folder than this workspace's: found by its id all the same.
+    let project = config_dir.join("projects/-somewhere-else");
+    std::fs::create_dir_all(&project).unwrap();
+    let file = project.join(format!("{ID}.jsonl"));
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+            "../tether-history/tests/fixtures/claude/projects/-home-user-work/{ID}.jsonl"
+        )),
+        &file,
+    )
+    .unwrap();
+    let recorder = Recorder::new(None, None);
+    let hub = world
+        .hub_with(
+            &recorder,
+            json!({"agents": {"scripted": {
+                "command": "claude",
+                "protocol": "claudePrint",
+                "env": {"CLAUDE_CONFIG_DIR": config_dir}
+            }}}),
+        )
+        .await;
+    let r = hub.resume(world.resume(Some(ID)), None).await.unwrap();
+    assert_eq!(serde_json::to_value(r.outcome).unwrap(), "resumed");
+    assert!(r.stale);
+    let restored = recorder.wait_for("restored").await;
+    assert_eq!(restored.detail["source"]["agent"], "claude");
+    assert_eq!(
+        restored.detail["source"]["path"],
+        file.display().to_string()
+    );
+    assert_eq!(
+        restored.detail["snapshot"]["chatTurns"]
+            .as_array()
+            .unwrap()
+            .len(),
+        5
+    );
+    hub.shutdown().await;
+}
+
 /// A session that is in no store at all shows nothing before the agent answers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_in_no_store_restores_nothing() {

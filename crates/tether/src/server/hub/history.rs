@@ -5,6 +5,8 @@
 //! [`RestoredSource`], then the stale banner, exactly as for its own cache and before the
 //! first agent attempt. The file's contents are never logged.
 
+use std::path::Path;
+
 use serde_json::Value;
 use tether_history::{AgentKind, Env, Found, ReadOptions, Transcript, find_session};
 use tether_host::AgentConfig;
@@ -20,13 +22,28 @@ impl Hub {
     /// resume as showing unconfirmed history (`had_cache`). A store that cannot be read is
     /// logged (its path and the OS error) and the resume goes on as without a cache.
     pub(super) async fn restore_from_agent_store(&self, ctx: &mut ResumeCtx) {
-        let Some(config) = self.config.agents.get(&ctx.agent).cloned() else {
-            return;
-        };
+        let workspace = ctx.workspace.clone();
+        if let Some((found, transcript)) = self
+            .read_agent_history(&ctx.agent, &ctx.session_id, &workspace)
+            .await
+        {
+            self.publish_history(ctx, &found, transcript).await;
+        }
+    }
+
+    /// Session `session_id` of configured agent `agent` in that agent's own store, its
+    /// latest turns read; `None` when it is not there (or cannot be read, which is logged).
+    pub(super) async fn read_agent_history(
+        &self,
+        agent: &str,
+        session_id: &str,
+        workspace: &Path,
+    ) -> Option<(Found, Transcript)> {
+        let config = self.config.agents.get(agent).cloned()?;
         let kinds = agent_kinds(&config);
         let env = agent_env(&config);
-        let id = ctx.session_id.clone();
-        let workspace = ctx.workspace.clone();
+        let id = session_id.to_owned();
+        let workspace = workspace.to_owned();
         let read = tokio::task::spawn_blocking(move || {
             let Some(found) = find_session(&kinds, &env, &id, Some(&workspace))? else {
                 return Ok(None);
@@ -36,38 +53,23 @@ impl Hub {
         })
         .await;
         match read {
-            Ok(Ok(Some((found, transcript)))) => {
-                self.publish_history(ctx, &found, transcript).await
-            }
-            Ok(Ok(None)) | Err(_) => {}
+            Ok(Ok(found)) => found,
+            Err(_) => None,
             Ok(Err(err)) => {
                 self.log(
-                    &ctx.session_id,
+                    session_id,
                     format!("the agent's own history could not be read: {err}"),
                 )
                 .await;
+                None
             }
         }
     }
 
     async fn publish_history(&self, ctx: &mut ResumeCtx, found: &Found, transcript: Transcript) {
         ctx.had_cache = true;
-        let turns = transcript.snapshot.chat_turns.len();
         self.telemetry_resume_start(ctx, &transcript.snapshot).await;
-        let snapshot = serde_json::to_value(&transcript.snapshot).unwrap_or(Value::Null);
-        let source = RestoredSource {
-            agent: found.agent.name().to_owned(),
-            path: found.path.display().to_string(),
-            complete: transcript.complete,
-        };
-        self.emit_for(
-            ctx,
-            Event::Restored {
-                snapshot,
-                source: Some(source),
-            },
-        )
-        .await;
+        self.emit_for(ctx, restored_event(found, &transcript)).await;
         let banner = BannerParams {
             id: format!("stale:{}", ctx.session_id),
             session_id: Some(ctx.session_id.clone()),
@@ -79,8 +81,19 @@ impl Hub {
             dismissible: true,
         };
         self.emit_for(ctx, Event::Banner(banner)).await;
+        self.log_history(&ctx.session_id, found, &transcript).await;
+    }
+
+    /// Logs what was read of the agent's store (never its contents).
+    pub(super) async fn log_history(
+        &self,
+        session_id: &str,
+        found: &Found,
+        transcript: &Transcript,
+    ) {
+        let turns = transcript.snapshot.chat_turns.len();
         self.log(
-            &ctx.session_id,
+            session_id,
             format!(
                 "restored {turns} turns from {}'s own store ({}; {} bytes read, {} lines skipped{})",
                 found.agent.display_name(),
@@ -95,6 +108,18 @@ impl Hub {
             ),
         )
         .await;
+    }
+}
+
+/// [`Event::Restored`] of `transcript`, with where it came from (R-HIST-3).
+pub(super) fn restored_event(found: &Found, transcript: &Transcript) -> Event {
+    Event::Restored {
+        snapshot: serde_json::to_value(&transcript.snapshot).unwrap_or(Value::Null),
+        source: Some(RestoredSource {
+            agent: found.agent.name().to_owned(),
+            path: found.path.display().to_string(),
+            complete: transcript.complete,
+        }),
     }
 }
 
