@@ -2,8 +2,8 @@
 //! snapshot model (`tether_store::SessionSnapshot`), so `session/resume` of a session
 //! Tether never cached can still show its transcript at once (issue 14, R-HIST-1..3).
 //!
-//! * One module per agent: [`claude`] (Claude Code's project-keyed JSONL files) and
-//!   [`codex`] (Codex's rollout JSONL files). Each locates its store the way the agent
+//! * One module per agent: [`claude`] (Claude Code's project-keyed JSONL files),
+//!   [`codex`] (Codex's rollout JSONL files) and [`gemini`] (Gemini CLI's chat record logs). Each locates its store the way the agent
 //!   does, from an [`Env`] (the agent's environment, not necessarily this process's), and
 //!   never writes to it: files are opened read-only and never locked, created or repaired.
 //! * Reading costs O(what is shown) (R-HIST-2): [`backward::BackwardLines`] reads fixed-size
@@ -21,6 +21,7 @@ pub mod backward;
 pub mod claude;
 pub mod codex;
 mod env;
+pub mod gemini;
 mod head;
 mod store;
 mod transcript;

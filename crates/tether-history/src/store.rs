@@ -17,19 +17,22 @@ pub enum AgentKind {
     Claude,
     /// Codex (the CLI, and `codex-acp`, which writes the same files).
     Codex,
+    /// Gemini CLI (also as an ACP agent, `gemini --acp`).
+    Gemini,
 }
 
 impl AgentKind {
     /// Every readable agent, in the order an unknown agent's session is looked for
     /// (R-HIST-3).
-    pub const ALL: [AgentKind; 2] = [AgentKind::Claude, AgentKind::Codex];
+    pub const ALL: [AgentKind; 3] = [AgentKind::Claude, AgentKind::Codex, AgentKind::Gemini];
 
-    /// The short name used on the wire (`source.agent`): `claude`, `codex`.
+    /// The short name used on the wire (`source.agent`): `claude`, `codex`, `gemini`.
     #[must_use]
     pub fn name(self) -> &'static str {
         match self {
             AgentKind::Claude => "claude",
             AgentKind::Codex => "codex",
+            AgentKind::Gemini => "gemini",
         }
     }
 
@@ -39,12 +42,13 @@ impl AgentKind {
         match self {
             AgentKind::Claude => "Claude Code",
             AgentKind::Codex => "Codex",
+            AgentKind::Gemini => "Gemini CLI",
         }
     }
 
     /// The agent whose command line (program and arguments, lower-cased) is `command_line`:
-    /// `claude` (also `claude-agent-acp`, `claude-code-acp`) or `codex` (`codex-acp`);
-    /// `None` for any other.
+    /// `claude` (also `claude-agent-acp`, `claude-code-acp`), `codex` (`codex-acp`) or
+    /// `gemini`; `None` for any other.
     #[must_use]
     pub fn from_command_line(command_line: &str) -> Option<AgentKind> {
         let text = command_line.to_lowercase();
@@ -52,6 +56,8 @@ impl AgentKind {
             Some(AgentKind::Claude)
         } else if text.contains("codex") {
             Some(AgentKind::Codex)
+        } else if text.contains("gemini") {
+            Some(AgentKind::Gemini)
         } else {
             None
         }
@@ -119,6 +125,7 @@ impl Found {
         match self.agent {
             AgentKind::Claude => crate::claude::read_tail(file, options),
             AgentKind::Codex => crate::codex::read_tail(file, options),
+            AgentKind::Gemini => crate::gemini::read_tail(file, options),
         }
         .map_err(io_error(&self.path))
     }
@@ -157,7 +164,8 @@ pub trait AgentStore: Send + Sync + std::fmt::Debug {
 }
 
 /// The store of `kind`, located from `env` as the agent locates it: Claude Code
-/// `$CLAUDE_CONFIG_DIR`, else `$HOME/.claude`; Codex `$CODEX_HOME`, else `$HOME/.codex`.
+/// `$CLAUDE_CONFIG_DIR`, else `$HOME/.claude`; Codex `$CODEX_HOME`, else `$HOME/.codex`;
+/// Gemini CLI `$GEMINI_CLI_HOME/.gemini`, else `$HOME/.gemini`.
 /// `None` when neither variable nor `$HOME` is set. The folder need not exist.
 #[must_use]
 pub fn locate(kind: AgentKind, env: &Env) -> Option<Box<dyn AgentStore>> {
@@ -167,6 +175,9 @@ pub fn locate(kind: AgentKind, env: &Env) -> Option<Box<dyn AgentStore>> {
         }
         AgentKind::Codex => {
             crate::codex::CodexStore::locate(env).map(|s| Box::new(s) as Box<dyn AgentStore>)
+        }
+        AgentKind::Gemini => {
+            crate::gemini::GeminiStore::locate(env).map(|s| Box::new(s) as Box<dyn AgentStore>)
         }
     }
 }
@@ -258,7 +269,11 @@ mod tests {
             ("claude", Some(AgentKind::Claude)),
             ("codex-acp -c model=x", Some(AgentKind::Codex)),
             ("tether scripted-agent", None),
-            ("gemini --acp", None),
+            (
+                "node /x/gemini-cli/bundle/gemini.js --acp",
+                Some(AgentKind::Gemini),
+            ),
+            ("opencode acp", None),
         ];
         for (line, want) in cases {
             assert_eq!(AgentKind::from_command_line(line), want, "{line}");

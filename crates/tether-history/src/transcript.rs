@@ -283,6 +283,12 @@ fn keep_end(text: &str, cap: usize) -> (String, u64) {
 pub(crate) trait Format {
     /// Feeds `line` (the newest line not yet seen) to `out`.
     fn line(&mut self, line: &Value, out: &mut Collector);
+
+    /// Whether nothing older can matter (a record replaced everything before it); reading
+    /// stops, and the transcript is complete.
+    fn done(&self) -> bool {
+        false
+    }
 }
 
 /// Reads `reader`'s tail, newest line first, through `format`, until `options.max_turns`
@@ -296,7 +302,7 @@ pub(crate) fn read_tail<R: Read + Seek>(
     let mut collector = Collector::new(options.max_turns);
     let (mut skipped, mut oversized, mut torn) = (0u64, 0u64, false);
     let mut last = true;
-    while !collector.full() {
+    while !collector.full() && !format.done() {
         let Some(line) = lines.next_line()? else {
             break;
         };
@@ -318,7 +324,7 @@ pub(crate) fn read_tail<R: Read + Seek>(
         }
     }
     Ok(Transcript {
-        complete: lines.reached_start(),
+        complete: lines.reached_start() || format.done(),
         bytes_read: lines.bytes_read(),
         skipped_lines: skipped,
         oversized_lines: oversized,

@@ -8,12 +8,13 @@ use std::path::{Path, PathBuf};
 
 use tether_history::backward::CountingReader;
 use tether_history::{
-    AgentKind, Env, ReadOptions, Transcript, claude, codex, find_session, locate,
+    AgentKind, Env, ReadOptions, Transcript, claude, codex, find_session, gemini, locate,
 };
 use tether_store::model::ChatRole;
 
 const CLAUDE_ID: &str = "011056c5-379b-4671-ae05-7da2d0635fdb";
 const CODEX_ID: &str = "01a212cf-f79c-7660-8b8d-1c296117b2af";
+const GEMINI_ID: &str = "ba5996e5-833b-4919-a802-507a72386dcd";
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
@@ -27,11 +28,19 @@ fn fixture_env() -> Env {
             fixtures().join("claude").to_str().unwrap(),
         ),
         ("CODEX_HOME", fixtures().join("codex").to_str().unwrap()),
+        (
+            "GEMINI_CLI_HOME",
+            fixtures().join("gemini").to_str().unwrap(),
+        ),
     ])
 }
 
 fn claude_file() -> PathBuf {
     fixtures().join(format!("claude/projects/-home-user-work/{CLAUDE_ID}.jsonl"))
+}
+
+fn gemini_file() -> PathBuf {
+    fixtures().join("gemini/.gemini/tmp/work/chats/session-2026-11-25T13-29-ba5996e5.jsonl")
 }
 
 fn codex_file() -> PathBuf {
@@ -58,6 +67,10 @@ fn turns(t: &Transcript) -> Vec<String> {
 
 fn read_claude(bytes: &[u8], max_turns: usize) -> Transcript {
     claude::read_tail(Cursor::new(bytes.to_vec()), &ReadOptions { max_turns }).expect("reads")
+}
+
+fn read_gemini(bytes: &[u8], max_turns: usize) -> Transcript {
+    gemini::read_tail(Cursor::new(bytes.to_vec()), &ReadOptions { max_turns }).expect("reads")
 }
 
 fn read_codex(bytes: &[u8], max_turns: usize) -> Transcript {
@@ -144,6 +157,70 @@ fn codex_fixture_reads_as_prompts_answers_and_a_tool_call() {
 }
 
 #[test]
+fn gemini_fixture_reads_as_prompts_answers_and_a_tool_call() {
+    let store = locate(AgentKind::Gemini, &fixture_env()).expect("located");
+    let path = store
+        .find(GEMINI_ID, Some(Path::new("/home/user/work")))
+        .expect("valid id")
+        .expect("found");
+    assert_eq!(path, gemini_file());
+    let t = store.read(&path, &ReadOptions::default()).expect("reads");
+    assert_eq!(
+        turns(&t),
+        [
+            "user: please run the fixture command",
+            "assistant: [run_shell_command] echo tether-fixture",
+            "assistant: ok: please run the fixture command",
+            "user: and now say thanks",
+            "assistant: ok: and now say thanks",
+        ]
+    );
+    let exec = &t.snapshot.exec_turns[0];
+    assert_eq!(
+        (exec.command.as_str(), exec.status.as_str()),
+        ("echo tether-fixture", "completed")
+    );
+    assert_eq!(
+        exec.buffer,
+        "Output: tether-fixture\nProcess Group PGID: 4242"
+    );
+    assert_eq!(t.snapshot.context.model.as_deref(), Some("gemini-2.5-pro"));
+    // The `$set` of the whole message list (the session context) ends the read: nothing
+    // older counts, so the transcript is complete.
+    assert!(t.complete && !t.torn_tail && t.skipped_lines == 0);
+    let s = store.summary(&path).expect("summary");
+    assert_eq!(s.session_id, GEMINI_ID);
+    assert_eq!(s.title.as_deref(), Some("please run the fixture command"));
+    assert_eq!(s.cwd.as_deref(), Some("/home/user/work"));
+    // The session Gemini CLI opened first and never prompted is listed too, untitled.
+    let listed = store.sessions(Path::new("/home/user/work"));
+    assert_eq!(listed.len(), 2, "{listed:?}");
+}
+
+/// Gemini CLI's log records: a message written again replaces the older one, and
+/// `$rewindTo` drops a message and every later one (as the CLI replays them).
+#[test]
+fn gemini_records_are_replayed_as_the_cli_replays_them() {
+    let lines = [
+        r#"{"sessionId":"s","projectHash":"h","startTime":"t0","lastUpdated":"t0","kind":"main"}"#,
+        r#"{"id":"u1","timestamp":"t1","type":"user","content":[{"text":"first"}]}"#,
+        r#"{"id":"g1","timestamp":"t2","type":"gemini","content":"draft","model":"m"}"#,
+        r#"{"id":"u2","timestamp":"t3","type":"user","content":[{"text":"dropped by the rewind"}]}"#,
+        r#"{"id":"g2","timestamp":"t4","type":"gemini","content":"dropped too"}"#,
+        r#"{"$rewindTo":"u2"}"#,
+        r#"{"id":"g1","timestamp":"t2","type":"gemini","content":"final","model":"m"}"#,
+        r#"{"id":"u3","timestamp":"t5","type":"user","content":"again"}"#,
+        r#"{"$set":{"lastUpdated":"t5"}}"#,
+    ];
+    let t = read_gemini((lines.join("\n") + "\n").as_bytes(), 50);
+    assert_eq!(
+        turns(&t),
+        ["user: first", "assistant: final", "user: again"]
+    );
+    assert!(t.complete);
+}
+
+#[test]
 fn a_session_is_found_by_id_from_any_workspace_and_in_claude_first() {
     let env = fixture_env();
     let all = AgentKind::ALL;
@@ -157,6 +234,8 @@ fn a_session_is_found_by_id_from_any_workspace_and_in_claude_first() {
         ),
         (CLAUDE_ID, None, Some(AgentKind::Claude)),
         (CODEX_ID, Some("/home/user/work"), Some(AgentKind::Codex)),
+        (GEMINI_ID, Some("/home/user/work"), Some(AgentKind::Gemini)),
+        (GEMINI_ID, None, Some(AgentKind::Gemini)),
         ("00000000-0000-0000-0000-000000000000", None, None),
     ];
     for (id, cwd, want) in cases {
@@ -225,6 +304,7 @@ fn a_file_cut_at_any_line_boundary_or_inside_a_line_reads_its_complete_lines() {
             read_claude as fn(&[u8], usize) -> Transcript,
         ),
         ("codex", codex_file(), read_codex),
+        ("gemini", gemini_file(), read_gemini),
     ] {
         let bytes = std::fs::read(&path).unwrap();
         let ends: Vec<usize> = bytes
@@ -389,6 +469,42 @@ fn big_codex_session(path: &Path, size: u64) -> u64 {
     n
 }
 
+/// Writes a Gemini CLI session log of at least `size` bytes, built the same way (each
+/// exchange: a prompt, a message with a tool call and its result, a metadata update, and
+/// the answer).
+fn big_gemini_session(path: &Path, size: u64) -> u64 {
+    let mut out = BufWriter::new(File::create(path).unwrap());
+    let padding = "x".repeat(16 * 1024);
+    let header = r#"{"sessionId":"s","projectHash":"h","startTime":"2026-11-25T13:00:00.000Z","lastUpdated":"2026-11-25T13:00:00.000Z","kind":"main"}"#;
+    writeln!(out, "{header}").unwrap();
+    let mut written = header.len() as u64 + 1;
+    let mut n = 0u64;
+    while written < size {
+        n += 1;
+        let lines = [
+            format!(
+                r#"{{"id":"u{n}","timestamp":"2026-11-25T13:00:00.000Z","type":"user","content":[{{"text":"prompt {n}"}}]}}"#
+            ),
+            format!(
+                r#"{{"id":"c{n}","timestamp":"2026-11-25T13:00:01.000Z","type":"gemini","content":"","toolCalls":[{{"id":"t{n}","name":"run_shell_command","args":{{"command":"echo {n}"}},"result":[{{"functionResponse":{{"id":"t{n}","name":"run_shell_command","response":{{"output":"Output: {n}"}}}}}}],"status":"success"}}],"model":"gemini-2.5-pro"}}"#
+            ),
+            format!(
+                r#"{{"$set":{{"lastUpdated":"2026-11-25T13:00:02.000Z","padding":"{padding}"}}}}"#
+            ),
+            format!(
+                r#"{{"id":"a{n}","timestamp":"2026-11-25T13:00:03.000Z","type":"gemini","content":"answer {n}","model":"gemini-2.5-pro"}}"#
+            ),
+        ];
+        for line in lines {
+            out.write_all(line.as_bytes()).unwrap();
+            out.write_all(b"\n").unwrap();
+            written += line.len() as u64 + 1;
+        }
+    }
+    out.flush().unwrap();
+    n
+}
+
 const HUNDRED_MB: u64 = 100 * 1024 * 1024;
 
 /// R-HIST-2: the last turns of a 100 MB session cost a bounded number of bytes read, far
@@ -398,9 +514,10 @@ fn the_last_turns_of_a_100_mb_session_read_a_bounded_number_of_bytes() {
     let dir = tempfile::tempdir().unwrap();
     type Reader = fn(CountingReader<File>, &ReadOptions) -> std::io::Result<Transcript>;
     type Generator = fn(&Path, u64) -> u64;
-    let cases: [(&str, Generator, Reader); 2] = [
+    let cases: [(&str, Generator, Reader); 3] = [
         ("claude", big_claude_session, |r, o| claude::read_tail(r, o)),
         ("codex", big_codex_session, |r, o| codex::read_tail(r, o)),
+        ("gemini", big_gemini_session, |r, o| gemini::read_tail(r, o)),
     ];
     for (name, generate, read) in cases {
         let path = dir.path().join(format!("{name}.jsonl"));
@@ -413,10 +530,10 @@ fn the_last_turns_of_a_100_mb_session_read_a_bounded_number_of_bytes() {
             &ReadOptions { max_turns: 12 },
         )
         .unwrap();
-        let tool = if name == "claude" {
-            "Bash"
-        } else {
-            "exec_command"
+        let tool = match name {
+            "claude" => "Bash",
+            "codex" => "exec_command",
+            _ => "run_shell_command",
         };
         let want: Vec<String> = (n - 3..=n)
             .flat_map(|i| {
@@ -485,6 +602,7 @@ fn read_counted(name: &str, counter: &mut CountingReader<File>) -> Transcript {
     let options = ReadOptions::default();
     match name {
         "claude" => claude::read_tail(&mut *counter, &options).unwrap(),
-        _ => codex::read_tail(&mut *counter, &options).unwrap(),
+        "codex" => codex::read_tail(&mut *counter, &options).unwrap(),
+        _ => gemini::read_tail(&mut *counter, &options).unwrap(),
     }
 }
