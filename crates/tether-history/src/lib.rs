@@ -3,7 +3,9 @@
 //! Tether never cached can still show its transcript at once (issue 14, R-HIST-1..3).
 //!
 //! * One module per agent: [`claude`] (Claude Code's project-keyed JSONL files),
-//!   [`codex`] (Codex's rollout JSONL files) and [`gemini`] (Gemini CLI's chat record logs). Each locates its store the way the agent
+//!   [`codex`] (Codex's rollout JSONL files), [`gemini`] (Gemini CLI's chat record logs)
+//!   and [`copilot`] (Copilot CLI's session event logs). opencode keeps its sessions in a
+//!   SQLite database (`opencode.db`, observed in opencode 1.18.33) and has no reader yet. Each locates its store the way the agent
 //!   does, from an [`Env`] (the agent's environment, not necessarily this process's), and
 //!   never writes to it: files are opened read-only and never locked, created or repaired.
 //! * Reading costs O(what is shown) (R-HIST-2): [`backward::BackwardLines`] reads fixed-size
@@ -20,6 +22,7 @@
 pub mod backward;
 pub mod claude;
 pub mod codex;
+pub mod copilot;
 mod env;
 pub mod gemini;
 mod head;

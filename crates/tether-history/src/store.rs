@@ -19,20 +19,29 @@ pub enum AgentKind {
     Codex,
     /// Gemini CLI (also as an ACP agent, `gemini --acp`).
     Gemini,
+    /// GitHub Copilot CLI (also as an ACP agent, `copilot --acp`).
+    Copilot,
 }
 
 impl AgentKind {
     /// Every readable agent, in the order an unknown agent's session is looked for
     /// (R-HIST-3).
-    pub const ALL: [AgentKind; 3] = [AgentKind::Claude, AgentKind::Codex, AgentKind::Gemini];
+    pub const ALL: [AgentKind; 4] = [
+        AgentKind::Claude,
+        AgentKind::Codex,
+        AgentKind::Gemini,
+        AgentKind::Copilot,
+    ];
 
-    /// The short name used on the wire (`source.agent`): `claude`, `codex`, `gemini`.
+    /// The short name used on the wire (`source.agent`): `claude`, `codex`, `gemini`,
+    /// `copilot`.
     #[must_use]
     pub fn name(self) -> &'static str {
         match self {
             AgentKind::Claude => "claude",
             AgentKind::Codex => "codex",
             AgentKind::Gemini => "gemini",
+            AgentKind::Copilot => "copilot",
         }
     }
 
@@ -43,12 +52,13 @@ impl AgentKind {
             AgentKind::Claude => "Claude Code",
             AgentKind::Codex => "Codex",
             AgentKind::Gemini => "Gemini CLI",
+            AgentKind::Copilot => "Copilot CLI",
         }
     }
 
     /// The agent whose command line (program and arguments, lower-cased) is `command_line`:
-    /// `claude` (also `claude-agent-acp`, `claude-code-acp`), `codex` (`codex-acp`) or
-    /// `gemini`; `None` for any other.
+    /// `claude` (also `claude-agent-acp`, `claude-code-acp`), `codex` (`codex-acp`),
+    /// `gemini` or `copilot`; `None` for any other.
     #[must_use]
     pub fn from_command_line(command_line: &str) -> Option<AgentKind> {
         let text = command_line.to_lowercase();
@@ -58,6 +68,8 @@ impl AgentKind {
             Some(AgentKind::Codex)
         } else if text.contains("gemini") {
             Some(AgentKind::Gemini)
+        } else if text.contains("copilot") {
+            Some(AgentKind::Copilot)
         } else {
             None
         }
@@ -126,6 +138,7 @@ impl Found {
             AgentKind::Claude => crate::claude::read_tail(file, options),
             AgentKind::Codex => crate::codex::read_tail(file, options),
             AgentKind::Gemini => crate::gemini::read_tail(file, options),
+            AgentKind::Copilot => crate::copilot::read_tail(file, options),
         }
         .map_err(io_error(&self.path))
     }
@@ -165,7 +178,8 @@ pub trait AgentStore: Send + Sync + std::fmt::Debug {
 
 /// The store of `kind`, located from `env` as the agent locates it: Claude Code
 /// `$CLAUDE_CONFIG_DIR`, else `$HOME/.claude`; Codex `$CODEX_HOME`, else `$HOME/.codex`;
-/// Gemini CLI `$GEMINI_CLI_HOME/.gemini`, else `$HOME/.gemini`.
+/// Gemini CLI `$GEMINI_CLI_HOME/.gemini`, else `$HOME/.gemini`; Copilot CLI `$COPILOT_HOME`,
+/// else `$HOME/.copilot`.
 /// `None` when neither variable nor `$HOME` is set. The folder need not exist.
 #[must_use]
 pub fn locate(kind: AgentKind, env: &Env) -> Option<Box<dyn AgentStore>> {
@@ -178,6 +192,9 @@ pub fn locate(kind: AgentKind, env: &Env) -> Option<Box<dyn AgentStore>> {
         }
         AgentKind::Gemini => {
             crate::gemini::GeminiStore::locate(env).map(|s| Box::new(s) as Box<dyn AgentStore>)
+        }
+        AgentKind::Copilot => {
+            crate::copilot::CopilotStore::locate(env).map(|s| Box::new(s) as Box<dyn AgentStore>)
         }
     }
 }
@@ -272,6 +289,10 @@ mod tests {
             (
                 "node /x/gemini-cli/bundle/gemini.js --acp",
                 Some(AgentKind::Gemini),
+            ),
+            (
+                "/x/@github/copilot-linux-x64/copilot --acp",
+                Some(AgentKind::Copilot),
             ),
             ("opencode acp", None),
         ];

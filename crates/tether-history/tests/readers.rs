@@ -8,13 +8,14 @@ use std::path::{Path, PathBuf};
 
 use tether_history::backward::CountingReader;
 use tether_history::{
-    AgentKind, Env, ReadOptions, Transcript, claude, codex, find_session, gemini, locate,
+    AgentKind, Env, ReadOptions, Transcript, claude, codex, copilot, find_session, gemini, locate,
 };
 use tether_store::model::ChatRole;
 
 const CLAUDE_ID: &str = "011056c5-379b-4671-ae05-7da2d0635fdb";
 const CODEX_ID: &str = "01a212cf-f79c-7660-8b8d-1c296117b2af";
 const GEMINI_ID: &str = "ba5996e5-833b-4919-a802-507a72386dcd";
+const COPILOT_ID: &str = "0a533473-0b10-49a2-b1de-3c2008a2ce45";
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
@@ -32,11 +33,16 @@ fn fixture_env() -> Env {
             "GEMINI_CLI_HOME",
             fixtures().join("gemini").to_str().unwrap(),
         ),
+        ("COPILOT_HOME", fixtures().join("copilot").to_str().unwrap()),
     ])
 }
 
 fn claude_file() -> PathBuf {
     fixtures().join(format!("claude/projects/-home-user-work/{CLAUDE_ID}.jsonl"))
+}
+
+fn copilot_file() -> PathBuf {
+    fixtures().join(format!("copilot/session-state/{COPILOT_ID}/events.jsonl"))
 }
 
 fn gemini_file() -> PathBuf {
@@ -67,6 +73,10 @@ fn turns(t: &Transcript) -> Vec<String> {
 
 fn read_claude(bytes: &[u8], max_turns: usize) -> Transcript {
     claude::read_tail(Cursor::new(bytes.to_vec()), &ReadOptions { max_turns }).expect("reads")
+}
+
+fn read_copilot(bytes: &[u8], max_turns: usize) -> Transcript {
+    copilot::read_tail(Cursor::new(bytes.to_vec()), &ReadOptions { max_turns }).expect("reads")
 }
 
 fn read_gemini(bytes: &[u8], max_turns: usize) -> Transcript {
@@ -197,6 +207,45 @@ fn gemini_fixture_reads_as_prompts_answers_and_a_tool_call() {
     assert_eq!(listed.len(), 2, "{listed:?}");
 }
 
+#[test]
+fn copilot_fixture_reads_as_prompts_answers_and_a_tool_call() {
+    let store = locate(AgentKind::Copilot, &fixture_env()).expect("located");
+    let path = store
+        .find(COPILOT_ID, None)
+        .expect("valid id")
+        .expect("found");
+    assert_eq!(path, copilot_file());
+    let t = store.read(&path, &ReadOptions::default()).expect("reads");
+    assert_eq!(
+        turns(&t),
+        [
+            "user: please run the fixture command",
+            "assistant: [bash] echo tether-fixture",
+            "assistant: ok: please run the fixture command",
+            "user: and now say thanks",
+            "assistant: ok: and now say thanks",
+        ]
+    );
+    let exec = &t.snapshot.exec_turns[0];
+    assert_eq!(
+        (exec.exec_id.as_str(), exec.status.as_str(), exec.exit_code),
+        ("call_fake_000008", "completed", Some(0))
+    );
+    assert_eq!(exec.buffer, "tether-fixture");
+    assert_eq!(t.snapshot.context.working_dir, "/home/user/work");
+    assert_eq!(t.snapshot.context.model.as_deref(), Some("gpt-4o"));
+    assert!(t.complete && !t.torn_tail && t.skipped_lines == 0);
+    assert_eq!(
+        store.sessions(Path::new("/home/user/work")),
+        [copilot_file()]
+    );
+    assert!(store.sessions(Path::new("/elsewhere")).is_empty());
+    let s = store.summary(&path).expect("summary");
+    assert_eq!(s.session_id, COPILOT_ID);
+    assert_eq!(s.title.as_deref(), Some("please run the fixture command"));
+    assert_eq!(s.started_utc.as_deref(), Some("2026-11-25T13:35:01.431Z"));
+}
+
 /// Gemini CLI's log records: a message written again replaces the older one, and
 /// `$rewindTo` drops a message and every later one (as the CLI replays them).
 #[test]
@@ -236,6 +285,11 @@ fn a_session_is_found_by_id_from_any_workspace_and_in_claude_first() {
         (CODEX_ID, Some("/home/user/work"), Some(AgentKind::Codex)),
         (GEMINI_ID, Some("/home/user/work"), Some(AgentKind::Gemini)),
         (GEMINI_ID, None, Some(AgentKind::Gemini)),
+        (
+            COPILOT_ID,
+            Some("/home/user/work"),
+            Some(AgentKind::Copilot),
+        ),
         ("00000000-0000-0000-0000-000000000000", None, None),
     ];
     for (id, cwd, want) in cases {
@@ -305,6 +359,7 @@ fn a_file_cut_at_any_line_boundary_or_inside_a_line_reads_its_complete_lines() {
         ),
         ("codex", codex_file(), read_codex),
         ("gemini", gemini_file(), read_gemini),
+        ("copilot", copilot_file(), read_copilot),
     ] {
         let bytes = std::fs::read(&path).unwrap();
         let ends: Vec<usize> = bytes
@@ -505,6 +560,41 @@ fn big_gemini_session(path: &Path, size: u64) -> u64 {
     n
 }
 
+/// Writes a Copilot CLI `events.jsonl` of at least `size` bytes, built the same way.
+fn big_copilot_session(path: &Path, size: u64) -> u64 {
+    let mut out = BufWriter::new(File::create(path).unwrap());
+    let padding = "x".repeat(16 * 1024);
+    let mut written = 0u64;
+    let mut n = 0u64;
+    while written < size {
+        n += 1;
+        let lines = [
+            format!(
+                r#"{{"type":"user.message","data":{{"content":"prompt {n}","messageId":"u{n}"}},"id":"e{n}a","timestamp":"2026-11-25T13:00:00.000Z"}}"#
+            ),
+            format!(
+                r#"{{"type":"assistant.message","data":{{"messageId":"c{n}","model":"gpt-4o","content":"","toolRequests":[{{"toolCallId":"t{n}","name":"bash","arguments":{{"command":"echo {n}"}}}}]}},"id":"e{n}b","timestamp":"2026-11-25T13:00:01.000Z"}}"#
+            ),
+            format!(
+                r#"{{"type":"tool.execution_complete","data":{{"toolCallId":"t{n}","success":true,"shellExecution":{{"exitCode":0}},"result":{{"content":"{n}\n<shellId: 0 completed with exit code 0>"}}}},"id":"e{n}c","timestamp":"2026-11-25T13:00:02.000Z"}}"#
+            ),
+            format!(
+                r#"{{"type":"session.usage_record","data":{{"padding":"{padding}"}},"id":"e{n}d","timestamp":"2026-11-25T13:00:02.500Z"}}"#
+            ),
+            format!(
+                r#"{{"type":"assistant.message","data":{{"messageId":"a{n}","model":"gpt-4o","content":"answer {n}","toolRequests":[]}},"id":"e{n}e","timestamp":"2026-11-25T13:00:03.000Z"}}"#
+            ),
+        ];
+        for line in lines {
+            out.write_all(line.as_bytes()).unwrap();
+            out.write_all(b"\n").unwrap();
+            written += line.len() as u64 + 1;
+        }
+    }
+    out.flush().unwrap();
+    n
+}
+
 const HUNDRED_MB: u64 = 100 * 1024 * 1024;
 
 /// R-HIST-2: the last turns of a 100 MB session cost a bounded number of bytes read, far
@@ -514,10 +604,13 @@ fn the_last_turns_of_a_100_mb_session_read_a_bounded_number_of_bytes() {
     let dir = tempfile::tempdir().unwrap();
     type Reader = fn(CountingReader<File>, &ReadOptions) -> std::io::Result<Transcript>;
     type Generator = fn(&Path, u64) -> u64;
-    let cases: [(&str, Generator, Reader); 3] = [
+    let cases: [(&str, Generator, Reader); 4] = [
         ("claude", big_claude_session, |r, o| claude::read_tail(r, o)),
         ("codex", big_codex_session, |r, o| codex::read_tail(r, o)),
         ("gemini", big_gemini_session, |r, o| gemini::read_tail(r, o)),
+        ("copilot", big_copilot_session, |r, o| {
+            copilot::read_tail(r, o)
+        }),
     ];
     for (name, generate, read) in cases {
         let path = dir.path().join(format!("{name}.jsonl"));
@@ -533,6 +626,7 @@ fn the_last_turns_of_a_100_mb_session_read_a_bounded_number_of_bytes() {
         let tool = match name {
             "claude" => "Bash",
             "codex" => "exec_command",
+            "copilot" => "bash",
             _ => "run_shell_command",
         };
         let want: Vec<String> = (n - 3..=n)
@@ -603,6 +697,7 @@ fn read_counted(name: &str, counter: &mut CountingReader<File>) -> Transcript {
     match name {
         "claude" => claude::read_tail(&mut *counter, &options).unwrap(),
         "codex" => codex::read_tail(&mut *counter, &options).unwrap(),
+        "copilot" => copilot::read_tail(&mut *counter, &options).unwrap(),
         _ => gemini::read_tail(&mut *counter, &options).unwrap(),
     }
 }

@@ -1,4 +1,5 @@
-//! The readers on what the pinned real agents write now (R-HIST-1): each agent, in a
+//! The readers on what the pinned real agents write now (R-HIST-1): each agent (Claude
+//! Code, Codex, Gemini CLI, Copilot CLI; opencode has no reader), in a
 //! temporary HOME against the fake model API, runs a prompt whose answer is a shell tool
 //! call and a second, plain prompt; the agent's own store, located from the agent's
 //! environment exactly as Tether locates it, must hold the session under the workspace,
@@ -200,4 +201,15 @@ async fn gemini_cli_sessions_read_back_as_they_were_written() {
             .is_empty(),
         "Gemini's file does not say its working directory"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copilot_cli_sessions_read_back_as_they_were_written() {
+    require_real_agents();
+    let fake = FakeModel::start().await.expect("fake model");
+    let launch = RealAgent::Copilot
+        .launch(&fake.base_url())
+        .expect("Copilot CLI is installed");
+    let id = acp_session(&launch, &fake).await;
+    check(AgentKind::Copilot, &launch, &id, "bash");
 }

@@ -683,7 +683,7 @@ pub struct StatusParams {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RestoredSource {
-    /// Whose store: `claude`, `codex` or `gemini`.
+    /// Whose store: `claude`, `codex`, `gemini` or `copilot`.
     pub agent: String,
     /// The session's file in that store (absolute).
     pub path: String,
