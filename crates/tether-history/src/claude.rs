@@ -165,6 +165,12 @@ impl AgentStore for ClaudeStore {
     fn summary(&self, path: &Path) -> Result<SessionInfo, HistoryError> {
         summary(path)
     }
+
+    /// Whether `path` is in one of `cwd`'s project folders (where Claude Code looks).
+    fn in_workspace(&self, path: &Path, cwd: &Path) -> Option<bool> {
+        let dir = path.parent()?;
+        Some(self.project_dirs(cwd).iter().any(|d| d == dir))
+    }
 }
 
 /// The last `options.max_turns` turns of a Claude Code session file, read backwards from

@@ -183,6 +183,12 @@ impl AgentStore for GeminiStore {
     fn summary(&self, path: &Path) -> Result<SessionInfo, HistoryError> {
         summary(path)
     }
+
+    /// Whether `path` is in one of `cwd`'s project folders (where Gemini CLI looks).
+    fn in_workspace(&self, path: &Path, cwd: &Path) -> Option<bool> {
+        let project = path.parent()?.parent()?;
+        Some(self.project_dirs(cwd).iter().any(|d| d == project))
+    }
 }
 
 /// The last `options.max_turns` turns of a Gemini CLI session file, read backwards from its

@@ -174,6 +174,15 @@ pub trait AgentStore: Send + Sync + std::fmt::Debug {
     /// # Errors
     /// [`HistoryError::Io`] when the file cannot be opened or read.
     fn summary(&self, path: &Path) -> Result<SessionInfo, HistoryError>;
+
+    /// Whether the session file `path` is one the agent finds from workspace `cwd`
+    /// (R-HIST-4: a file kept under another project folder is why an agent answers "not
+    /// found"); `None` when it cannot be told. By default, whether the working directory
+    /// the file records is `cwd`.
+    fn in_workspace(&self, path: &Path, cwd: &Path) -> Option<bool> {
+        let recorded = self.summary(path).ok()?.cwd?;
+        Some(Path::new(&recorded) == cwd)
+    }
 }
 
 /// The store of `kind`, located from `env` as the agent locates it: Claude Code

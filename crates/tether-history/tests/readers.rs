@@ -302,6 +302,31 @@ fn a_session_is_found_by_id_from_any_workspace_and_in_claude_first() {
     assert_eq!(only_claude, None);
 }
 
+/// R-HIST-4: whether a found file is one the agent finds from the workspace.
+#[test]
+fn a_file_under_another_project_folder_is_told_apart() {
+    let env = fixture_env();
+    let cases = [
+        (AgentKind::Claude, claude_file()),
+        (AgentKind::Codex, codex_file()),
+        (AgentKind::Gemini, gemini_file()),
+        (AgentKind::Copilot, copilot_file()),
+    ];
+    for (kind, file) in cases {
+        let store = locate(kind, &env).unwrap();
+        assert_eq!(
+            store.in_workspace(&file, Path::new("/home/user/work")),
+            Some(true),
+            "{kind:?}"
+        );
+        assert_eq!(
+            store.in_workspace(&file, Path::new("/home/user/renamed")),
+            Some(false),
+            "{kind:?}"
+        );
+    }
+}
+
 #[test]
 fn summaries_give_title_workspace_times_and_size_from_head_and_tail() {
     let env = fixture_env();

@@ -439,6 +439,56 @@ async fn an_uncached_session_is_restored_from_the_agents_own_store_before_the_ag
         banner["message"].as_str().unwrap().contains("Claude Code"),
         "{banner}"
     );
+    // The file is where Claude Code looks from this workspace: no note about another folder.
+    let detail = r.recovery.expect("a dialog").detail;
+    assert!(!detail.contains("another project folder"), "{detail}");
+    hub.shutdown().await;
+}
+
+/// R-HIST-4: the agent answers "not found" for a session whose file sits under another
+/// project folder (the workspace was renamed): the dialog says where the file is, and the
+/// transcript is shown from it all the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_not_found_by_the_agent_but_on_disk_elsewhere_is_located_in_the_dialog() {
+    const ID: &str = "011056c5-379b-4671-ae05-7da2d0635fdb";
+    let world = World::new(json!([]));
+    let config_dir = world.path().join("claude-config");
+    // The folder of the workspace's old path, as the fixture recorded it.
+    let project = config_dir.join("projects/-home-user-work");
+    std::fs::create_dir_all(&project).unwrap();
+    let file = project.join(format!("{ID}.jsonl"));
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+            "../tether-history/tests/fixtures/claude/projects/-home-user-work/{ID}.jsonl"
+        )),
+        &file,
+    )
+    .unwrap();
+    let recorder = Recorder::new(None, None);
+    let hub = world
+        .hub_with(
+            &recorder,
+            json!({"agents": {"scripted": {
+                "command": env!("CARGO_BIN_EXE_tether"),
+                "args": ["scripted-agent", "--script", world.path().join("script.json")],
+                "protocol": "acp",
+                "env": {"CLAUDE_CONFIG_DIR": config_dir}
+            }}}),
+        )
+        .await;
+    let r = hub.resume(world.resume(Some(ID)), None).await.unwrap();
+    assert_eq!(serde_json::to_value(r.outcome).unwrap(), "needsChoice");
+    assert_eq!(
+        serde_json::to_value(r.error.as_ref().map(|e| e.kind)).unwrap(),
+        "sessionExpired"
+    );
+    let detail = r.recovery.expect("a dialog").detail;
+    let want = format!(
+        "Claude Code has this session under another project folder (it ran in /home/user/work): {}",
+        file.display()
+    );
+    assert!(detail.ends_with(&want), "{detail}");
+    assert!(recorder.of(ID).iter().any(|s| s.what == "restored"));
     hub.shutdown().await;
 }
 

@@ -1,9 +1,11 @@
 //! A session Tether never cached, shown from the agent's own session store (R-HIST-3):
 //! `tether_history` finds it by id (in the store of the agent the session's configured
-//! command names, else Claude Code's then Codex's), reads its latest turns from the end of
-//! the file, and the hub publishes them as [`Event::Restored`] with their
-//! [`RestoredSource`], then the stale banner, exactly as for its own cache and before the
-//! first agent attempt. The file's contents are never logged.
+//! command names, else Claude Code's, Codex's, Gemini CLI's, then Copilot CLI's), reads its
+//! latest turns from the end of the file, and the hub publishes them as
+//! [`Event::Restored`] with their [`RestoredSource`], then the stale banner, exactly as for
+//! its own cache and before the first agent attempt. When the agent does not know a
+//! session whose file is under another project folder, the recovery dialog says where
+//! that file is (R-HIST-4). The files' contents are never logged.
 
 use std::path::Path;
 
@@ -108,6 +110,40 @@ impl Hub {
             ),
         )
         .await;
+    }
+}
+
+impl Hub {
+    /// R-HIST-4: when the agent's own store holds session `ctx.session_id` in a project
+    /// folder the agent does not look in from this workspace (the folder was renamed or
+    /// moved), a sentence for the recovery dialog saying where it is; `None` otherwise.
+    pub(super) async fn agent_file_elsewhere(&self, ctx: &ResumeCtx) -> Option<String> {
+        let config = self.config.agents.get(&ctx.agent).cloned()?;
+        let kinds = agent_kinds(&config);
+        let env = agent_env(&config);
+        let id = ctx.session_id.clone();
+        let workspace = ctx.workspace.clone();
+        tokio::task::spawn_blocking(move || {
+            let found = find_session(&kinds, &env, &id, Some(&workspace)).ok()??;
+            let store = tether_history::locate(found.agent, &env)?;
+            if store.in_workspace(&found.path, &workspace) != Some(false) {
+                return None;
+            }
+            let ran_in = store
+                .summary(&found.path)
+                .ok()
+                .and_then(|s| s.cwd)
+                .map(|cwd| format!(" (it ran in {cwd})"))
+                .unwrap_or_default();
+            Some(format!(
+                "{} has this session under another project folder{ran_in}: {}",
+                found.agent.display_name(),
+                found.path.display()
+            ))
+        })
+        .await
+        .ok()
+        .flatten()
     }
 }
 

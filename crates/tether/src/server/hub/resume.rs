@@ -305,6 +305,14 @@ impl Hub {
                 Decision::AskUser { prompt } => {
                     let mut recovery = recovery_of(&prompt);
                     let last = breaker.snapshot().last_error;
+                    if last
+                        .as_ref()
+                        .is_some_and(|e| e.kind == ErrorKind::SessionExpired)
+                        && let Some(note) = self.agent_file_elsewhere(&ctx).await
+                    {
+                        // R-HIST-4: "not found", yet the agent's file is on disk elsewhere.
+                        recovery.detail = format!("{} {note}", recovery.detail);
+                    }
                     if ctx.history
                         && let Some(offer) = last
                             .as_ref()
