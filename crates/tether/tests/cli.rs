@@ -281,4 +281,37 @@ fn sessions_list_all_adds_the_agents_own_stores_newest_first() {
         table.contains("SOURCE") && table.contains(claude_id) && table.contains("KB"),
         "{table}"
     );
+
+    // `show` of an id only an agent has: its turns, from the agent's file.
+    let show = |args: &[&str]| {
+        tether()
+            .args(["sessions", "show"])
+            .args(args)
+            .arg("--dir")
+            .arg(&cache)
+            .arg("--workspace")
+            .arg(&ws)
+            .env("HOME", dir.path())
+            .env("CLAUDE_CONFIG_DIR", &claude_dir)
+            .env("CODEX_HOME", &codex_home)
+            .output()
+            .unwrap()
+    };
+    let out = show(&[claude_id]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("Claude Code (its own store)")
+            && text.contains("[Bash] echo tether-fixture")
+            && text.contains("ok: and now say thanks"),
+        "{text}"
+    );
+    let out = show(&["01a212cf-f79c-7660-8b8d-1c296117b2af", "--json"]);
+    let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(shown["agent"], "codex");
+    assert_eq!(shown["snapshot"]["execTurns"][0]["exitCode"], 0);
+    assert_eq!(shown["complete"], true);
+    let out = show(&["00000000-0000-0000-0000-000000000000"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nor in any agent's own store"));
 }

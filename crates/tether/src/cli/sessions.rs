@@ -1,6 +1,6 @@
 //! `tether sessions list|show|clear [--workspace DIR] [--json]`: the session cache, for
 //! people (readable tables) and scripts (`--json`); `list --all` adds the agents' own
-//! stores (`all_sessions.rs`).
+//! stores (`all_sessions.rs`), and `show` falls back on them (`agent_session.rs`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -39,7 +39,8 @@ pub enum Action {
         #[arg(long)]
         all: bool,
     },
-    /// One saved session: metadata, stale marks, warnings and its recent turns.
+    /// One saved session: metadata, stale marks, warnings and its recent turns; a session
+    /// that is not in Tether's cache is looked for in the agents' own stores.
     Show {
         #[command(flatten)]
         common: Common,
@@ -134,10 +135,26 @@ pub fn run(action: Action) -> ExitCode {
                 Some(loaded) if common.json => print_json(&render::render_show_json(&loaded)),
                 Some(loaded) => print!("{}", render::render_show_table(&loaded)),
                 None => {
-                    return Err(format!(
-                        "no saved session {session_id} for {}",
-                        ws.root().display()
-                    ));
+                    let env = tether_history::Env::from_process();
+                    let agents = super::agent_session::load(session_id, ws.root(), &env)?;
+                    let Some((agent, info, transcript)) = agents else {
+                        return Err(format!(
+                            "no saved session {session_id} for {} (nor in any agent's own store)",
+                            ws.root().display()
+                        ));
+                    };
+                    if common.json {
+                        print_json(&super::agent_session::render_json(
+                            agent,
+                            &info,
+                            &transcript,
+                        ));
+                    } else {
+                        print!(
+                            "{}",
+                            super::agent_session::render_table(agent, &info, &transcript)
+                        );
+                    }
                 }
             }
             Ok(())
