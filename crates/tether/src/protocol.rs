@@ -516,6 +516,10 @@ pub struct PromptResult {
 pub struct WorkspaceParams {
     /// The workspace.
     pub workspace: Workspace,
+    /// Also list the workspace's sessions in every agent's own store (R-HIST-1); default
+    /// false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub all: bool,
 }
 
 /// One cached session in `session/list`.
@@ -549,6 +553,17 @@ pub struct SessionSummary {
     /// How many editors are attached to it (0 when it is not live).
     #[serde(default)]
     pub clients: u32,
+    /// Set for a session listed from an agent's own store (`session/list` with `all`), not
+    /// Tether's cache: that store (`claude`, `codex`, `gemini`, `copilot`). Such a session
+    /// has `turnCount` 0 (turns are not counted without reading the whole file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The session's file in the agent's store (with `source`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// That file's size in bytes (with `source`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_bytes: Option<u64>,
 }
 
 /// `session/list` result.

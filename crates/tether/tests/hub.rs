@@ -540,6 +540,79 @@ async fn an_uncached_claude_print_session_is_shown_from_claude_codes_own_file() 
     hub.shutdown().await;
 }
 
+/// `session/list` with `all` (R-HIST-1): the cache's sessions and the workspace's sessions
+/// in the agents' own stores (located from the configured agent's environment), newest
+/// first; without it, the cache's only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listing_all_adds_the_agents_own_sessions_newest_first() {
+    const ID: &str = "011056c5-379b-4671-ae05-7da2d0635fdb";
+    let world = World::new(json!([]));
+    let cached = cached_session(&world).await;
+    let config_dir = world.path().join("claude-config");
+    let project = config_dir
+        .join("projects")
+        .join(tether_history::claude::project_name(
+            &world.workspace.to_string_lossy(),
+        ));
+    std::fs::create_dir_all(&project).unwrap();
+    let file = project.join(format!("{ID}.jsonl"));
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+            "../tether-history/tests/fixtures/claude/projects/-home-user-work/{ID}.jsonl"
+        )),
+        &file,
+    )
+    .unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_modified(std::time::UNIX_EPOCH + Duration::from_secs(1_600_000_000))
+        .unwrap();
+    let recorder = Recorder::new(None, None);
+    let hub = world
+        .hub_with(
+            &recorder,
+            json!({"agents": {
+                "scripted": {
+                    "command": env!("CARGO_BIN_EXE_tether"),
+                    "args": ["scripted-agent", "--script", world.path().join("script.json")],
+                    "protocol": "acp"
+                },
+                // Never started here: its environment says where its store is.
+                "my-claude": {
+                    "command": "claude-agent-acp",
+                    "env": {"CLAUDE_CONFIG_DIR": config_dir, "HOME": world.path()}
+                }
+            }}),
+        )
+        .await;
+    let list = |all: bool| {
+        serde_json::from_value(json!({"workspace": {"root": world.workspace}, "all": all})).unwrap()
+    };
+    let ours = hub.list(list(false)).await.unwrap();
+    assert_eq!(ours.sessions.len(), 1);
+    let all = hub.list(list(true)).await.unwrap();
+    let rows: Vec<Value> = all
+        .sessions
+        .iter()
+        .map(|s| serde_json::to_value(s).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[0]["sessionId"], cached.as_str());
+    assert!(rows[0].get("source").is_none());
+    assert_eq!(rows[1]["sessionId"], ID);
+    assert_eq!(rows[1]["source"], "claude");
+    assert_eq!(rows[1]["agent"], "my-claude");
+    assert_eq!(rows[1]["title"], "please run the fixture command");
+    assert_eq!(rows[1]["path"], file.display().to_string());
+    assert_eq!(
+        rows[1]["sizeBytes"],
+        std::fs::metadata(&file).unwrap().len()
+    );
+    hub.shutdown().await;
+}
+
 /// A session that is in no store at all shows nothing before the agent answers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_in_no_store_restores_nothing() {

@@ -13,7 +13,7 @@ use serde_json::Value;
 use tether_history::{AgentKind, Env, Found, ReadOptions, Transcript, find_session};
 use tether_host::AgentConfig;
 
-use crate::protocol::{BannerKind, BannerParams, RestoredSource};
+use crate::protocol::{BannerKind, BannerParams, RestoredSource, SessionSummary};
 
 use super::events::Event;
 use super::{Hub, ResumeCtx};
@@ -114,6 +114,59 @@ impl Hub {
 }
 
 impl Hub {
+    /// R-HIST-1: the sessions of `workspace` in every agent's own store, as `session/list`
+    /// entries (unordered). Each store is located from the environment of the configured
+    /// agent that names it (listed under that agent's name), else from the requesting
+    /// editor's or this server's (listed under the store's name).
+    pub(super) async fn agent_sessions(&self, workspace: &Path) -> Vec<SessionSummary> {
+        let plans: Vec<(AgentKind, String, Env)> = AgentKind::ALL
+            .iter()
+            .map(|&kind| {
+                // The first by name (the map is ordered).
+                let configured = self
+                    .config
+                    .agents
+                    .iter()
+                    .find(|(_, c)| agent_kinds(c) == [kind]);
+                match configured {
+                    Some((name, config)) => (kind, name.clone(), agent_env(config)),
+                    None => (kind, kind.name().to_owned(), base_env()),
+                }
+            })
+            .collect();
+        let workspace = workspace.to_owned();
+        tokio::task::spawn_blocking(move || {
+            let mut out = Vec::new();
+            for (kind, name, env) in plans {
+                let Some(store) = tether_history::locate(kind, &env) else {
+                    continue;
+                };
+                for path in store.sessions(&workspace) {
+                    let Ok(info) = store.summary(&path) else {
+                        continue;
+                    };
+                    out.push(SessionSummary {
+                        session_id: info.session_id,
+                        agent: name.clone(),
+                        title: info.title,
+                        first_prompt: None,
+                        updated_utc: info.updated_utc.unwrap_or_default(),
+                        turn_count: 0,
+                        live: false,
+                        turn_running: false,
+                        clients: 0,
+                        source: Some(kind.name().to_owned()),
+                        path: Some(path.display().to_string()),
+                        size_bytes: Some(info.size_bytes),
+                    });
+                }
+            }
+            out
+        })
+        .await
+        .unwrap_or_default()
+    }
+
     /// R-HIST-4: when the agent's own store holds session `ctx.session_id` in a project
     /// folder the agent does not look in from this workspace (the folder was renamed or
     /// moved), a sentence for the recovery dialog saying where it is; `None` otherwise.
@@ -175,13 +228,18 @@ fn agent_kinds(config: &AgentConfig) -> Vec<AgentKind> {
     }
 }
 
-/// The environment the agent runs in, where it locates its own store: the requesting
-/// editor's (R-DAEMON-7) or this server's, with the agent's configured `env` over it.
-fn agent_env(config: &AgentConfig) -> Env {
-    let mut env = match super::client_env() {
+/// The requesting editor's environment (R-DAEMON-7), else this server's.
+fn base_env() -> Env {
+    match super::client_env() {
         Some(base) => Env::from_vars(base.0.iter().map(|(k, v)| (k.clone(), v.clone()))),
         None => Env::from_process(),
-    };
+    }
+}
+
+/// The environment the agent runs in, where it locates its own store: [`base_env`] with
+/// the agent's configured `env` over it.
+fn agent_env(config: &AgentConfig) -> Env {
+    let mut env = base_env();
     for (name, value) in &config.env {
         env.set(name.clone(), value.clone());
     }
