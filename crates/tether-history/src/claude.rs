@@ -10,7 +10,9 @@
 //! Claude Code 2.1.330, `tests/fixtures/claude`):
 //! * `type: "user"`: `message.content` is the prompt (a string, or blocks: `text`, `image`,
 //!   `tool_result {tool_use_id, content, is_error}`); `isMeta: true` marks text the CLI
-//!   added itself; `uuid`, `timestamp` (RFC 3339), `cwd`, `sessionId`.
+//!   added itself (passed over); `isCompactSummary: true` the summary a compaction put in
+//!   place of older turns (shown as a status turn); `uuid`, `timestamp` (RFC 3339), `cwd`,
+//!   `sessionId`.
 //! * `type: "assistant"`: `message {id, model, content: [text | thinking | tool_use {id,
 //!   name, input}]}`, one line per content block (`apiBlockIndex`), blocks of one answer
 //!   sharing `message.id`.
@@ -322,6 +324,12 @@ impl Format for ClaudeFormat {
         match str_at(line, "type") {
             Some("user") => {
                 if line.get("isMeta") == Some(&Value::Bool(true)) {
+                    return;
+                }
+                if line.get("isCompactSummary") == Some(&Value::Bool(true)) {
+                    // The summary a compaction put in place of the older turns.
+                    let text = prompt_text(line).unwrap_or_default();
+                    out.chat(uuid, ChatRole::Status, &text, timestamp, None);
                     return;
                 }
                 match line.pointer("/message/content") {

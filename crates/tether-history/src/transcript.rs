@@ -309,7 +309,7 @@ pub(crate) fn read_tail<R: Read + Seek>(
         let is_last = std::mem::take(&mut last);
         match line {
             Line::Oversized { .. } => oversized += 1,
-            Line::Text { bytes, terminated } => {
+            Line::Text { bytes, .. } => {
                 if bytes.iter().all(u8::is_ascii_whitespace) {
                     continue;
                 }
@@ -319,7 +319,6 @@ pub(crate) fn read_tail<R: Read + Seek>(
                     Err(_) if is_last => torn = true,
                     Err(_) => skipped += 1,
                 }
-                let _ = terminated;
             }
         }
     }

@@ -475,6 +475,32 @@ fn a_half_written_last_line_and_garbage_in_the_middle_are_skipped() {
     }
 }
 
+/// Claude Code's own records that are not the user's prompts: text it added itself is left
+/// out, a compaction's summary is a status turn.
+#[test]
+fn claude_meta_lines_are_left_out_and_a_compaction_summary_is_a_status_turn() {
+    let lines = [
+        r#"{"type":"user","isMeta":true,"message":{"role":"user","content":"<local-command-caveat>x</local-command-caveat>"},"uuid":"m1","timestamp":"t1"}"#,
+        r#"{"type":"user","isCompactSummary":true,"message":{"role":"user","content":"This session is being continued from a previous conversation."},"uuid":"s1","timestamp":"t2"}"#,
+        r#"{"type":"user","message":{"role":"user","content":"go on"},"uuid":"u1","timestamp":"t3"}"#,
+        r#"{"type":"assistant","isSidechain":true,"message":{"id":"x","content":[{"type":"text","text":"a subagent"}]},"uuid":"x1","timestamp":"t4"}"#,
+        r#"{"type":"assistant","message":{"id":"m","model":"<synthetic>","content":[{"type":"thinking","thinking":"hmm"},{"type":"text","text":"done"}]},"uuid":"a1","timestamp":"t5"}"#,
+    ];
+    let t = read_claude((lines.join("\n") + "\n").as_bytes(), 50);
+    assert_eq!(
+        turns(&t),
+        [
+            "status: This session is being continued from a previous conversation.",
+            "user: go on",
+            "assistant: done"
+        ]
+    );
+    assert_eq!(
+        t.snapshot.context.model, None,
+        "a synthetic message names no model"
+    );
+}
+
 /// Writes a Claude Code session of at least `size` bytes: many exchanges (a prompt, a Bash
 /// call, its result, an answer, and a 16 KiB bookkeeping line like `api-request-blob`),
 /// then a last prompt and answer to look for.
