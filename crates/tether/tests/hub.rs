@@ -613,6 +613,70 @@ async fn listing_all_adds_the_agents_own_sessions_newest_first() {
     hub.shutdown().await;
 }
 
+/// R-HIST-5: a session only the agent's own store has, which the agent cannot load, goes
+/// on in a new session primed with the conversation read from the agent's file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_only_the_agents_store_has_continues_in_a_new_session_with_its_history() {
+    const ID: &str = "011056c5-379b-4671-ae05-7da2d0635fdb";
+    let world = World::new(json!([]));
+    let config_dir = world.path().join("claude-config");
+    let project = config_dir
+        .join("projects")
+        .join(tether_history::claude::project_name(
+            &world.workspace.to_string_lossy(),
+        ));
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+            "../tether-history/tests/fixtures/claude/projects/-home-user-work/{ID}.jsonl"
+        )),
+        project.join(format!("{ID}.jsonl")),
+    )
+    .unwrap();
+    let recorder = Recorder::new(None, Some(Some(Choice::NewWithHistory)));
+    let hub = world
+        .hub_with(
+            &recorder,
+            json!({"agents": {"scripted": {
+                "command": env!("CARGO_BIN_EXE_tether"),
+                "args": ["scripted-agent", "--script", world.path().join("script.json")],
+                "protocol": "acp",
+                "env": {"CLAUDE_CONFIG_DIR": config_dir}
+            }}}),
+        )
+        .await;
+    let r = hub.resume(world.resume(Some(ID)), None).await.unwrap();
+    let ids: Vec<&str> = r
+        .recovery
+        .as_ref()
+        .unwrap()
+        .actions
+        .iter()
+        .map(|a| a.id.as_str())
+        .collect();
+    assert_eq!(ids, ["retry", "newWithHistory", "new"]);
+    let expired = recorder.wait_for("expired:").await;
+    let new_id = expired.what.strip_prefix("expired:").unwrap().to_owned();
+    let carried = &expired.detail["carriedOver"];
+    assert_eq!(carried["fromSessionId"], ID, "{carried}");
+    assert_eq!(carried["totalTurns"], 5, "{carried}");
+    hub.prompt(prompt(&new_id, "where were we?"), None)
+        .await
+        .unwrap();
+    let (session, blocks) = prompts_received(&world.path().join("agent")).pop().unwrap();
+    assert_eq!(session, new_id);
+    let block = blocks[0]["text"].as_str().unwrap();
+    assert!(block.starts_with("<tether-carry-over "), "{block}");
+    assert!(
+        block.contains("please run the fixture command")
+            && block.contains("echo tether-fixture")
+            && block.contains("ok: and now say thanks"),
+        "{block}"
+    );
+    assert_eq!(blocks[1]["text"], "where were we?");
+    hub.shutdown().await;
+}
+
 /// A session that is in no store at all shows nothing before the agent answers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_in_no_store_restores_nothing() {

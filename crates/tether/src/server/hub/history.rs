@@ -5,18 +5,23 @@
 //! [`Event::Restored`] with their [`RestoredSource`], then the stale banner, exactly as for
 //! its own cache and before the first agent attempt. When the agent does not know a
 //! session whose file is under another project folder, the recovery dialog says where
-//! that file is (R-HIST-4). The files' contents are never logged.
+//! that file is (R-HIST-4). Such a conversation can be carried into a new session
+//! (R-HIST-5, `agent_carry`). The files' contents are never logged.
 
 use std::path::Path;
 
 use serde_json::Value;
-use tether_history::{AgentKind, Env, Found, ReadOptions, Transcript, find_session};
+use tether_history::{
+    AgentKind, DEFAULT_MAX_TURNS, Env, Found, ReadOptions, Transcript, find_session,
+};
 use tether_host::AgentConfig;
 
 use crate::protocol::{BannerKind, BannerParams, RestoredSource, SessionSummary};
 
+use super::carry::Carry;
 use super::events::Event;
 use super::{Hub, ResumeCtx};
+use crate::carry_over;
 
 impl Hub {
     /// Looks `ctx.session_id` up in the agent's own store and, when it is there, publishes
@@ -26,7 +31,7 @@ impl Hub {
     pub(super) async fn restore_from_agent_store(&self, ctx: &mut ResumeCtx) {
         let workspace = ctx.workspace.clone();
         if let Some((found, transcript)) = self
-            .read_agent_history(&ctx.agent, &ctx.session_id, &workspace)
+            .read_agent_history(&ctx.agent, &ctx.session_id, &workspace, DEFAULT_MAX_TURNS)
             .await
         {
             self.publish_history(ctx, &found, transcript).await;
@@ -34,12 +39,14 @@ impl Hub {
     }
 
     /// Session `session_id` of configured agent `agent` in that agent's own store, its
-    /// latest turns read; `None` when it is not there (or cannot be read, which is logged).
+    /// latest `max_turns` turns read; `None` when it is not there (or cannot be read, which
+    /// is logged).
     pub(super) async fn read_agent_history(
         &self,
         agent: &str,
         session_id: &str,
         workspace: &Path,
+        max_turns: usize,
     ) -> Option<(Found, Transcript)> {
         let config = self.config.agents.get(agent).cloned()?;
         let kinds = agent_kinds(&config);
@@ -50,7 +57,7 @@ impl Hub {
             let Some(found) = find_session(&kinds, &env, &id, Some(&workspace))? else {
                 return Ok(None);
             };
-            let transcript = found.read(&ReadOptions::default())?;
+            let transcript = found.read(&ReadOptions { max_turns })?;
             Ok::<_, tether_history::HistoryError>(Some((found, transcript)))
         })
         .await;
@@ -70,6 +77,9 @@ impl Hub {
 
     async fn publish_history(&self, ctx: &mut ResumeCtx, found: &Found, transcript: Transcript) {
         ctx.had_cache = true;
+        // The conversation can be carried into a new session from the agent's file
+        // (R-CARRY-1, `agent_carry`).
+        ctx.history = !transcript.snapshot.chat_turns.is_empty();
         self.telemetry_resume_start(ctx, &transcript.snapshot).await;
         self.emit_for(ctx, restored_event(found, &transcript)).await;
         let banner = BannerParams {
@@ -114,6 +124,52 @@ impl Hub {
 }
 
 impl Hub {
+    /// R-HIST-5: the carry-over of a session Tether never cached, built from the agent's
+    /// own file: its latest turns, as many as the budget could hold condensed
+    /// (`carryOver.maxTokens / MIN_CONDENSED_TOKENS`) plus the restored window, read from
+    /// the end. `None` when the agent's store does not have it.
+    pub(super) async fn agent_carry(
+        &self,
+        workspace: &Path,
+        session_id: &str,
+        agent: &str,
+    ) -> Option<Carry> {
+        let max_tokens = self.config.carry_over.max_tokens;
+        let older =
+            usize::try_from(max_tokens / carry_over::MIN_CONDENSED_TOKENS).unwrap_or(usize::MAX);
+        let max_turns = DEFAULT_MAX_TURNS.saturating_add(older);
+        let (found, transcript) = self
+            .read_agent_history(agent, session_id, workspace, max_turns)
+            .await?;
+        let snapshot = transcript.snapshot;
+        let builder = carry_over::Transcript {
+            session_id,
+            agent,
+            chat_base: 0,
+            chat: &snapshot.chat_turns,
+            exec: &snapshot.exec_turns,
+            diffs: &[],
+        };
+        let built = carry_over::build(&builder, max_tokens);
+        self.log(
+            session_id,
+            format!(
+                "carry-over built from {}'s own store: {} of {} turns read, {} of {} tokens",
+                found.agent.display_name(),
+                built.carried_turns(),
+                built.total_turns,
+                built.tokens,
+                built.max_tokens
+            ),
+        )
+        .await;
+        Some(Carry {
+            from_session: session_id.to_owned(),
+            from_agent: agent.to_owned(),
+            built,
+        })
+    }
+
     /// R-HIST-1: the sessions of `workspace` in every agent's own store, as `session/list`
     /// entries (unordered). Each store is located from the environment of the configured
     /// agent that names it (listed under that agent's name), else from the requesting

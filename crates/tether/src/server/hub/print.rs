@@ -41,7 +41,15 @@ impl Hub {
                 // Never cached: Claude Code's own file may have it (R-HIST-3).
                 let history = match &loaded {
                     Some(_) => None,
-                    None => self.read_agent_history(agent, id, workspace).await,
+                    None => {
+                        self.read_agent_history(
+                            agent,
+                            id,
+                            workspace,
+                            tether_history::DEFAULT_MAX_TURNS,
+                        )
+                        .await
+                    }
                 };
                 if let Some((found, transcript)) = &history {
                     self.emit(Some(id), super::history::restored_event(found, transcript))
