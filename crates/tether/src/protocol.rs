@@ -521,6 +521,10 @@ pub struct PromptResult {
 pub struct WorkspaceParams {
     /// The workspace.
     pub workspace: Workspace,
+    /// Also list the workspace's sessions in every agent's own store (R-HIST-1); default
+    /// false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub all: bool,
 }
 
 /// One cached session in `session/list`.
@@ -554,6 +558,17 @@ pub struct SessionSummary {
     /// How many editors are attached to it (0 when it is not live).
     #[serde(default)]
     pub clients: u32,
+    /// Set for a session listed from an agent's own store (`session/list` with `all`), not
+    /// Tether's cache: that store (`claude`, `codex`, `gemini`, `copilot`). Such a session
+    /// has `turnCount` 0 (turns are not counted without reading the whole file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The session's file in the agent's store (with `source`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// That file's size in bytes (with `source`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_bytes: Option<u64>,
 }
 
 /// `session/list` result.
@@ -680,6 +695,21 @@ pub struct StatusParams {
     /// (R-CARRY-5); nothing is switched unless the user takes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handoff: Option<HandoffOffer>,
+}
+
+/// Where a `session/restored` transcript came from when it is not Tether's own cache
+/// (R-HIST-3): the agent's own session store. JSON: `{"agent": "claude", "path":
+/// "/home/ada/.claude/projects/-home-ada-proj/1f3a9c2e-….jsonl", "complete": false}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RestoredSource {
+    /// Whose store: `claude`, `codex`, `gemini` or `copilot`.
+    pub agent: String,
+    /// The session's file in that store (absolute).
+    pub path: String,
+    /// Whether the whole file was read; `false` when only its latest turns were (older
+    /// turns may exist; `snapshot.chatTurnsBase` is 0 either way, their count unknown).
+    pub complete: bool,
 }
 
 /// Banner kinds.

@@ -176,3 +176,142 @@ fn sessions_list_show_and_clear_a_real_cache() {
     let cleared: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(cleared["removed"], 1);
 }
+
+/// `sessions list --all`: Tether's cache and the agents' own stores (located from the
+/// child's environment only) for one workspace, newest first (R-HIST-1).
+#[test]
+fn sessions_list_all_adds_the_agents_own_stores_newest_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let store = tether_store::Store::open(tether_store::StoreConfig {
+        dir: Some(cache.clone()),
+        ..Default::default()
+    })
+    .unwrap();
+    let workspace = tether_store::Workspace::new(&ws).unwrap();
+    let root = workspace.root().to_str().unwrap().to_owned();
+    let snapshot: tether_store::SessionSnapshot = serde_json::from_value(json!({
+        "chatTurns": [{"id": "t1", "role": "user", "text": "hello", "timestampUtc": "2026-11-22T01:00:00Z", "complete": true}],
+        "execTurns": [], "diffSessions": [], "approvals": {"pending": []},
+        "uiState": {"isStreamErrorVisible": false}, "context": {"workingDir": ws}
+    }))
+    .unwrap();
+    store
+        .persist(
+            &workspace,
+            "s-1",
+            tether_store::PersistTrigger::TurnFinalized,
+            &snapshot,
+            std::time::Instant::now(),
+        )
+        .unwrap();
+    drop(store);
+    // The agents' own files, as the real agents wrote them, moved to this workspace.
+    let fixtures =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tether-history/tests/fixtures");
+    let claude_id = "011056c5-379b-4671-ae05-7da2d0635fdb";
+    let claude_dir = dir.path().join("claude");
+    let project = claude_dir
+        .join("projects")
+        .join(tether_history::claude::project_name(&root));
+    std::fs::create_dir_all(&project).unwrap();
+    let claude_file = project.join(format!("{claude_id}.jsonl"));
+    std::fs::copy(
+        fixtures.join(format!("claude/projects/-home-user-work/{claude_id}.jsonl")),
+        &claude_file,
+    )
+    .unwrap();
+    let codex_home = dir.path().join("codex");
+    let day = codex_home.join("sessions/2026/11/25");
+    std::fs::create_dir_all(&day).unwrap();
+    let name = "rollout-2026-11-25T13-05-48-01a212cf-f79c-7660-8b8d-1c296117b2af.jsonl";
+    let text = std::fs::read_to_string(fixtures.join("codex/sessions/2026/11/25").join(name))
+        .unwrap()
+        .replace("/home/user/work", &root);
+    let codex_file = day.join(name);
+    std::fs::write(&codex_file, text).unwrap();
+    let at = |secs: u64| std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+    let set_mtime = |path: &std::path::Path, secs| {
+        let f = std::fs::File::options().write(true).open(path).unwrap();
+        f.set_modified(at(secs)).unwrap();
+    };
+    set_mtime(&claude_file, 1_600_000_000);
+    set_mtime(&codex_file, 1_700_000_000);
+
+    let out = tether()
+        .args(["sessions", "list", "--all", "--json", "--dir"])
+        .arg(&cache)
+        .arg("--workspace")
+        .arg(&ws)
+        .env("HOME", dir.path())
+        .env("CLAUDE_CONFIG_DIR", &claude_dir)
+        .env("CODEX_HOME", &codex_home)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = listed["sessions"].as_array().unwrap();
+    let sources: Vec<&str> = rows.iter().map(|r| r["source"].as_str().unwrap()).collect();
+    assert_eq!(sources, ["tether", "codex", "claude"], "{listed}");
+    assert_eq!(rows[2]["sessionId"], claude_id);
+    assert_eq!(rows[2]["title"], "please run the fixture command");
+    assert_eq!(rows[2]["path"], claude_file.display().to_string());
+    assert_eq!(
+        rows[2]["sizeBytes"],
+        std::fs::metadata(&claude_file).unwrap().len()
+    );
+    assert_eq!(rows[1]["sessionId"], "01a212cf-f79c-7660-8b8d-1c296117b2af");
+    assert_eq!(rows[0]["turnCount"], 1);
+    assert_eq!(listed["unreadable"], 0);
+
+    let out = tether()
+        .args(["sessions", "list", "--all", "--dir"])
+        .arg(&cache)
+        .arg("--workspace")
+        .arg(&ws)
+        .env("HOME", dir.path())
+        .env("CLAUDE_CONFIG_DIR", &claude_dir)
+        .env("CODEX_HOME", &codex_home)
+        .output()
+        .unwrap();
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        table.contains("SOURCE") && table.contains(claude_id) && table.contains("KB"),
+        "{table}"
+    );
+
+    // `show` of an id only an agent has: its turns, from the agent's file.
+    let show = |args: &[&str]| {
+        tether()
+            .args(["sessions", "show"])
+            .args(args)
+            .arg("--dir")
+            .arg(&cache)
+            .arg("--workspace")
+            .arg(&ws)
+            .env("HOME", dir.path())
+            .env("CLAUDE_CONFIG_DIR", &claude_dir)
+            .env("CODEX_HOME", &codex_home)
+            .output()
+            .unwrap()
+    };
+    let out = show(&[claude_id]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("Claude Code (its own store)")
+            && text.contains("[Bash] echo tether-fixture")
+            && text.contains("ok: and now say thanks"),
+        "{text}"
+    );
+    let out = show(&["01a212cf-f79c-7660-8b8d-1c296117b2af", "--json"]);
+    let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(shown["agent"], "codex");
+    assert_eq!(shown["snapshot"]["execTurns"][0]["exitCode"], 0);
+    assert_eq!(shown["complete"], true);
+    let out = show(&["00000000-0000-0000-0000-000000000000"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nor in any agent's own store"));
+}

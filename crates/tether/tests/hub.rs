@@ -28,7 +28,8 @@ struct Seen {
     /// `turnEnded:<stop reason or error>`, `handoffOffered:<agent>`, `telemetry:<name>`,
     /// `log`, `warning`.
     what: String,
-    /// The payload of `expired` (`session/expired` params) and `status` events, as JSON.
+    /// The payload of `expired` (`session/expired` params), `status` and `banner` events,
+    /// and `{snapshot, source}` of `restored`, as JSON.
     detail: Value,
 }
 
@@ -116,6 +117,10 @@ impl Subscriber for Recorder {
                 })
                 .unwrap(),
                 Event::Status(status) => serde_json::to_value(status).unwrap(),
+                Event::Restored { snapshot, source } => {
+                    json!({"snapshot": snapshot, "source": source})
+                }
+                Event::Banner(banner) => serde_json::to_value(banner).unwrap(),
                 _ => Value::Null,
             };
             let what = match &envelope.event {
@@ -347,6 +352,360 @@ async fn a_resumes_events_carry_its_origin_cache_first_then_the_breaker() {
         "a resume's events carry the request's origin: {events:?}"
     );
     assert!(events.iter().any(|s| s.what == "banner:recoveredLive"));
+    hub.shutdown().await;
+}
+
+/// R-HIST-3: a session Tether never cached, found in Claude Code's own store (the
+/// `CLAUDE_CONFIG_DIR` of the agent's configured environment, never the test process's),
+/// is shown from there (stale, with its source) before the first agent attempt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_uncached_session_is_restored_from_the_agents_own_store_before_the_agent_answers() {
+    const ID: &str = "011056c5-379b-4671-ae05-7da2d0635fdb";
+    let world = World::new(json!([]));
+    let config_dir = world.path().join("claude-config");
+    let project = config_dir
+        .join("projects")
+        .join(tether_history::claude::project_name(
+            &world.workspace.to_string_lossy(),
+        ));
+    std::fs::create_dir_all(&project).unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+        "../tether-history/tests/fixtures/claude/projects/-home-user-work/{ID}.jsonl"
+    ));
+    let file = project.join(format!("{ID}.jsonl"));
+    std::fs::copy(&fixture, &file).unwrap();
+    let recorder = Recorder::new(None, None);
+    let hub = world
+        .hub_with(
+            &recorder,
+            json!({"agents": {"scripted": {
+                "command": env!("CARGO_BIN_EXE_tether"),
+                "args": ["scripted-agent", "--script", world.path().join("script.json")],
+                "protocol": "acp",
+                "env": {"CLAUDE_CONFIG_DIR": config_dir}
+            }}}),
+        )
+        .await;
+    let r = hub
+        .resume(world.resume(Some(ID)), None)
+        .await
+        .expect("an answer");
+    // The scripted agent does not know the session: the user is asked, over the agent's
+    // own transcript, which stays on screen (stale).
+    assert_eq!(serde_json::to_value(r.outcome).unwrap(), "needsChoice");
+    assert!(r.stale, "what the editor shows is unconfirmed history");
+    let events = recorder.of(ID);
+    let order: Vec<&str> = events
+        .iter()
+        .map(|s| s.what.as_str())
+        .filter(|w| *w == "restored" || w.starts_with("banner:") || w.starts_with("status:"))
+        .collect();
+    assert_eq!(
+        &order[..3],
+        ["restored", "banner:staleSnapshot", "status:resuming"],
+        "the agent's transcript first, then the attempts: {order:?}"
+    );
+    let restored = &events.iter().find(|s| s.what == "restored").unwrap().detail;
+    assert_eq!(
+        restored["source"],
+        json!({"agent": "claude", "path": file.display().to_string(), "complete": true})
+    );
+    let texts: Vec<&str> = restored["snapshot"]["chatTurns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "please run the fixture command",
+            "[Bash] echo tether-fixture",
+            "ok: please run the fixture command",
+            "and now say thanks",
+            "ok: and now say thanks"
+        ]
+    );
+    assert_eq!(
+        restored["snapshot"]["execTurns"][0]["buffer"],
+        "tether-fixture"
+    );
+    let banner = &events
+        .iter()
+        .find(|s| s.what == "banner:staleSnapshot")
+        .unwrap()
+        .detail;
+    assert!(
+        banner["message"].as_str().unwrap().contains("Claude Code"),
+        "{banner}"
+    );
+    // The file is where Claude Code looks from this workspace: no note about another folder.
+    let detail = r.recovery.expect("a dialog").detail;
+    assert!(!detail.contains("another project folder"), "{detail}");
+    hub.shutdown().await;
+}
+
+/// R-HIST-4: the agent answers "not found" for a session whose file sits under another
+/// project folder (the workspace was renamed): the dialog says where the file is, and the
+/// transcript is shown from it all the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_not_found_by_the_agent_but_on_disk_elsewhere_is_located_in_the_dialog() {
+    const ID: &str = "011056c5-379b-4671-ae05-7da2d0635fdb";
+    let world = World::new(json!([]));
+    let config_dir = world.path().join("claude-config");
+    // The folder of the workspace's old path, as the fixture recorded it.
+    let project = config_dir.join("projects/-home-user-work");
+    std::fs::create_dir_all(&project).unwrap();
+    let file = project.join(format!("{ID}.jsonl"));
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+            "../tether-history/tests/fixtures/claude/projects/-home-user-work/{ID}.jsonl"
+        )),
+        &file,
+    )
+    .unwrap();
+    let recorder = Recorder::new(None, None);
+    let hub = world
+        .hub_with(
+            &recorder,
+            json!({"agents": {"scripted": {
+                "command": env!("CARGO_BIN_EXE_tether"),
+                "args": ["scripted-agent", "--script", world.path().join("script.json")],
+                "protocol": "acp",
+                "env": {"CLAUDE_CONFIG_DIR": config_dir}
+            }}}),
+        )
+        .await;
+    let r = hub.resume(world.resume(Some(ID)), None).await.unwrap();
+    assert_eq!(serde_json::to_value(r.outcome).unwrap(), "needsChoice");
+    assert_eq!(
+        serde_json::to_value(r.error.as_ref().map(|e| e.kind)).unwrap(),
+        "sessionExpired"
+    );
+    let detail = r.recovery.expect("a dialog").detail;
+    let want = format!(
+        "Claude Code has this session under another project folder (it ran in /home/user/work): {}",
+        file.display()
+    );
+    assert!(detail.ends_with(&want), "{detail}");
+    assert!(recorder.of(ID).iter().any(|s| s.what == "restored"));
+    hub.shutdown().await;
+}
+
+/// The same for a `claudePrint` agent (no process until the next prompt): the uncached
+/// session is shown from Claude Code's file as it is attached.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_uncached_claude_print_session_is_shown_from_claude_codes_own_file() {
+    const ID: &str = "011056c5-379b-4671-ae05-7da2d0635fdb";
+    let world = World::new(json!([]));
+    let config_dir = world.path().join("claude-config");
+    // Another project folder than this workspace's: found by its id all the same.
+    let project = config_dir.join("projects/-somewhere-else");
+    std::fs::create_dir_all(&project).unwrap();
+    let file = project.join(format!("{ID}.jsonl"));
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+            "../tether-history/tests/fixtures/claude/projects/-home-user-work/{ID}.jsonl"
+        )),
+        &file,
+    )
+    .unwrap();
+    let recorder = Recorder::new(None, None);
+    let hub = world
+        .hub_with(
+            &recorder,
+            json!({"agents": {"scripted": {
+                "command": "claude",
+                "protocol": "claudePrint",
+                "env": {"CLAUDE_CONFIG_DIR": config_dir}
+            }}}),
+        )
+        .await;
+    let r = hub.resume(world.resume(Some(ID)), None).await.unwrap();
+    assert_eq!(serde_json::to_value(r.outcome).unwrap(), "resumed");
+    assert!(r.stale);
+    let restored = recorder.wait_for("restored").await;
+    assert_eq!(restored.detail["source"]["agent"], "claude");
+    assert_eq!(
+        restored.detail["source"]["path"],
+        file.display().to_string()
+    );
+    assert_eq!(
+        restored.detail["snapshot"]["chatTurns"]
+            .as_array()
+            .unwrap()
+            .len(),
+        5
+    );
+    hub.shutdown().await;
+}
+
+/// `session/list` with `all` (R-HIST-1): the cache's sessions and the workspace's sessions
+/// in the agents' own stores (located from the configured agent's environment), newest
+/// first; without it, the cache's only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listing_all_adds_the_agents_own_sessions_newest_first() {
+    const ID: &str = "011056c5-379b-4671-ae05-7da2d0635fdb";
+    let world = World::new(json!([]));
+    let cached = cached_session(&world).await;
+    let config_dir = world.path().join("claude-config");
+    let project = config_dir
+        .join("projects")
+        .join(tether_history::claude::project_name(
+            &world.workspace.to_string_lossy(),
+        ));
+    std::fs::create_dir_all(&project).unwrap();
+    let file = project.join(format!("{ID}.jsonl"));
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+            "../tether-history/tests/fixtures/claude/projects/-home-user-work/{ID}.jsonl"
+        )),
+        &file,
+    )
+    .unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_modified(std::time::UNIX_EPOCH + Duration::from_secs(1_600_000_000))
+        .unwrap();
+    let recorder = Recorder::new(None, None);
+    let hub = world
+        .hub_with(
+            &recorder,
+            json!({"agents": {
+                "scripted": {
+                    "command": env!("CARGO_BIN_EXE_tether"),
+                    "args": ["scripted-agent", "--script", world.path().join("script.json")],
+                    "protocol": "acp"
+                },
+                // Never started here: its environment says where its store is.
+                "my-claude": {
+                    "command": "claude-agent-acp",
+                    "env": {"CLAUDE_CONFIG_DIR": config_dir, "HOME": world.path()}
+                }
+            }}),
+        )
+        .await;
+    let list = |all: bool| {
+        serde_json::from_value(json!({"workspace": {"root": world.workspace}, "all": all})).unwrap()
+    };
+    let ours = hub.list(list(false)).await.unwrap();
+    assert_eq!(ours.sessions.len(), 1);
+    let all = hub.list(list(true)).await.unwrap();
+    let rows: Vec<Value> = all
+        .sessions
+        .iter()
+        .map(|s| serde_json::to_value(s).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[0]["sessionId"], cached.as_str());
+    assert!(rows[0].get("source").is_none());
+    assert_eq!(rows[1]["sessionId"], ID);
+    assert_eq!(rows[1]["source"], "claude");
+    assert_eq!(rows[1]["agent"], "my-claude");
+    assert_eq!(rows[1]["title"], "please run the fixture command");
+    assert_eq!(rows[1]["path"], file.display().to_string());
+    assert_eq!(
+        rows[1]["sizeBytes"],
+        std::fs::metadata(&file).unwrap().len()
+    );
+    hub.shutdown().await;
+}
+
+/// R-HIST-5: a session only the agent's own store has, which the agent cannot load, goes
+/// on in a new session primed with the conversation read from the agent's file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_only_the_agents_store_has_continues_in_a_new_session_with_its_history() {
+    const ID: &str = "011056c5-379b-4671-ae05-7da2d0635fdb";
+    let world = World::new(json!([]));
+    let config_dir = world.path().join("claude-config");
+    let project = config_dir
+        .join("projects")
+        .join(tether_history::claude::project_name(
+            &world.workspace.to_string_lossy(),
+        ));
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+            "../tether-history/tests/fixtures/claude/projects/-home-user-work/{ID}.jsonl"
+        )),
+        project.join(format!("{ID}.jsonl")),
+    )
+    .unwrap();
+    let recorder = Recorder::new(None, Some(Some(Choice::NewWithHistory)));
+    let hub = world
+        .hub_with(
+            &recorder,
+            json!({"agents": {"scripted": {
+                "command": env!("CARGO_BIN_EXE_tether"),
+                "args": ["scripted-agent", "--script", world.path().join("script.json")],
+                "protocol": "acp",
+                "env": {"CLAUDE_CONFIG_DIR": config_dir}
+            }}}),
+        )
+        .await;
+    let r = hub.resume(world.resume(Some(ID)), None).await.unwrap();
+    let ids: Vec<&str> = r
+        .recovery
+        .as_ref()
+        .unwrap()
+        .actions
+        .iter()
+        .map(|a| a.id.as_str())
+        .collect();
+    assert_eq!(ids, ["retry", "newWithHistory", "new"]);
+    let expired = recorder.wait_for("expired:").await;
+    let new_id = expired.what.strip_prefix("expired:").unwrap().to_owned();
+    let carried = &expired.detail["carriedOver"];
+    assert_eq!(carried["fromSessionId"], ID, "{carried}");
+    assert_eq!(carried["totalTurns"], 5, "{carried}");
+    hub.prompt(prompt(&new_id, "where were we?"), None)
+        .await
+        .unwrap();
+    let (session, blocks) = prompts_received(&world.path().join("agent")).pop().unwrap();
+    assert_eq!(session, new_id);
+    let block = blocks[0]["text"].as_str().unwrap();
+    assert!(block.starts_with("<tether-carry-over "), "{block}");
+    assert!(
+        block.contains("please run the fixture command")
+            && block.contains("echo tether-fixture")
+            && block.contains("ok: and now say thanks"),
+        "{block}"
+    );
+    assert_eq!(blocks[1]["text"], "where were we?");
+    hub.shutdown().await;
+}
+
+/// A session that is in no store at all shows nothing before the agent answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_in_no_store_restores_nothing() {
+    let world = World::new(json!([]));
+    let empty = world.path().join("empty-config");
+    let recorder = Recorder::new(None, None);
+    let hub = world
+        .hub_with(
+            &recorder,
+            json!({"agents": {"scripted": {
+                "command": env!("CARGO_BIN_EXE_tether"),
+                "args": ["scripted-agent", "--script", world.path().join("script.json")],
+                "protocol": "acp",
+                "env": {"CLAUDE_CONFIG_DIR": empty, "CODEX_HOME": empty}
+            }}}),
+        )
+        .await;
+    let id = "22222222-2222-2222-2222-222222222222";
+    let r = hub.resume(world.resume(Some(id)), None).await.unwrap();
+    assert_eq!(serde_json::to_value(r.outcome).unwrap(), "needsChoice");
+    assert!(!r.stale);
+    assert!(
+        !recorder
+            .of(id)
+            .iter()
+            .any(|s| s.what == "restored" || s.what == "banner:staleSnapshot"),
+        "{:?}",
+        recorder.of(id)
+    );
     hub.shutdown().await;
 }
 

@@ -55,7 +55,78 @@ both_modes!(
     forgotten_session_continues_in_a_new_session_with_its_history,
     stock_client_chooses_continue_in_a_new_session,
     handoff_between_two_configured_agents,
+    a_session_only_claude_code_has_is_restored_with_its_source,
 );
+
+/// R-HIST-3 over the wire: `session/resume` of an id Tether never cached but Claude Code's
+/// store has (`CLAUDE_CONFIG_DIR` set in the agent's configured environment only) sends
+/// `session/restored` with `source`, before the first attempt's status.
+async fn a_session_only_claude_code_has_is_restored_with_its_source(mode: Mode) {
+    const ID: &str = "011056c5-379b-4671-ae05-7da2d0635fdb";
+    let world = World::new(mode);
+    let config = world.path().join("claude-config");
+    let project = config
+        .join("projects")
+        .join(tether_history::claude::project_name(
+            &world.workspace.to_string_lossy(),
+        ));
+    std::fs::create_dir_all(&project).unwrap();
+    let file = project.join(format!("{ID}.jsonl"));
+    std::fs::copy(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+            "../tether-history/tests/fixtures/claude/projects/-home-user-work/{ID}.jsonl"
+        )),
+        &file,
+    )
+    .unwrap();
+    let mut options = world.options();
+    options["agents"]["scripted"]["env"] = json!({"CLAUDE_CONFIG_DIR": config});
+    let editor = world.connect(tether::editor::Answers::default());
+    editor
+        .initialize(
+            options,
+            json!({"tether": {"recoveryDialog": true, "banners": true, "status": true}}),
+        )
+        .await
+        .expect("initialize");
+    let r = editor
+        .request(
+            "session/resume",
+            json!({"workspace": world.ws(), "sessionId": ID}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["outcome"], "needsChoice", "{r}");
+    assert_eq!(r["stale"], true, "{r}");
+    let seen: Vec<(String, Value)> = editor
+        .received()
+        .into_iter()
+        .filter(|m| m.method().starts_with("session/"))
+        .map(|m| (m.method().to_owned(), m.params().clone()))
+        .collect();
+    let restored = seen
+        .iter()
+        .position(|(m, _)| m == "session/restored")
+        .expect("session/restored");
+    let first_status = seen
+        .iter()
+        .position(|(m, _)| m == "session/status")
+        .expect("a status");
+    assert!(restored < first_status, "{seen:?}");
+    let params = &seen[restored].1;
+    assert_eq!(params["sessionId"], ID);
+    assert_eq!(params["stale"], true);
+    assert_eq!(
+        params["source"],
+        json!({"agent": "claude", "path": file.display().to_string(), "complete": true})
+    );
+    assert_eq!(params["snapshot"]["chatTurns"].as_array().unwrap().len(), 5);
+    assert_eq!(
+        params["snapshot"]["chatTurns"][0]["text"],
+        "please run the fixture command"
+    );
+    editor.shutdown(STEP).await.unwrap();
+}
 
 fn error_of(result: Result<Value, RpcError>) -> (i64, Option<Value>) {
     match result {

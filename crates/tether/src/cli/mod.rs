@@ -1,5 +1,7 @@
 //! The command line's subcommands (`tether --help`).
 
+pub mod agent_session;
+pub mod all_sessions;
 pub mod classify;
 pub mod classify_corpus;
 pub mod serve;

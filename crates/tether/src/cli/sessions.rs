@@ -1,5 +1,6 @@
 //! `tether sessions list|show|clear [--workspace DIR] [--json]`: the session cache, for
-//! people (readable tables) and scripts (`--json`).
+//! people (readable tables) and scripts (`--json`); `list --all` adds the agents' own
+//! stores (`all_sessions.rs`), and `show` falls back on them (`agent_session.rs`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -31,10 +32,15 @@ pub enum Action {
         #[command(flatten)]
         common: Common,
         /// List the workspaces instead of one workspace's sessions.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "all")]
         all_workspaces: bool,
+        /// Also list the workspace's sessions in every agent's own store (Claude Code's,
+        /// Codex's), newest first, with their size and file.
+        #[arg(long)]
+        all: bool,
     },
-    /// One saved session: metadata, stale marks, warnings and its recent turns.
+    /// One saved session: metadata, stale marks, warnings and its recent turns; a session
+    /// that is not in Tether's cache is looked for in the agents' own stores.
     Show {
         #[command(flatten)]
         common: Common,
@@ -89,8 +95,22 @@ pub fn run(action: Action) -> ExitCode {
         Action::List {
             common,
             all_workspaces,
+            all,
         } => open(common, false).and_then(|(store, ws)| {
-            if *all_workspaces {
+            if *all {
+                let cached = store.list(&ws).map_err(|e| e.to_string())?;
+                let env = tether_history::Env::from_process();
+                let (rows, unreadable) = super::all_sessions::rows(ws.root(), &cached, &env);
+                if common.json {
+                    print_json(&super::all_sessions::render_json(&rows, unreadable));
+                } else {
+                    let root = ws.root().display().to_string();
+                    print!(
+                        "{}",
+                        super::all_sessions::render_table(&root, &rows, unreadable)
+                    );
+                }
+            } else if *all_workspaces {
                 let list = store.workspaces().map_err(|e| e.to_string())?;
                 if common.json {
                     print_json(&serde_json::to_value(&list).unwrap_or_default());
@@ -115,10 +135,26 @@ pub fn run(action: Action) -> ExitCode {
                 Some(loaded) if common.json => print_json(&render::render_show_json(&loaded)),
                 Some(loaded) => print!("{}", render::render_show_table(&loaded)),
                 None => {
-                    return Err(format!(
-                        "no saved session {session_id} for {}",
-                        ws.root().display()
-                    ));
+                    let env = tether_history::Env::from_process();
+                    let agents = super::agent_session::load(session_id, ws.root(), &env)?;
+                    let Some((agent, info, transcript)) = agents else {
+                        return Err(format!(
+                            "no saved session {session_id} for {} (nor in any agent's own store)",
+                            ws.root().display()
+                        ));
+                    };
+                    if common.json {
+                        print_json(&super::agent_session::render_json(
+                            agent,
+                            &info,
+                            &transcript,
+                        ));
+                    } else {
+                        print!(
+                            "{}",
+                            super::agent_session::render_table(agent, &info, &transcript)
+                        );
+                    }
                 }
             }
             Ok(())

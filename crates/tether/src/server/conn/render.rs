@@ -211,8 +211,11 @@ impl Renderer {
         }
         let session = envelope.session_id.as_deref().unwrap_or_default();
         match &envelope.event {
-            Event::Restored { snapshot } => {
-                let params = json!({"sessionId": session, "snapshot": snapshot, "stale": true});
+            Event::Restored { snapshot, source } => {
+                let mut params = json!({"sessionId": session, "snapshot": snapshot, "stale": true});
+                if let Some(source) = source {
+                    params["source"] = json!(source);
+                }
                 self.send(notify::RESTORED, &params).await;
             }
             Event::Status(params) => {

@@ -57,13 +57,14 @@ impl Hub {
         agent: &str,
     ) -> Result<Option<Carry>> {
         let Some(store) = self.store.clone() else {
-            return Ok(None);
+            return Ok(self.agent_carry(workspace, session_id, agent).await);
         };
         let ws = workspace_of(workspace)?;
         let id = session_id.to_owned();
         let max_tokens = self.config.carry_over.max_tokens;
         let older_limit =
             usize::try_from(max_tokens / carry_over::MIN_CONDENSED_TOKENS).unwrap_or(usize::MAX);
+        let configured = agent;
         let agent = agent.to_owned();
         let built = tokio::task::spawn_blocking(move || {
             let Some(loaded) = store.load(&ws, &id)? else {
@@ -105,6 +106,11 @@ impl Hub {
         .await
         .map_err(|e| super::request_failed(e.to_string(), json!({"kind": "internal"})))?
         .map_err(|e| store_error(&e))?;
+        let built = match built {
+            Some(built) => Some(built),
+            // Never cached: the agent's own file may hold the conversation (R-HIST-5).
+            None => self.agent_carry(workspace, session_id, configured).await,
+        };
         if let Some(carry) = &built {
             self.log(
                 session_id,

@@ -11,6 +11,11 @@ use crate::protocol::{
 
 use super::{Hub, absolute_root, request_failed, store_error, workspace_of};
 
+/// Milliseconds since the epoch of an RFC 3339 time (0 when it does not parse).
+fn epoch_ms(time: &str) -> i64 {
+    chrono::DateTime::parse_from_rfc3339(time).map_or(0, |t| t.timestamp_millis())
+}
+
 impl Hub {
     /// `session/list`.
     ///
@@ -18,40 +23,49 @@ impl Hub {
     /// `-32602` for a relative root; `-32803` when the cache cannot be read.
     pub async fn list(&self, params: WorkspaceParams) -> Result<ListResult> {
         let workspace = absolute_root(&params.workspace.root)?;
-        let Some(store) = self.store.clone() else {
-            return Ok(ListResult {
-                sessions: Vec::new(),
-            });
+        let listed = match self.store.clone() {
+            Some(store) => {
+                let ws = workspace_of(&workspace)?;
+                tokio::task::spawn_blocking(move || store.list(&ws))
+                    .await
+                    .map_err(|e| request_failed(e.to_string(), json!({"kind": "internal"})))?
+                    .map_err(|e| store_error(&e))?
+            }
+            None => Vec::new(),
         };
-        let ws = workspace_of(&workspace)?;
-        let listed = tokio::task::spawn_blocking(move || store.list(&ws))
-            .await
-            .map_err(|e| request_failed(e.to_string(), json!({"kind": "internal"})))?
-            .map_err(|e| store_error(&e))?;
-        Ok(ListResult {
-            sessions: listed
-                .into_iter()
-                .map(|s| {
-                    let (live, turn_running) = self.liveness(&s.session_id);
-                    let clients = if live {
-                        self.bus.watchers(&s.session_id)
-                    } else {
-                        0
-                    };
-                    SessionSummary {
-                        session_id: s.session_id,
-                        agent: s.agent.unwrap_or_default(),
-                        title: s.title,
-                        first_prompt: s.first_prompt,
-                        updated_utc: s.updated_utc,
-                        turn_count: s.turn_count,
-                        live,
-                        turn_running,
-                        clients,
-                    }
-                })
-                .collect(),
-        })
+        let mut sessions: Vec<SessionSummary> = listed
+            .into_iter()
+            .map(|s| {
+                let (live, turn_running) = self.liveness(&s.session_id);
+                let clients = if live {
+                    self.bus.watchers(&s.session_id)
+                } else {
+                    0
+                };
+                SessionSummary {
+                    session_id: s.session_id,
+                    agent: s.agent.unwrap_or_default(),
+                    title: s.title,
+                    first_prompt: s.first_prompt,
+                    updated_utc: s.updated_utc,
+                    turn_count: s.turn_count,
+                    live,
+                    turn_running,
+                    clients,
+                    source: None,
+                    path: None,
+                    size_bytes: None,
+                }
+            })
+            .collect();
+        if params.all {
+            // R-HIST-1: the agents' own sessions of this workspace, newest first with ours.
+            let mut theirs = self.agent_sessions(&workspace).await;
+            theirs.retain(|s| !sessions.iter().any(|c| c.session_id == s.session_id));
+            sessions.extend(theirs);
+            sessions.sort_by_key(|s| std::cmp::Reverse(epoch_ms(&s.updated_utc)));
+        }
+        Ok(ListResult { sessions })
     }
 
     /// Whether session `id` is live here, and whether a prompt turn of it runs.

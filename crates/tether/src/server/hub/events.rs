@@ -27,7 +27,9 @@ use std::sync::{Arc, Mutex, RwLock};
 use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 
-use crate::protocol::{BannerParams, CarriedOver, Choice, HandoffOffer, Recovery, StatusParams};
+use crate::protocol::{
+    BannerParams, CarriedOver, Choice, HandoffOffer, Recovery, RestoredSource, StatusParams,
+};
 
 /// What the hub tells editors. Payloads are Tether's own protocol types (docs/protocol.md);
 /// how each reaches a client (`session/*` notification, `$/progress`,
@@ -39,6 +41,9 @@ pub enum Event {
     Restored {
         /// The cached snapshot.
         snapshot: Value,
+        /// Where it came from when not from Tether's cache: the agent's own store
+        /// (R-HIST-3).
+        source: Option<RestoredSource>,
     },
     /// Where a resume, a rate-limit wait or a turn stands.
     Status(StatusParams),

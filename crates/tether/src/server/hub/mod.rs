@@ -29,6 +29,7 @@ mod choice;
 pub mod error;
 pub mod events;
 mod handoff;
+mod history;
 pub mod live;
 mod persist;
 mod print;

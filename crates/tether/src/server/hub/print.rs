@@ -38,6 +38,32 @@ impl Hub {
                 let agent_session_id = loaded
                     .as_ref()
                     .and_then(|l| l.meta.agent_session_id.clone());
+                // Never cached: Claude Code's own file may have it (R-HIST-3).
+                let history = match &loaded {
+                    Some(_) => None,
+                    None => {
+                        self.read_agent_history(
+                            agent,
+                            id,
+                            workspace,
+                            tether_history::DEFAULT_MAX_TURNS,
+                        )
+                        .await
+                    }
+                };
+                if let Some((found, transcript)) = &history {
+                    self.emit(Some(id), super::history::restored_event(found, transcript))
+                        .await;
+                    self.log_history(id, found, transcript).await;
+                }
+                let history_output = history.as_ref().and_then(|(_, t)| {
+                    t.snapshot
+                        .chat_turns
+                        .iter()
+                        .rev()
+                        .find(|t| t.role == ChatRole::Assistant && t.linked_exec_id.is_none())
+                        .map(|t| t.text.clone())
+                });
                 let last_output = loaded.as_ref().and_then(|l| {
                     l.snapshot
                         .chat_turns
@@ -48,13 +74,20 @@ impl Hub {
                 });
                 if let Some(l) = &loaded {
                     let snapshot = serde_json::to_value(&l.snapshot).unwrap_or(Value::Null);
-                    self.emit(Some(id), Event::Restored { snapshot }).await;
+                    self.emit(
+                        Some(id),
+                        Event::Restored {
+                            snapshot,
+                            source: None,
+                        },
+                    )
+                    .await;
                 }
                 (
                     id.to_owned(),
                     agent_session_id.or_else(|| Some(id.to_owned())),
-                    last_output,
-                    loaded.is_some(),
+                    last_output.or(history_output),
+                    loaded.is_some() || history.is_some(),
                 )
             }
             None => (format!("print-{:x}", now_ms()), None, None, false),

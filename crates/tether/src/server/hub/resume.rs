@@ -1,4 +1,5 @@
-//! `session/resume`: the cached transcript first (`session/restored`, marked stale), then
+//! `session/resume`: the cached transcript first (`session/restored`, marked stale; for a
+//! session Tether never cached, the agent's own, see `history.rs`), then
 //! the circuit breaker's driver: attempt, wait (backoff or a rate limit), ask the user,
 //! start fresh or fail, until one ends the request. Needing the user never blocks the
 //! request: it answers `needsChoice`, and a [`Event::ChoiceNeeded`] asks the editors that do
@@ -98,12 +99,14 @@ impl Hub {
         // Resumed on purpose: an earlier handoff of it no longer ends this resume.
         self.forget_handoff(&ctx.session_id);
         // The cache first, so the editor can draw at once (R-STORE-7).
+        let mut cached = false;
         if let Some(store) = self.store.clone() {
             let id = ctx.session_id.clone();
             let ws = workspace_of(&ctx.workspace)?;
             let loaded = tokio::task::spawn_blocking(move || store.load(&ws, &id)).await;
             match loaded {
                 Ok(Ok(Some(loaded))) => {
+                    cached = true;
                     ctx.had_cache = true;
                     ctx.history = loaded.total_chat_turns > 0;
                     ctx.reconciliation = Reconciliation {
@@ -114,7 +117,14 @@ impl Hub {
                     };
                     let snapshot = serde_json::to_value(&loaded.snapshot).unwrap_or(Value::Null);
                     self.telemetry_resume_start(&ctx, &loaded.snapshot).await;
-                    self.emit_for(&ctx, Event::Restored { snapshot }).await;
+                    self.emit_for(
+                        &ctx,
+                        Event::Restored {
+                            snapshot,
+                            source: None,
+                        },
+                    )
+                    .await;
                     let banner = BannerParams {
                         id: format!("stale:{}", ctx.session_id),
                         session_id: Some(ctx.session_id.clone()),
@@ -138,6 +148,7 @@ impl Hub {
                 }
                 Ok(Ok(None)) => {}
                 Ok(Err(err)) => {
+                    cached = true;
                     let banner = BannerParams {
                         id: format!("restore:{}", ctx.session_id),
                         session_id: Some(ctx.session_id.clone()),
@@ -149,6 +160,10 @@ impl Hub {
                 }
                 Err(_) => {}
             }
+        }
+        if !cached {
+            // Never cached by Tether: the agent's own store may have it (R-HIST-3).
+            self.restore_from_agent_store(&mut ctx).await;
         }
         let mut breaker = Breaker::new(BreakerConfig {
             history_available: ctx.history,
@@ -290,6 +305,14 @@ impl Hub {
                 Decision::AskUser { prompt } => {
                     let mut recovery = recovery_of(&prompt);
                     let last = breaker.snapshot().last_error;
+                    if last
+                        .as_ref()
+                        .is_some_and(|e| e.kind == ErrorKind::SessionExpired)
+                        && let Some(note) = self.agent_file_elsewhere(&ctx).await
+                    {
+                        // R-HIST-4: "not found", yet the agent's file is on disk elsewhere.
+                        recovery.detail = format!("{} {note}", recovery.detail);
+                    }
                     if ctx.history
                         && let Some(offer) = last
                             .as_ref()

@@ -1,0 +1,424 @@
+//! Codex's own session store, read-only (R-HIST-1): `<home>/sessions/YYYY/MM/DD/
+//! rollout-<local time>-<session id>.jsonl` (and `<home>/archived_sessions/`), where
+//! `<home>` is `$CODEX_HOME`, else `$HOME/.codex`. The folder says nothing of the
+//! workspace: a session's working directory is in its first line.
+//!
+//! The file is JSON Lines, `{timestamp, type, payload}` per line (observed in Codex
+//! 0.137.0, run by codex-acp 0.16.0, `tests/fixtures/codex`):
+//! * `session_meta {id, timestamp, cwd, cli_version, base_instructions, …}`: the first line;
+//! * `turn_context {cwd, model, approval_policy, sandbox_policy, …}` before each turn;
+//! * `event_msg`: `user_message {message}` is the prompt as typed (the `response_item`
+//!   user messages also hold the injected `<environment_context>` and instructions, so
+//!   prompts are taken from here); `agent_message` repeats the answer; `token_count`,
+//!   `task_started`, `task_complete` are bookkeeping;
+//! * `response_item`: `message {role: assistant, content: [output_text]}` is the answer
+//!   (`developer` and `user` messages are passed over, see above); `function_call {name,
+//!   arguments (a JSON string: exec_command's `{"cmd": …}`), call_id}` and
+//!   `function_call_output {call_id, output}`, whose output is text: `Chunk ID`, `Wall
+//!   time`, `Process exited with code N`, `Original token count`, then `Output:` and the
+//!   command's output (older versions: a JSON string `{"output", "metadata": {exit_code}}`);
+//!   `custom_tool_call {name, input, call_id}` / `custom_tool_call_output` (apply_patch);
+//!   `reasoning` is passed over.
+
+use std::fs::File;
+use std::io::{Read, Seek};
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use tether_store::model::ChatRole;
+
+use crate::env::Env;
+use crate::head::{head_lines, title_of};
+use crate::store::{
+    AgentKind, AgentStore, HistoryError, SessionInfo, io_error, size_and_mtime, validate_id,
+};
+use crate::transcript::{Collector, Format, ReadOptions, ToolResult, Transcript};
+
+/// Longest tool arguments shown as an exec turn's command, in bytes.
+const ARGUMENTS_MAX: usize = 2000;
+
+/// Codex's store: its home folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodexStore {
+    root: PathBuf,
+}
+
+impl CodexStore {
+    /// The store at `root` (a Codex home folder).
+    #[must_use]
+    pub fn at(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// The store Codex would use in `env`: `$CODEX_HOME`, else `$HOME/.codex`; `None` when
+    /// neither is set.
+    #[must_use]
+    pub fn locate(env: &Env) -> Option<Self> {
+        env.path("CODEX_HOME")
+            .or_else(|| env.home().map(|h| h.join(".codex")))
+            .map(Self::at)
+    }
+
+    /// Every rollout file, newest day first (`sessions/YYYY/MM/DD`, then
+    /// `archived_sessions`).
+    #[must_use]
+    pub fn rollouts(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for year in sorted_dirs(&self.root.join("sessions")) {
+            for month in sorted_dirs(&year) {
+                for day in sorted_dirs(&month) {
+                    let mut files = rollout_files(&day);
+                    files.sort_unstable_by(|a, b| b.cmp(a));
+                    out.extend(files);
+                }
+            }
+        }
+        out.extend(rollout_files(&self.root.join("archived_sessions")));
+        out
+    }
+}
+
+/// The sub-folders of `dir`, newest (greatest name) first.
+fn sorted_dirs(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .collect();
+    dirs.sort_unstable_by(|a, b| b.cmp(a));
+    dirs
+}
+
+/// The `rollout-*.jsonl` files of `dir`.
+fn rollout_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("rollout-") && n.ends_with(".jsonl"))
+        })
+        .collect()
+}
+
+/// The session id a rollout file name ends with: the last 36 characters of the stem (a
+/// UUID, observed in Codex 0.137.0), when they form one.
+fn id_of(path: &Path) -> Option<String> {
+    let stem = path.file_stem()?.to_str()?;
+    let id = stem.get(stem.len().checked_sub(36)?..)?;
+    (id.len() == 36 && id.bytes().filter(|&b| b == b'-').count() == 4).then(|| id.to_owned())
+}
+
+impl AgentStore for CodexStore {
+    fn kind(&self) -> AgentKind {
+        AgentKind::Codex
+    }
+
+    fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn find(&self, session_id: &str, _cwd: Option<&Path>) -> Result<Option<PathBuf>, HistoryError> {
+        validate_id(session_id)?;
+        let suffix = format!("-{session_id}.jsonl");
+        Ok(self.rollouts().into_iter().find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.ends_with(&suffix))
+        }))
+    }
+
+    fn sessions(&self, cwd: &Path) -> Vec<PathBuf> {
+        let want = cwd.to_string_lossy();
+        self.rollouts()
+            .into_iter()
+            .filter(|p| {
+                let mut found = false;
+                let _ = head_lines(p, |line| {
+                    if line.get("type").and_then(Value::as_str) == Some("session_meta") {
+                        found = line.pointer("/payload/cwd").and_then(Value::as_str)
+                            == Some(want.as_ref());
+                    }
+                    false
+                });
+                found
+            })
+            .collect()
+    }
+
+    fn read(&self, path: &Path, options: &ReadOptions) -> Result<Transcript, HistoryError> {
+        let file = File::open(path).map_err(io_error(path))?;
+        read_tail(file, options).map_err(io_error(path))
+    }
+
+    fn summary(&self, path: &Path) -> Result<SessionInfo, HistoryError> {
+        summary(path)
+    }
+}
+
+/// The last `options.max_turns` turns of a Codex rollout file, read backwards from its end
+/// (R-HIST-2).
+///
+/// # Errors
+/// Reading or seeking fails.
+pub fn read_tail<R: Read + Seek>(reader: R, options: &ReadOptions) -> std::io::Result<Transcript> {
+    crate::transcript::read_tail(reader, &mut CodexFormat, options)
+}
+
+/// The listing entry of the Codex rollout file `path`: id, working directory and start
+/// from `session_meta`, title from the first prompt (both in the head).
+///
+/// # Errors
+/// [`HistoryError::Io`].
+pub fn summary(path: &Path) -> Result<SessionInfo, HistoryError> {
+    let (size_bytes, updated_utc) = size_and_mtime(path)?;
+    let mut info = SessionInfo {
+        agent: AgentKind::Codex,
+        session_id: id_of(path).unwrap_or_default(),
+        path: path.to_owned(),
+        title: None,
+        cwd: None,
+        started_utc: None,
+        updated_utc,
+        size_bytes,
+    };
+    head_lines(path, |line| {
+        let payload = line.get("payload");
+        match (
+            str_at(line, "type"),
+            payload.and_then(|p| str_at(p, "type")),
+        ) {
+            (Some("session_meta"), _) => {
+                let p = payload.unwrap_or(&Value::Null);
+                if let Some(id) = str_at(p, "id") {
+                    id.clone_into(&mut info.session_id);
+                }
+                info.cwd = str_at(p, "cwd").map(str::to_owned);
+                info.started_utc = str_at(p, "timestamp")
+                    .or_else(|| str_at(line, "timestamp"))
+                    .map(str::to_owned);
+            }
+            (Some("event_msg"), Some("user_message")) => {
+                info.title = payload
+                    .and_then(|p| str_at(p, "message"))
+                    .and_then(|m| title_of(m, 80));
+            }
+            _ => {}
+        }
+        info.title.is_none()
+    })
+    .map_err(io_error(path))?;
+    Ok(info)
+}
+
+fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+/// What a `function_call` ran: `cmd` or `command` of its arguments (a `["bash", "-lc",
+/// X]` array as `X`), else the arguments as given (at most [`ARGUMENTS_MAX`] bytes).
+fn command_of(arguments: &str) -> String {
+    if let Ok(args) = serde_json::from_str::<Value>(arguments) {
+        match args.get("cmd").or_else(|| args.get("command")) {
+            Some(Value::String(s)) => return s.clone(),
+            Some(Value::Array(parts)) => {
+                let parts: Vec<&str> = parts.iter().filter_map(Value::as_str).collect();
+                if let [shell, flag, script] = parts.as_slice()
+                    && shell.ends_with("sh")
+                    && flag.starts_with('-')
+                {
+                    return (*script).to_owned();
+                }
+                return parts.join(" ");
+            }
+            _ => {}
+        }
+    }
+    let mut end = arguments.len().min(ARGUMENTS_MAX);
+    while !arguments.is_char_boundary(end) {
+        end -= 1;
+    }
+    arguments[..end].to_owned()
+}
+
+/// A `function_call_output`'s output: the text after `Output:` with the exit code of
+/// `Process exited with code N`, or the older JSON form's `output` and
+/// `metadata.exit_code`. A non-zero exit code is a failure.
+fn result_of(output: Option<&Value>) -> ToolResult {
+    let text = match output {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Object(o)) => o
+            .get("content")
+            .or_else(|| o.get("output"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        _ => String::new(),
+    };
+    if let Ok(Value::Object(o)) = serde_json::from_str::<Value>(&text)
+        && let Some(out) = o.get("output").and_then(Value::as_str)
+    {
+        let exit_code = o
+            .get("metadata")
+            .and_then(|m| m.get("exit_code"))
+            .and_then(Value::as_i64);
+        return ToolResult {
+            text: out.to_owned(),
+            failed: exit_code.is_some_and(|c| c != 0),
+            exit_code,
+        };
+    }
+    let exit_code = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Process exited with code "))
+        .and_then(|c| c.trim().parse::<i64>().ok());
+    let body = match text.split_once("\nOutput:\n") {
+        Some((_, body)) if exit_code.is_some() => body.to_owned(),
+        _ => text,
+    };
+    ToolResult {
+        text: body,
+        failed: exit_code.is_some_and(|c| c != 0),
+        exit_code,
+    }
+}
+
+/// Codex's lines, newest first.
+struct CodexFormat;
+
+impl Format for CodexFormat {
+    fn line(&mut self, line: &Value, out: &mut Collector) {
+        let Some(payload) = line.get("payload") else {
+            return;
+        };
+        let timestamp = str_at(line, "timestamp").unwrap_or_default();
+        match (str_at(line, "type"), str_at(payload, "type")) {
+            (Some("session_meta" | "turn_context"), _) => {
+                if out.cwd.is_none() {
+                    out.cwd = str_at(payload, "cwd").map(str::to_owned);
+                }
+                if out.model.is_none() {
+                    out.model = str_at(payload, "model").map(str::to_owned);
+                }
+            }
+            (Some("event_msg"), Some("user_message")) => {
+                let text = str_at(payload, "message").unwrap_or_default();
+                let id = format!("user:{timestamp}");
+                out.chat(&id, ChatRole::User, text, timestamp, None);
+            }
+            (Some("response_item"), Some("message"))
+                if str_at(payload, "role") == Some("assistant") =>
+            {
+                let Some(Value::Array(blocks)) = payload.get("content") else {
+                    return;
+                };
+                let id = format!("assistant:{timestamp}");
+                for block in blocks.iter().rev() {
+                    if matches!(str_at(block, "type"), Some("output_text" | "text")) {
+                        let text = str_at(block, "text").unwrap_or_default();
+                        out.chat(&id, ChatRole::Assistant, text, timestamp, Some(&id));
+                    }
+                }
+            }
+            (Some("response_item"), Some("function_call" | "custom_tool_call")) => {
+                let Some(id) = str_at(payload, "call_id") else {
+                    return;
+                };
+                let name = str_at(payload, "name").unwrap_or("tool");
+                let command = match str_at(payload, "arguments") {
+                    Some(arguments) => command_of(arguments),
+                    None => str_at(payload, "input").unwrap_or_default().to_owned(),
+                };
+                out.call(id, name, &command, timestamp);
+            }
+            (Some("response_item"), Some("local_shell_call")) => {
+                let Some(id) = str_at(payload, "call_id") else {
+                    return;
+                };
+                let command = payload
+                    .pointer("/action/command")
+                    .map(|c| command_of(&serde_json::json!({ "command": c }).to_string()))
+                    .unwrap_or_default();
+                out.call(id, "shell", &command, timestamp);
+            }
+            (Some("response_item"), Some("function_call_output" | "custom_tool_call_output")) => {
+                if let Some(id) = str_at(payload, "call_id") {
+                    out.result(id, result_of(payload.get("output")));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_store_is_where_codex_looks() {
+        let env = Env::from_vars([("HOME", "/h")]);
+        assert_eq!(
+            CodexStore::locate(&env).map(|s| s.root),
+            Some(PathBuf::from("/h/.codex"))
+        );
+        let env = Env::from_vars([("HOME", "/h"), ("CODEX_HOME", "/c")]);
+        assert_eq!(
+            CodexStore::locate(&env).map(|s| s.root),
+            Some(PathBuf::from("/c"))
+        );
+    }
+
+    #[test]
+    fn commands_and_results_in_each_form() {
+        let cases = [
+            (r#"{"cmd":"echo hi"}"#, "echo hi"),
+            (r#"{"command":["bash","-lc","ls -la"]}"#, "ls -la"),
+            (r#"{"command":["git","status"]}"#, "git status"),
+            ("not json", "not json"),
+        ];
+        for (arguments, want) in cases {
+            assert_eq!(command_of(arguments), want, "{arguments}");
+        }
+        let new = json!(
+            "Chunk ID: 1\nWall time: 0.0 seconds\nProcess exited with code 2\nOriginal token count: 1\nOutput:\nboom\n"
+        );
+        assert_eq!(
+            result_of(Some(&new)),
+            ToolResult {
+                text: "boom\n".into(),
+                failed: true,
+                exit_code: Some(2)
+            }
+        );
+        let old = json!(r#"{"output":"fine","metadata":{"exit_code":0,"duration_seconds":0.1}}"#);
+        assert_eq!(
+            result_of(Some(&old)),
+            ToolResult {
+                text: "fine".into(),
+                failed: false,
+                exit_code: Some(0)
+            }
+        );
+        assert_eq!(result_of(Some(&json!("plain"))).text, "plain");
+    }
+
+    #[test]
+    fn ids_come_from_the_file_name() {
+        let p =
+            Path::new("/x/rollout-2026-11-25T13-05-48-01a212cf-f79c-7660-8b8d-1c296117b2af.jsonl");
+        assert_eq!(
+            id_of(p).as_deref(),
+            Some("01a212cf-f79c-7660-8b8d-1c296117b2af")
+        );
+        assert_eq!(id_of(Path::new("/x/rollout-short.jsonl")), None);
+    }
+}

@@ -1,0 +1,34 @@
+//! Read-only readers of the coding agents' own session stores, turned into Tether's
+//! snapshot model (`tether_store::SessionSnapshot`), so `session/resume` of a session
+//! Tether never cached can still show its transcript at once (issue 14, R-HIST-1..5).
+//!
+//! * One module per agent: [`claude`] (Claude Code's project-keyed JSONL files),
+//!   [`codex`] (Codex's rollout JSONL files), [`gemini`] (Gemini CLI's chat record logs)
+//!   and [`copilot`] (Copilot CLI's session event logs). opencode keeps its sessions in a
+//!   SQLite database (`opencode.db`, observed in opencode 1.18.33) and has no reader yet. Each locates its store the way the agent
+//!   does, from an [`Env`] (the agent's environment, not necessarily this process's), and
+//!   never writes to it: files are opened read-only and never locked, created or repaired.
+//! * Reading costs O(what is shown) (R-HIST-2): [`backward::BackwardLines`] reads fixed-size
+//!   chunks from the end of the file and stops once the requested number of turns is
+//!   collected; memory is bounded by the chunk, the longest line kept
+//!   ([`backward::DEFAULT_MAX_LINE`]) and the turns kept. A torn last line is skipped and
+//!   reported ([`Transcript::torn_tail`]); other lines that are not JSON are skipped and
+//!   counted ([`Transcript::skipped_lines`]).
+//! * A listing reads a bounded head and tail of each file ([`SessionInfo`]), never the
+//!   whole file.
+//!
+//! Nothing here logs: the files hold the user's conversations (and possibly secrets).
+
+pub mod backward;
+pub mod claude;
+pub mod codex;
+pub mod copilot;
+mod env;
+pub mod gemini;
+mod head;
+mod store;
+mod transcript;
+
+pub use env::Env;
+pub use store::{AgentKind, AgentStore, Found, HistoryError, SessionInfo, find_session, locate};
+pub use transcript::{DEFAULT_MAX_TURNS, EXEC_BUFFER_CAP, ReadOptions, Transcript};

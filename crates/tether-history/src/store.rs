@@ -1,0 +1,312 @@
+//! What every agent's store offers ([`AgentStore`]), which agents there are
+//! ([`AgentKind`]), and finding a session by id across them ([`find_session`]).
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde::Serialize;
+
+use crate::env::Env;
+use crate::transcript::{ReadOptions, Transcript};
+
+/// An agent whose own session store Tether can read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum AgentKind {
+    /// Claude Code (the CLI, and `claude-agent-acp`, which writes the same files).
+    Claude,
+    /// Codex (the CLI, and `codex-acp`, which writes the same files).
+    Codex,
+    /// Gemini CLI (also as an ACP agent, `gemini --acp`).
+    Gemini,
+    /// GitHub Copilot CLI (also as an ACP agent, `copilot --acp`).
+    Copilot,
+}
+
+impl AgentKind {
+    /// Every readable agent, in the order an unknown agent's session is looked for
+    /// (R-HIST-3).
+    pub const ALL: [AgentKind; 4] = [
+        AgentKind::Claude,
+        AgentKind::Codex,
+        AgentKind::Gemini,
+        AgentKind::Copilot,
+    ];
+
+    /// The short name used on the wire (`source.agent`): `claude`, `codex`, `gemini`,
+    /// `copilot`.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            AgentKind::Claude => "claude",
+            AgentKind::Codex => "codex",
+            AgentKind::Gemini => "gemini",
+            AgentKind::Copilot => "copilot",
+        }
+    }
+
+    /// The agent's product name, for messages: `Claude Code`, `Codex`.
+    #[must_use]
+    pub fn display_name(self) -> &'static str {
+        match self {
+            AgentKind::Claude => "Claude Code",
+            AgentKind::Codex => "Codex",
+            AgentKind::Gemini => "Gemini CLI",
+            AgentKind::Copilot => "Copilot CLI",
+        }
+    }
+
+    /// The agent whose command line (program and arguments, lower-cased) is `command_line`:
+    /// `claude` (also `claude-agent-acp`, `claude-code-acp`), `codex` (`codex-acp`),
+    /// `gemini` or `copilot`; `None` for any other.
+    #[must_use]
+    pub fn from_command_line(command_line: &str) -> Option<AgentKind> {
+        let text = command_line.to_lowercase();
+        if text.contains("claude") {
+            Some(AgentKind::Claude)
+        } else if text.contains("codex") {
+            Some(AgentKind::Codex)
+        } else if text.contains("gemini") {
+            Some(AgentKind::Gemini)
+        } else if text.contains("copilot") {
+            Some(AgentKind::Copilot)
+        } else {
+            None
+        }
+    }
+}
+
+/// Why a session could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    /// The session id cannot name a file (empty, too long, or a character other than
+    /// ASCII letters, digits, `-` and `_`).
+    #[error("not a session id: {0:?}")]
+    InvalidId(String),
+    /// Reading the file failed.
+    #[error("reading {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+/// One session of an agent's store, as a listing shows it, from a bounded read of its head
+/// and tail (never the whole file).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionInfo {
+    /// The agent.
+    pub agent: AgentKind,
+    /// The agent's session id.
+    pub session_id: String,
+    /// The session's file.
+    pub path: PathBuf,
+    /// The session's title when the agent gave one, else its first prompt's first line (at
+    /// most 80 characters).
+    pub title: Option<String>,
+    /// The working directory the session ran in, when the file says.
+    pub cwd: Option<String>,
+    /// RFC 3339 UTC time of its first entry, when the head says.
+    pub started_utc: Option<String>,
+    /// RFC 3339 UTC time of its last change (the file's mtime).
+    pub updated_utc: Option<String>,
+    /// The file's size in bytes.
+    pub size_bytes: u64,
+}
+
+/// A session found in an agent's store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// Whose store.
+    pub agent: AgentKind,
+    /// The session's file.
+    pub path: PathBuf,
+}
+
+impl Found {
+    /// The last `options.max_turns` turns of the session (R-HIST-2), read with its agent's
+    /// reader.
+    ///
+    /// # Errors
+    /// [`HistoryError::Io`] when the file cannot be opened or read.
+    pub fn read(&self, options: &ReadOptions) -> Result<Transcript, HistoryError> {
+        let file = std::fs::File::open(&self.path).map_err(io_error(&self.path))?;
+        match self.agent {
+            AgentKind::Claude => crate::claude::read_tail(file, options),
+            AgentKind::Codex => crate::codex::read_tail(file, options),
+            AgentKind::Gemini => crate::gemini::read_tail(file, options),
+            AgentKind::Copilot => crate::copilot::read_tail(file, options),
+        }
+        .map_err(io_error(&self.path))
+    }
+}
+
+/// An agent's own session store, read-only.
+pub trait AgentStore: Send + Sync + std::fmt::Debug {
+    /// Whose store it is.
+    fn kind(&self) -> AgentKind;
+
+    /// The store's root folder (for Claude Code its config folder, for Codex its home).
+    fn root(&self) -> &Path;
+
+    /// The file of session `session_id`, looked for first where a session of workspace
+    /// `cwd` would be, then anywhere in the store (a session whose project folder was
+    /// renamed or moved is still found); `None` when there is none.
+    ///
+    /// # Errors
+    /// [`HistoryError::InvalidId`] for an id that cannot name a file.
+    fn find(&self, session_id: &str, cwd: Option<&Path>) -> Result<Option<PathBuf>, HistoryError>;
+
+    /// The session files of workspace `cwd` (unordered).
+    fn sessions(&self, cwd: &Path) -> Vec<PathBuf>;
+
+    /// The last `options.max_turns` turns of the session in `path` (R-HIST-2).
+    ///
+    /// # Errors
+    /// [`HistoryError::Io`] when the file cannot be opened or read.
+    fn read(&self, path: &Path, options: &ReadOptions) -> Result<Transcript, HistoryError>;
+
+    /// The listing entry of the session in `path`.
+    ///
+    /// # Errors
+    /// [`HistoryError::Io`] when the file cannot be opened or read.
+    fn summary(&self, path: &Path) -> Result<SessionInfo, HistoryError>;
+
+    /// Whether the session file `path` is one the agent finds from workspace `cwd`
+    /// (R-HIST-4: a file kept under another project folder is why an agent answers "not
+    /// found"); `None` when it cannot be told. By default, whether the working directory
+    /// the file records is `cwd`.
+    fn in_workspace(&self, path: &Path, cwd: &Path) -> Option<bool> {
+        let recorded = self.summary(path).ok()?.cwd?;
+        Some(Path::new(&recorded) == cwd)
+    }
+}
+
+/// The store of `kind`, located from `env` as the agent locates it: Claude Code
+/// `$CLAUDE_CONFIG_DIR`, else `$HOME/.claude`; Codex `$CODEX_HOME`, else `$HOME/.codex`;
+/// Gemini CLI `$GEMINI_CLI_HOME/.gemini`, else `$HOME/.gemini`; Copilot CLI `$COPILOT_HOME`,
+/// else `$HOME/.copilot`.
+/// `None` when neither variable nor `$HOME` is set. The folder need not exist.
+#[must_use]
+pub fn locate(kind: AgentKind, env: &Env) -> Option<Box<dyn AgentStore>> {
+    match kind {
+        AgentKind::Claude => {
+            crate::claude::ClaudeStore::locate(env).map(|s| Box::new(s) as Box<dyn AgentStore>)
+        }
+        AgentKind::Codex => {
+            crate::codex::CodexStore::locate(env).map(|s| Box::new(s) as Box<dyn AgentStore>)
+        }
+        AgentKind::Gemini => {
+            crate::gemini::GeminiStore::locate(env).map(|s| Box::new(s) as Box<dyn AgentStore>)
+        }
+        AgentKind::Copilot => {
+            crate::copilot::CopilotStore::locate(env).map(|s| Box::new(s) as Box<dyn AgentStore>)
+        }
+    }
+}
+
+/// Session `session_id` in the first of `kinds`' stores that has it (R-HIST-3), each
+/// located from `env`; `cwd` is the workspace, looked in first.
+///
+/// # Errors
+/// [`HistoryError::InvalidId`].
+pub fn find_session(
+    kinds: &[AgentKind],
+    env: &Env,
+    session_id: &str,
+    cwd: Option<&Path>,
+) -> Result<Option<Found>, HistoryError> {
+    validate_id(session_id)?;
+    for &kind in kinds {
+        let Some(store) = locate(kind, env) else {
+            continue;
+        };
+        if let Some(path) = store.find(session_id, cwd)? {
+            return Ok(Some(Found { agent: kind, path }));
+        }
+    }
+    Ok(None)
+}
+
+/// Checks that `id` can be part of a file name: 1 to 128 ASCII letters, digits, `-`, `_`.
+///
+/// # Errors
+/// [`HistoryError::InvalidId`].
+pub(crate) fn validate_id(id: &str) -> Result<(), HistoryError> {
+    let ok = !id.is_empty()
+        && id.len() <= 128
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(HistoryError::InvalidId(id.chars().take(140).collect()))
+    }
+}
+
+/// `path`'s size and mtime (RFC 3339 UTC, milliseconds).
+pub(crate) fn size_and_mtime(path: &Path) -> Result<(u64, Option<String>), HistoryError> {
+    let meta = std::fs::metadata(path).map_err(|source| HistoryError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    let mtime = meta.modified().ok().map(rfc3339);
+    Ok((meta.len(), mtime))
+}
+
+/// `time` as RFC 3339 UTC with milliseconds.
+pub(crate) fn rfc3339(time: SystemTime) -> String {
+    chrono::DateTime::<chrono::Utc>::from(time).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// An I/O error about `path`.
+pub(crate) fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> HistoryError + '_ {
+    move |source| HistoryError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_that_could_escape_a_folder_are_refused() {
+        for bad in ["", "../x", "a/b", "a b", ".", &"x".repeat(129)] {
+            assert!(validate_id(bad).is_err(), "{bad:?}");
+        }
+        for good in ["011056c5-379b-4671-ae05-7da2d0635fdb", "sess_1"] {
+            assert!(validate_id(good).is_ok(), "{good:?}");
+        }
+    }
+
+    #[test]
+    fn agents_are_known_by_their_command_line() {
+        let cases = [
+            (
+                "node /x/claude-agent-acp/dist/index.js",
+                Some(AgentKind::Claude),
+            ),
+            ("claude", Some(AgentKind::Claude)),
+            ("codex-acp -c model=x", Some(AgentKind::Codex)),
+            ("tether scripted-agent", None),
+            (
+                "node /x/gemini-cli/bundle/gemini.js --acp",
+                Some(AgentKind::Gemini),
+            ),
+            (
+                "/x/@github/copilot-linux-x64/copilot --acp",
+                Some(AgentKind::Copilot),
+            ),
+            ("opencode acp", None),
+        ];
+        for (line, want) in cases {
+            assert_eq!(AgentKind::from_command_line(line), want, "{line}");
+        }
+    }
+}

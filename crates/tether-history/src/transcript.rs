@@ -1,0 +1,380 @@
+//! The agent-independent half of a reader: the tail loop over [`BackwardLines`] and the
+//! collector that turns an agent's entries (prompts, answers, tool calls, tool results,
+//! met newest first) into a `SessionSnapshot`, oldest first.
+//!
+//! Mapping (R-HIST-1): a prompt is a `user` chat turn, an answer an `assistant` chat turn;
+//! a tool call is an exec turn (`execId` = the agent's call id, `header` = the tool's name,
+//! `command` = its command line or its input as JSON, `status` `completed` / `failed` from
+//! its result, `running` when it is the transcript's last entry and has no result yet,
+//! `interrupted` otherwise; `buffer` = the result's text, at most [`EXEC_BUFFER_CAP`]
+//! bytes, its end kept) plus an `assistant` chat turn `"[<tool>] <command>"` linked to it
+//! (`linkedExecId`, `metadata.toolCall`). `chatTurnsBase` stays 0: how many turns are older
+//! is not known without reading the whole file ([`Transcript::complete`] says whether
+//! there may be any).
+
+use std::collections::HashMap;
+use std::io::{self, Read, Seek};
+
+use serde_json::{Map, Value, json};
+use tether_store::model::{ChatRole, ChatTurn, ExecTurn, SessionContext, SessionSnapshot};
+
+use crate::backward::{BackwardLines, Line};
+
+/// Chat turns read by default: 50, the window of Tether's own `session/restored`
+/// (docs/protocol.md, "The restored window").
+pub const DEFAULT_MAX_TURNS: usize = 50;
+
+/// Longest tool output kept per exec turn: 64 KiB (its end is kept).
+pub const EXEC_BUFFER_CAP: usize = 64 * 1024;
+
+/// Longest one-line command shown in a tool call's chat turn, in characters.
+const COMMAND_LINE_CHARS: usize = 200;
+
+/// What to read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// Chat turns to collect (tool calls count as turns), newest first; reading stops once
+    /// this many are found. At least 1.
+    pub max_turns: usize,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        Self {
+            max_turns: DEFAULT_MAX_TURNS,
+        }
+    }
+}
+
+/// A session's latest turns, as read from an agent's file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Transcript {
+    /// The turns, oldest first, with the working directory and model when the file says.
+    pub snapshot: SessionSnapshot,
+    /// Whether the whole file was read (so no older turn was left out).
+    pub complete: bool,
+    /// Bytes read from the file.
+    pub bytes_read: u64,
+    /// Lines that were not valid JSON (other than a torn last line), skipped.
+    pub skipped_lines: u64,
+    /// Lines longer than the reader keeps ([`crate::backward::DEFAULT_MAX_LINE`]), skipped.
+    pub oversized_lines: u64,
+    /// The last line was torn (half written, or cut by a truncation) and was skipped.
+    pub torn_tail: bool,
+}
+
+/// A tool's result, as the agent recorded it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct ToolResult {
+    pub(crate) text: String,
+    pub(crate) failed: bool,
+    pub(crate) exit_code: Option<i64>,
+}
+
+#[derive(Debug)]
+enum Entry {
+    Chat {
+        id: String,
+        role: ChatRole,
+        text: String,
+        timestamp: String,
+        /// Entries of one agent message, to be merged (Claude writes one line per block).
+        group: Option<String>,
+    },
+    Call {
+        id: String,
+        name: String,
+        command: String,
+        timestamp: String,
+    },
+}
+
+/// Collects entries newest first, as an agent's format module finds them in the tail.
+#[derive(Debug)]
+pub(crate) struct Collector {
+    limit: usize,
+    entries: Vec<Entry>,
+    turns: usize,
+    /// Results met before (after, in the file) their call, by call id.
+    results: HashMap<String, ToolResult>,
+    pub(crate) cwd: Option<String>,
+    pub(crate) model: Option<String>,
+}
+
+impl Collector {
+    fn new(limit: usize) -> Self {
+        Self {
+            limit: limit.max(1),
+            entries: Vec::new(),
+            turns: 0,
+            results: HashMap::new(),
+            cwd: None,
+            model: None,
+        }
+    }
+
+    fn full(&self) -> bool {
+        self.turns >= self.limit
+    }
+
+    /// A chat turn older than every one pushed so far. Consecutive pushes of the same role
+    /// and `group` are one turn (their texts joined, older first).
+    pub(crate) fn chat(
+        &mut self,
+        id: &str,
+        role: ChatRole,
+        text: &str,
+        timestamp: &str,
+        group: Option<&str>,
+    ) {
+        if text.trim().is_empty() {
+            return;
+        }
+        if let (
+            Some(group),
+            Some(Entry::Chat {
+                group: Some(g),
+                role: r,
+                text: t,
+                id: i,
+                timestamp: ts,
+            }),
+        ) = (group, self.entries.last_mut())
+            && g == group
+            && *r == role
+        {
+            *t = format!("{text}\n\n{t}");
+            id.clone_into(i);
+            timestamp.clone_into(ts);
+            return;
+        }
+        self.entries.push(Entry::Chat {
+            id: id.to_owned(),
+            role,
+            text: text.to_owned(),
+            timestamp: timestamp.to_owned(),
+            group: group.map(str::to_owned),
+        });
+        self.turns += 1;
+    }
+
+    /// A tool call older than every entry pushed so far.
+    pub(crate) fn call(&mut self, id: &str, name: &str, command: &str, timestamp: &str) {
+        self.entries.push(Entry::Call {
+            id: id.to_owned(),
+            name: name.to_owned(),
+            command: command.to_owned(),
+            timestamp: timestamp.to_owned(),
+        });
+        self.turns += 1;
+    }
+
+    /// The result of call `id` (met before the call: it is newer). Its text is capped to
+    /// [`EXEC_BUFFER_CAP`] here, so held results stay small.
+    pub(crate) fn result(&mut self, id: &str, mut result: ToolResult) {
+        if self.results.len() > self.limit.saturating_mul(4) {
+            // Results whose calls are older than what will be shown: never needed.
+            return;
+        }
+        result.text = keep_end(&result.text, EXEC_BUFFER_CAP).0;
+        self.results.insert(id.to_owned(), result);
+    }
+
+    fn into_snapshot(mut self) -> SessionSnapshot {
+        let mut snapshot = SessionSnapshot {
+            context: SessionContext {
+                working_dir: self.cwd.take().unwrap_or_default(),
+                model: self.model.take(),
+                ..SessionContext::default()
+            },
+            ..SessionSnapshot::default()
+        };
+        let newest_call = match self.entries.first() {
+            Some(Entry::Call { id, .. }) => Some(id.clone()),
+            _ => None,
+        };
+        for entry in self.entries.into_iter().rev() {
+            match entry {
+                Entry::Chat {
+                    id,
+                    role,
+                    text,
+                    timestamp,
+                    ..
+                } => snapshot.chat_turns.push(ChatTurn {
+                    id,
+                    role,
+                    text,
+                    timestamp_utc: timestamp,
+                    complete: true,
+                    linked_exec_id: None,
+                    linked_diff_id: None,
+                    metadata: None,
+                    extra: Map::new(),
+                }),
+                Entry::Call {
+                    id,
+                    name,
+                    command,
+                    timestamp,
+                } => {
+                    let result = self.results.remove(&id);
+                    let status = match &result {
+                        Some(r) if r.failed => "failed",
+                        Some(_) => "completed",
+                        None if newest_call.as_deref() == Some(id.as_str()) => "running",
+                        None => "interrupted",
+                    };
+                    let one_line: String = command
+                        .split_whitespace()
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                        .chars()
+                        .take(COMMAND_LINE_CHARS)
+                        .collect();
+                    let mut metadata = Map::new();
+                    metadata.insert("toolCall".into(), json!({"name": name}));
+                    snapshot.chat_turns.push(ChatTurn {
+                        id: format!("tool:{id}"),
+                        role: ChatRole::Assistant,
+                        text: format!("[{name}] {one_line}"),
+                        timestamp_utc: timestamp,
+                        complete: true,
+                        linked_exec_id: Some(id.clone()),
+                        linked_diff_id: None,
+                        metadata: Some(metadata),
+                        extra: Map::new(),
+                    });
+                    let (buffer, truncated) = result
+                        .as_ref()
+                        .map(|r| keep_end(&r.text, EXEC_BUFFER_CAP))
+                        .unwrap_or_default();
+                    snapshot.exec_turns.push(ExecTurn {
+                        exec_id: id,
+                        header: name,
+                        command,
+                        status: status.to_owned(),
+                        exit_code: result.as_ref().and_then(|r| r.exit_code),
+                        buffer,
+                        ansi_buffer: None,
+                        truncated_bytes: truncated,
+                        extra: Map::new(),
+                    });
+                }
+            }
+        }
+        snapshot
+    }
+}
+
+/// The last `cap` bytes of `text` (cut at a character boundary) and how many were dropped.
+fn keep_end(text: &str, cap: usize) -> (String, u64) {
+    if text.len() <= cap {
+        return (text.to_owned(), 0);
+    }
+    let mut start = text.len() - cap;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    (text[start..].to_owned(), start as u64)
+}
+
+/// What an agent's format module does with one parsed line.
+pub(crate) trait Format {
+    /// Feeds `line` (the newest line not yet seen) to `out`.
+    fn line(&mut self, line: &Value, out: &mut Collector);
+
+    /// Whether nothing older can matter (a record replaced everything before it); reading
+    /// stops, and the transcript is complete.
+    fn done(&self) -> bool {
+        false
+    }
+}
+
+/// Reads `reader`'s tail, newest line first, through `format`, until `options.max_turns`
+/// turns are collected or the file's start is reached.
+pub(crate) fn read_tail<R: Read + Seek>(
+    reader: R,
+    format: &mut dyn Format,
+    options: &ReadOptions,
+) -> io::Result<Transcript> {
+    let mut lines = BackwardLines::new(reader)?;
+    let mut collector = Collector::new(options.max_turns);
+    let (mut skipped, mut oversized, mut torn) = (0u64, 0u64, false);
+    let mut last = true;
+    while !collector.full() && !format.done() {
+        let Some(line) = lines.next_line()? else {
+            break;
+        };
+        let is_last = std::mem::take(&mut last);
+        match line {
+            Line::Oversized { .. } => oversized += 1,
+            Line::Text { bytes, .. } => {
+                if bytes.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                match serde_json::from_slice::<Value>(&bytes) {
+                    Ok(value) => format.line(&value, &mut collector),
+                    // The agent is writing it, or a crash or truncation cut it.
+                    Err(_) if is_last => torn = true,
+                    Err(_) => skipped += 1,
+                }
+            }
+        }
+    }
+    Ok(Transcript {
+        complete: lines.reached_start() || format.done(),
+        bytes_read: lines.bytes_read(),
+        skipped_lines: skipped,
+        oversized_lines: oversized,
+        torn_tail: torn,
+        snapshot: collector.into_snapshot(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keep_end_cuts_at_a_character_boundary() {
+        assert_eq!(keep_end("abc", 5), ("abc".into(), 0));
+        assert_eq!(keep_end("abcdef", 2), ("ef".into(), 4));
+        // "é" is two bytes: a cut inside it moves forward.
+        assert_eq!(keep_end("aéb", 2), ("b".into(), 3));
+    }
+
+    #[test]
+    fn a_call_without_result_is_running_only_when_newest() {
+        let mut c = Collector::new(10);
+        c.call("c2", "Bash", "sleep 9", "t3");
+        c.result(
+            "c1",
+            ToolResult {
+                text: "out".into(),
+                failed: false,
+                exit_code: Some(0),
+            },
+        );
+        c.call("c1", "Bash", "echo out", "t2");
+        c.call("c0", "Bash", "killed", "t1");
+        let s = c.into_snapshot();
+        let status: Vec<&str> = s.exec_turns.iter().map(|e| e.status.as_str()).collect();
+        assert_eq!(status, ["interrupted", "completed", "running"]);
+        assert_eq!(s.exec_turns[1].buffer, "out");
+        assert_eq!(s.chat_turns[2].text, "[Bash] sleep 9");
+        assert_eq!(s.chat_turns[2].linked_exec_id.as_deref(), Some("c2"));
+    }
+
+    #[test]
+    fn blocks_of_one_message_are_one_turn() {
+        let mut c = Collector::new(10);
+        c.chat("u3", ChatRole::Assistant, "second", "t3", Some("m1"));
+        c.chat("u2", ChatRole::Assistant, "first", "t2", Some("m1"));
+        c.chat("u1", ChatRole::User, "hi", "t1", None);
+        let s = c.into_snapshot();
+        assert_eq!(s.chat_turns.len(), 2);
+        assert_eq!(s.chat_turns[1].text, "first\n\nsecond");
+        assert_eq!(s.chat_turns[1].id, "u2");
+    }
+}

@@ -1,0 +1,182 @@
+//! `tether sessions list --all`: a workspace's sessions across Tether's cache and every
+//! readable agent's own store (Claude Code, Codex; R-HIST-1), newest first. Agent sessions
+//! are summarized from a bounded head and tail of their files (R-HIST-2), never read whole;
+//! their stores are located from this process's environment, as the agents would locate
+//! them when started from this shell.
+
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use tether_history::{AgentKind, Env, locate};
+use tether_store::SessionSummary;
+
+/// Longest title shown in the table, in characters.
+const TITLE_CHARS: usize = 50;
+
+/// One listed session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Row {
+    /// Where it is kept: `tether` (Tether's cache) or the agent's store (`claude`, `codex`).
+    pub source: String,
+    /// The session id.
+    pub session_id: String,
+    /// The agent, when known.
+    pub agent: Option<String>,
+    /// The title, else the first prompt, when known.
+    pub title: Option<String>,
+    /// Chat turns, when known without reading the whole session (Tether's cache only).
+    pub turn_count: Option<u64>,
+    /// The session file's size in bytes (agent stores only).
+    pub size_bytes: Option<u64>,
+    /// RFC 3339 UTC time of the last change.
+    pub updated_utc: String,
+    /// The session's file (agent stores only).
+    pub path: Option<String>,
+}
+
+/// The rows of Tether's cache listing `cached` and of every agent store located from
+/// `env` for workspace `root`, newest first. Files that cannot be read are left out and
+/// counted in the second value.
+#[must_use]
+pub fn rows(root: &Path, cached: &[SessionSummary], env: &Env) -> (Vec<Row>, usize) {
+    let mut rows: Vec<Row> = cached
+        .iter()
+        .map(|s| Row {
+            source: "tether".into(),
+            session_id: s.session_id.clone(),
+            agent: s.agent.clone(),
+            title: s.title.clone().or_else(|| s.first_prompt.clone()),
+            turn_count: Some(s.turn_count),
+            size_bytes: None,
+            updated_utc: s.updated_utc.clone(),
+            path: None,
+        })
+        .collect();
+    let mut unreadable = 0;
+    for kind in AgentKind::ALL {
+        let Some(store) = locate(kind, env) else {
+            continue;
+        };
+        for path in store.sessions(root) {
+            match store.summary(&path) {
+                Ok(info) => rows.push(Row {
+                    source: kind.name().into(),
+                    session_id: info.session_id,
+                    agent: Some(kind.name().into()),
+                    title: info.title,
+                    turn_count: None,
+                    size_bytes: Some(info.size_bytes),
+                    updated_utc: info.updated_utc.unwrap_or_default(),
+                    path: Some(info.path.display().to_string()),
+                }),
+                Err(_) => unreadable += 1,
+            }
+        }
+    }
+    rows.sort_by_key(|r| std::cmp::Reverse(sort_key(&r.updated_utc)));
+    (rows, unreadable)
+}
+
+/// Milliseconds since the epoch of an RFC 3339 time (0 when it does not parse), so times
+/// written with different precision sort right.
+fn sort_key(time: &str) -> i64 {
+    chrono::DateTime::parse_from_rfc3339(time).map_or(0, |t| t.timestamp_millis())
+}
+
+/// `{"sessions": [Row…], "unreadable": n}`.
+#[must_use]
+pub fn render_json(rows: &[Row], unreadable: usize) -> Value {
+    json!({"sessions": rows, "unreadable": unreadable})
+}
+
+/// A table: source, agent, session, turns, size, updated, title.
+#[must_use]
+pub fn render_table(root: &str, rows: &[Row], unreadable: usize) -> String {
+    if rows.is_empty() {
+        return format!("No sessions for {root} in Tether's cache or any agent's store.\n");
+    }
+    let headers = [
+        "SOURCE",
+        "AGENT",
+        "SESSION",
+        "TURNS",
+        "SIZE",
+        "UPDATED (UTC)",
+        "TITLE",
+    ];
+    let cells: Vec<[String; 7]> = rows
+        .iter()
+        .map(|r| {
+            [
+                r.source.clone(),
+                r.agent.clone().unwrap_or_else(|| "-".into()),
+                r.session_id.clone(),
+                r.turn_count.map_or_else(|| "-".into(), |n| n.to_string()),
+                r.size_bytes.map_or_else(|| "-".into(), human_size),
+                r.updated_utc.clone(),
+                r.title
+                    .as_deref()
+                    .map(|t| t.chars().take(TITLE_CHARS).collect())
+                    .unwrap_or_default(),
+            ]
+        })
+        .collect();
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in &cells {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| -> String {
+        let mut out = String::new();
+        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+            if i + 1 == cells.len() {
+                out.push_str(cell);
+            } else {
+                out.push_str(&format!("{cell:<w$}  "));
+            }
+        }
+        out.trim_end().to_owned() + "\n"
+    };
+    let mut out = format!("Sessions for {root}, newest first:\n");
+    out.push_str(&line(headers.to_vec()));
+    for row in &cells {
+        out.push_str(&line(row.iter().map(String::as_str).collect()));
+    }
+    if unreadable > 0 {
+        out.push_str(&format!("({unreadable} session files could not be read)\n"));
+    }
+    out
+}
+
+/// `bytes` as B, KB, MB or GB (powers of 1024, one decimal above B).
+fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KB", "MB", "GB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_times_sort_and_print_as_people_read_them() {
+        assert_eq!(human_size(512), "512 B");
+        assert_eq!(human_size(150_603), "147.1 KB");
+        assert_eq!(human_size(104_861_499), "100.0 MB");
+        assert!(sort_key("2026-11-25T13:05:03.417Z") > sort_key("2026-11-25T13:05:03Z"));
+        assert_eq!(sort_key("garbage"), 0);
+    }
+}
