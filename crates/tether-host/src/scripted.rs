@@ -130,6 +130,10 @@ pub enum FaultAction {
         /// Updates per second (sent in batches every 10 ms).
         #[serde(rename = "perSecond")]
         per_second: u64,
+        /// Stamp each chunk with the wall-clock time it was sent: `"<n>@<µs since the Unix
+        /// epoch>\n"`, for latency measurements (benches/daemon.rs).
+        #[serde(default)]
+        stamp: bool,
     },
     /// Prompt: send `count` one-character `agent_message_chunk`s before the reply (not
     /// persisted).
@@ -333,7 +337,8 @@ fn write_json(path: &Path, value: &impl Serialize) -> Result<(), AcpSdkError> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(internal)?;
     }
-    let tmp = path.with_extension("tmp");
+    // A name of this process's own: several agents may share one state folder.
+    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
     std::fs::write(&tmp, serde_json::to_vec(value).map_err(internal)?).map_err(internal)?;
     std::fs::rename(&tmp, path).map_err(internal)
 }
@@ -345,9 +350,19 @@ impl State {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Counts a call of `method` and returns its 1-based number.
+    /// Counts a call of `method` and returns its 1-based number. Agents sharing a state
+    /// folder (one per session of a configuration) count together, under an exclusive
+    /// `flock` of `calls.lock`.
     fn count(&self, method: &str) -> Result<u64, AcpSdkError> {
         let _g = self.lock_files();
+        std::fs::create_dir_all(&self.script.state_dir).map_err(internal)?;
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.script.state_dir.join("calls.lock"))
+            .map_err(internal)?;
+        lock.lock().map_err(internal)?;
         let path = self.script.state_dir.join("calls.json");
         let mut counts: BTreeMap<String, u64> = std::fs::read(&path)
             .ok()
@@ -549,7 +564,11 @@ async fn run_prompt(
     match action {
         Some(FaultAction::Hang { ms }) => hang_for(ms).await,
         Some(FaultAction::Delay { ms }) => delay = ms,
-        Some(FaultAction::Stream { count, per_second }) => {
+        Some(FaultAction::Stream {
+            count,
+            per_second,
+            stamp,
+        }) => {
             // Batches every 10 ms; the batch's share of `per_second`, at least one.
             let per_tick = per_second.div_ceil(100).max(1);
             let start = tokio::time::Instant::now();
@@ -557,9 +576,15 @@ async fn run_prompt(
             while sent < count {
                 for _ in 0..per_tick.min(count - sent) {
                     sent += 1;
-                    notify(SessionUpdate::AgentMessageChunk(text_chunk(&format!(
-                        "{sent}\n"
-                    ))))?;
+                    let text = if stamp {
+                        let micros = std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map_or(0, |d| d.as_micros());
+                        format!("{sent}@{micros}\n")
+                    } else {
+                        format!("{sent}\n")
+                    };
+                    notify(SessionUpdate::AgentMessageChunk(text_chunk(&text)))?;
                 }
                 if state.is_cancelled(session) {
                     let _ = state.take_cancelled(session);

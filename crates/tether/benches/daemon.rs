@@ -11,8 +11,13 @@
 //! 4. The daemon killed (SIGKILL) under an editor with a live session: time from the kill
 //!    to the forwarder's `session/reattached` (a new daemon started, `initialize` replayed,
 //!    the session resumed on a new agent; goal ≤ 2 s, R-DAEMON-8).
+//! 5. Load: 50 sessions (5 editors × 10) each streaming 1,000 updates/s for 60 s through the
+//!    daemon: every update delivered once and in order, and the agent-to-editor latency
+//!    (each update carries its send time) at p50/p99 (goal p99 ≤ 5 ms). The editors run in
+//!    this process, so their own JSON decoding is part of the figure.
 //!
-//! Run: `cargo bench -p tether --bench daemon` (`TETHER_BENCH_QUICK=1` for fewer samples).
+//! Run: `cargo bench -p tether --bench daemon` (`TETHER_BENCH_QUICK=1` for fewer samples,
+//! `TETHER_BENCH_ONLY=load` for section 5 alone).
 //! Every daemon started here has a private runtime folder and is stopped at the end.
 
 use std::path::{Path, PathBuf};
@@ -125,6 +130,144 @@ fn daemon_pid(dir: &Path, bin: &Path) -> u32 {
     u32::try_from(status["pid"].as_u64().unwrap()).unwrap()
 }
 
+/// Section 5: `TETHER_BENCH_LOAD_SECS` (default 60; 5 when quick) of 50 sessions streaming
+/// 1,000 stamped updates a second, 10 per editor.
+async fn load(bin: &Path, dir: &Path) {
+    let secs: u64 = std::env::var("TETHER_BENCH_LOAD_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if quick() { 5 } else { 60 });
+    let (editors, per_editor, rate) = (5usize, 10usize, 1000u64);
+    let count = secs * rate;
+    // Its own agent script (stamped streams), so its own configuration and hub.
+    let script = dir.join("script-load.json");
+    std::fs::write(
+        &script,
+        json!({"loadSession": true, "stateDir": dir.join("agent-load"),
+               "faults": [{"method": "session/prompt",
+                           "action": {"kind": "stream", "count": count, "perSecond": rate, "stamp": true}}]})
+        .to_string(),
+    )
+    .unwrap();
+    let mut options = options(dir, bin, "load");
+    options["agents"]["scripted"]["args"][2] = json!(script);
+    let mut tasks = Vec::new();
+    for e in 0..editors {
+        let mut child = Command::new(bin)
+            .args(["serve", "--stdio", "--remote", "auto"])
+            .env("TETHER_LOG", "warn")
+            .env("TETHER_RUNTIME_DIR", dir.join("run"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn tether serve");
+        let (client, mut incoming) =
+            LspClient::new(child.stdout.take().unwrap(), child.stdin.take().unwrap());
+        client
+            .request(
+                "initialize",
+                json!({"capabilities": {}, "initializationOptions": options}),
+            )
+            .await
+            .expect("initialize");
+        client.notify("initialized", json!({})).await.unwrap();
+        let mut sids = Vec::new();
+        for s in 0..per_editor {
+            let ws = dir.join(format!("load-{e}-{s}"));
+            std::fs::create_dir_all(&ws).unwrap();
+            let r = client
+                .request("session/resume", json!({"workspace": {"root": ws}}))
+                .await
+                .unwrap();
+            sids.push(r["sessionId"].as_str().unwrap().to_owned());
+        }
+        tasks.push(tokio::spawn(async move {
+            let mut turns = Vec::new();
+            for sid in &sids {
+                let client = client.clone();
+                let params = json!({"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]});
+                turns.push(tokio::spawn(async move {
+                    client.request("session/prompt", params).await
+                }));
+            }
+            // Per session: the next number expected; latencies in µs.
+            let mut next: std::collections::HashMap<String, u64> =
+                sids.iter().map(|s| (s.clone(), 1)).collect();
+            let (mut latencies, mut bad) =
+                (Vec::with_capacity((count as usize) * sids.len()), 0u64);
+            let mut done = 0;
+            while done < sids.len() {
+                let Some(m) = incoming.recv().await else {
+                    break;
+                };
+                let Incoming::Notification { method, params } = m else {
+                    continue;
+                };
+                if method != "session/update"
+                    || params["update"]["sessionUpdate"] != "agent_message_chunk"
+                {
+                    continue;
+                }
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_micros() as u64;
+                let Some((n, sent)) = params["update"]["content"]["text"]
+                    .as_str()
+                    .and_then(|t| t.trim_end().split_once('@'))
+                    .and_then(|(n, t)| Some((n.parse::<u64>().ok()?, t.parse::<u64>().ok()?)))
+                else {
+                    continue; // The reply's own chunk.
+                };
+                let sid = params["sessionId"].as_str().unwrap_or_default();
+                let Some(expected) = next.get_mut(sid) else {
+                    continue;
+                };
+                if n != *expected {
+                    bad += 1;
+                }
+                *expected = n + 1;
+                if n == count {
+                    done += 1;
+                }
+                latencies.push(now.saturating_sub(sent));
+            }
+            for t in turns {
+                let r = t.await.unwrap().expect("the turn ends");
+                assert_eq!(r["stopReason"], "end_turn");
+            }
+            let _ = client.request("shutdown", Value::Null).await;
+            let _ = client.notify("exit", Value::Null).await;
+            let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
+            (latencies, bad)
+        }));
+    }
+    let mut all = Vec::new();
+    let mut bad = 0;
+    for t in tasks {
+        let (l, b) = t.await.unwrap();
+        all.extend(l);
+        bad += b;
+    }
+    let expected = count * (editors * per_editor) as u64;
+    all.sort_unstable();
+    let pct = |p: f64| all[((all.len() as f64 * p) as usize).min(all.len() - 1)] as f64 / 1000.0;
+    println!(
+        "load: {} sessions × {rate}/s × {secs} s   delivered {}/{expected}, out of order {bad}   latency p50 {:.2} ms  p99 {:.2} ms  max {:.2} ms (goal p99 ≤ 5 ms)",
+        editors * per_editor,
+        all.len(),
+        pct(0.5),
+        pct(0.99),
+        pct(1.0)
+    );
+    println!(
+        "daemon RSS after the load     {:>6.2} MB",
+        rss_kib(daemon_pid(dir, bin)) as f64 / 1024.0
+    );
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_tether"));
@@ -139,6 +282,14 @@ async fn main() {
     )
     .unwrap();
     println!("tether daemon benchmarks (medians; ratios measured side by side in one run)\n");
+    if std::env::var("TETHER_BENCH_ONLY").as_deref() == Ok("load") {
+        load(&bin, dir).await;
+        let _ = std::process::Command::new(&bin)
+            .args(["daemon", "stop"])
+            .env("TETHER_RUNTIME_DIR", dir.join("run"))
+            .status();
+        return;
+    }
 
     // 1. Persist through the forwarder and the daemon vs in-process, interleaved.
     let local = editor(&bin, dir, "off").await;
@@ -272,6 +423,10 @@ async fn main() {
         worst
     );
     stop(e).await;
+
+    // 5. Load through the daemon.
+    load(&bin, dir).await;
+
     let _ = std::process::Command::new(&bin)
         .args(["daemon", "stop"])
         .env("TETHER_RUNTIME_DIR", dir.join("run"))
