@@ -17,7 +17,7 @@
 //! is dropped. Its own requests (the replayed `initialize` and `session/resume`s) have ids
 //! `"tether-fwd-replay:<generation>:<n>"`, and their answers never reach the editor.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -53,7 +53,7 @@ pub struct Ledger {
     /// The editor's requests not yet answered, by id (its JSON text).
     pending: HashMap<String, Pending>,
     /// The daemon's requests the editor has not answered, by the id the editor knows.
-    asked: HashMap<String, Value>,
+    asked: HashSet<String>,
     /// The editor's `initialize` params.
     initialize: Option<Value>,
     /// Whether the editor sent `initialized`.
@@ -168,7 +168,7 @@ impl Ledger {
 
     /// The editor answered the daemon's request `id` (its JSON text).
     fn editor_answered(&mut self, id: &str, body: &[u8]) -> Verdict {
-        let known = self.asked.remove(id).is_some();
+        let known = self.asked.remove(id);
         if self.generation == 0 {
             return Verdict::Forward;
         }
@@ -215,14 +215,14 @@ impl Ledger {
     /// The daemon sends the editor a request with id `id` (its JSON text).
     fn daemon_asked(&mut self, id: &str, body: &[u8]) -> Verdict {
         if self.generation == 0 {
-            self.asked.insert(id.to_owned(), Value::Null);
+            self.asked.insert(id.to_owned());
             return Verdict::Forward;
         }
         let mapped = Value::String(format!("{ASKED_PREFIX}{}:{id}", self.generation));
         let Ok(mut message) = serde_json::from_slice::<Value>(body) else {
             return Verdict::Forward;
         };
-        self.asked.insert(mapped.to_string(), Value::Null);
+        self.asked.insert(mapped.to_string());
         message["id"] = mapped;
         Verdict::Replace(serde_json::to_vec(&message).unwrap_or_default())
     }
@@ -326,7 +326,7 @@ impl Ledger {
                 },
             }));
         }
-        let mut asked: Vec<String> = self.asked.drain().map(|(id, _)| id).collect();
+        let mut asked: Vec<String> = self.asked.drain().collect();
         asked.sort();
         for id in asked {
             let id: Value = serde_json::from_str(&id).unwrap_or(Value::Null);
