@@ -44,7 +44,7 @@ def init_options(root: pathlib.Path) -> dict:
 @pytest_lsp.fixture(
     params=list(PROFILES),
     config=ClientServerConfig(
-        server_command=[TETHER_BIN, "serve", "--stdio", "--log-file", os.path.join(tempfile.gettempdir(), "tether-pytest-logs", "tether.log")],
+        server_command=[TETHER_BIN, "serve", "--stdio", "--remote=off", "--log-file", os.path.join(tempfile.gettempdir(), "tether-pytest-logs", "tether.log")],
     ),
 )
 async def client(request, lsp_client: LanguageClient):

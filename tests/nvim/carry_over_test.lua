@@ -50,7 +50,7 @@ end
 local function start(answer)
   local id = vim.lsp.start_client({
     name = "tether",
-    cmd = { bin, "serve", "--stdio", "--log-file", dir .. "/logs/tether.log" },
+    cmd = { bin, "serve", "--stdio", "--remote", "off", "--log-file", dir .. "/logs/tether.log" },
     root_dir = workspace,
     init_options = {
       storage = { dir = dir .. "/cache" },

@@ -44,7 +44,7 @@ end
 
 local client_id = vim.lsp.start_client({
   name = "tether",
-  cmd = { bin, "serve", "--stdio", "--log-file", dir .. "/logs/tether.log" },
+  cmd = { bin, "serve", "--stdio", "--remote", "off", "--log-file", dir .. "/logs/tether.log" },
   cmd_env = { TETHER_LOG = "debug" },
   root_dir = workspace,
   init_options = {

@@ -92,7 +92,7 @@ fn peak_kib(pid: u32) -> u64 {
 async fn tether_first_paint(bin: &Path, dir: &Path, config: &Path, ws: &Path) -> (Duration, u64) {
     let cache = tempfile::tempdir_in(dir).unwrap();
     let mut child = Command::new(bin)
-        .args(["serve", "--stdio", "--log-file"])
+        .args(["serve", "--stdio", "--remote=off", "--log-file"])
         .arg(cache.path().join("tether.log"))
         .env("TETHER_LOG", "warn")
         .stdin(Stdio::piped())

@@ -53,7 +53,7 @@ fn options(dir: &Path, bin: &Path) -> Value {
 async fn start(bin: &Path, dir: &Path) -> (Server, Duration) {
     let t0 = Instant::now();
     let mut child = Command::new(bin)
-        .args(["serve", "--stdio", "--log-file"])
+        .args(["serve", "--stdio", "--remote=off", "--log-file"])
         .arg(dir.join("logs/tether.log"))
         .env("TETHER_LOG", "warn")
         .stdin(Stdio::piped())
@@ -241,7 +241,7 @@ async fn main() {
         // the baseline does, so its ratio holds the server's cost alone (the `LspClient`
         // line also counts the client's JSON work and task handoffs).
         let mut child = Command::new(&bin)
-            .args(["serve", "--stdio", "--log-file"])
+            .args(["serve", "--stdio", "--remote=off", "--log-file"])
             .arg(dir.path().join("logs/tether-raw.log"))
             .env("TETHER_LOG", "warn")
             .stdin(Stdio::piped())

@@ -162,6 +162,7 @@ impl Stage {
                 args: vec![
                     "serve".into(),
                     "--stdio".into(),
+                    "--remote=off".into(),
                     "--log-file".into(),
                     self.dir
                         .join("logs")

@@ -48,7 +48,7 @@ enum Command {
         log_file: Option<PathBuf>,
         /// `auto`: forward to the user's daemon (started when none runs), so sessions
         /// outlive this editor; `off`: serve in this process.
-        #[arg(long, value_enum, env = "TETHER_REMOTE", default_value = "off")]
+        #[arg(long, value_enum, env = "TETHER_REMOTE", default_value = "auto")]
         remote: tether::daemon::cli::Remote,
     },
     /// The per-user daemon that holds every session for the forwarding `tether serve`.

@@ -19,6 +19,11 @@ struct Setup {
 
 impl Setup {
     fn new() -> Self {
+        assert!(
+            std::env::var_os("TETHER_REMOTE").is_none(),
+            "unset TETHER_REMOTE: these tests start `tether serve --stdio` as editors do and \
+             rely on its default (forward to the daemon)"
+        );
         let world = World::new(Mode::Binary);
         let runtime = world.path().join("run");
         Self { world, runtime }
@@ -37,7 +42,8 @@ impl Setup {
         ]
     }
 
-    /// An editor whose server is a forwarder (`--remote=auto`), initialized.
+    /// An editor whose server is a forwarder (`tether serve --stdio`, the default
+    /// `--remote=auto`), initialized.
     async fn editor(&self) -> Editor {
         self.editor_answering(Answers::default()).await
     }
@@ -58,11 +64,11 @@ impl Setup {
         let editor = Editor::connect(
             ServerProcess::Binary {
                 program: tether_bin(),
+                // Exactly as an editor starts it: no `--remote`, so the default (`auto`,
+                // forward to the daemon) is what these tests exercise.
                 args: vec![
                     "serve".into(),
                     "--stdio".into(),
-                    "--remote".into(),
-                    "auto".into(),
                     "--log-file".into(),
                     self.world
                         .path()
@@ -851,6 +857,13 @@ async fn an_abandoned_session_ends_after_its_ttl_then_the_daemon_exits() {
                 "--stdio".into(),
                 "--remote".into(),
                 "auto".into(),
+                "--log-file".into(),
+                setup
+                    .world
+                    .path()
+                    .join("logs/forwarder.log")
+                    .display()
+                    .to_string(),
             ],
             env,
             quiet: false,
@@ -1043,6 +1056,13 @@ async fn the_ttl_spares_a_session_an_editor_is_attached_to() {
                     "--stdio".into(),
                     "--remote".into(),
                     "auto".into(),
+                    "--log-file".into(),
+                    setup
+                        .world
+                        .path()
+                        .join("logs/forwarder.log")
+                        .display()
+                        .to_string(),
                 ],
                 env: setup.env(),
                 quiet: false,

@@ -111,6 +111,7 @@ impl World {
                 args: vec![
                     "serve".into(),
                     "--stdio".into(),
+                    "--remote=off".into(),
                     "--log-file".into(),
                     self.path().join("logs/tether.log").display().to_string(),
                 ],

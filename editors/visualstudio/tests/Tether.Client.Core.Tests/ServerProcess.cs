@@ -80,7 +80,7 @@ namespace Tether.Client.Core.Tests
         public ServerProcess(string tetherBin, string logFile)
         {
             LogFile = logFile;
-            var psi = new ProcessStartInfo(tetherBin, "serve --stdio --log-file \"" + logFile + "\"")
+            var psi = new ProcessStartInfo(tetherBin, "serve --stdio --remote=off --log-file \"" + logFile + "\"")
             {
                 UseShellExecute = false,
                 RedirectStandardInput = true,

@@ -84,6 +84,8 @@ export async function startCodeServer({ name, settings, workspace }) {
     XDG_DATA_HOME: path.join(dirs.xdg, 'data'),
     XDG_CACHE_HOME: path.join(dirs.xdg, 'cache'),
     XDG_RUNTIME_DIR: path.join(dirs.xdg, 'runtime'),
+    // These tests exercise the in-process server; the daemon path has tests of its own.
+    TETHER_REMOTE: 'off',
   };
   for (const k of ['HOME', 'XDG_CONFIG_HOME', 'XDG_DATA_HOME', 'XDG_CACHE_HOME', 'XDG_RUNTIME_DIR']) {
     mkdirSync(env[k], { recursive: true, mode: 0o700 });
