@@ -29,9 +29,9 @@ use std::time::Duration;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities, Implementation,
-    InitializeRequest, LoadSessionRequest, NewSessionRequest, PromptRequest,
-    RequestPermissionOutcome, RequestPermissionResponse, ResumeSessionRequest,
-    SelectedPermissionOutcome, TextContent,
+    InitializeRequest, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
+    NewSessionRequest, PromptRequest, RequestPermissionOutcome, RequestPermissionResponse,
+    ResumeSessionRequest, SelectedPermissionOutcome, TextContent,
 };
 use serde_json::{Value, json};
 use tether_recovery::Observation;
@@ -234,6 +234,33 @@ pub struct Session {
     pub events: mpsc::Receiver<SessionEvent>,
     /// The agent's `session/new` / `session/resume` result, verbatim.
     pub response: Value,
+}
+
+/// One session an agent listed in answer to `session/list` (ACP v1 `SessionInfo`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedSession {
+    /// The agent's session id.
+    pub id: String,
+    /// The session's working directory (absolute).
+    pub cwd: PathBuf,
+    /// Its title, when the agent gives one.
+    pub title: Option<String>,
+    /// Its last activity, ISO 8601 as the agent wrote it, when given.
+    pub updated_at: Option<String>,
+}
+
+/// The most `session/list` pages [`AcpConnection::list_sessions`] follows: an agent whose
+/// `nextCursor` never ends cannot hold the caller forever.
+pub const MAX_LIST_PAGES: usize = 20;
+
+/// Whether two absolute folders are the same one: equal paths, or equal once symbolic
+/// links are resolved (an agent may report the real path of a linked workspace).
+fn same_folder(a: &Path, b: &Path) -> bool {
+    a == b
+        || matches!(
+            (std::fs::canonicalize(a), std::fs::canonicalize(b)),
+            (Ok(x), Ok(y)) if x == y
+        )
 }
 
 /// A session restored with `session/load`.
@@ -718,6 +745,52 @@ impl AcpConnection {
                 Err(e)
             }
         }
+    }
+
+    /// `session/list {cwd}` (requires `sessionCapabilities.list`, ACP v1 "Session List"):
+    /// the sessions the agent knows for `cwd`, following `nextCursor` for at most
+    /// [`MAX_LIST_PAGES`] pages (a cursor that repeats ends the walk). Entries the agent
+    /// gives for another folder are dropped (the filter is the agent's to apply; this
+    /// checks it).
+    ///
+    /// # Errors
+    /// [`AcpError::Unsupported`] when not advertised; [`AcpError::Rpc`] when the agent
+    /// refuses; [`AcpError::Protocol`] when a page is not a `ListSessionsResponse`.
+    pub async fn list_sessions(&self, cwd: &Path) -> Result<Vec<ListedSession>, AcpError> {
+        if !self.info.list {
+            return Err(AcpError::Unsupported("session/list"));
+        }
+        let mut out: Vec<ListedSession> = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_LIST_PAGES {
+            let request = ListSessionsRequest::new()
+                .cwd(cwd.to_owned())
+                .cursor(cursor.clone());
+            let page = self
+                .request("session/list", to_value(&request), Hook::None)
+                .await?;
+            let page: ListSessionsResponse =
+                serde_json::from_value(page).map_err(|e| AcpError::Protocol {
+                    method: "session/list".into(),
+                    message: format!("the result is not a session list: {e}"),
+                })?;
+            out.extend(
+                page.sessions
+                    .into_iter()
+                    .filter(|s| same_folder(&s.cwd, cwd))
+                    .map(|s| ListedSession {
+                        id: s.session_id.0.to_string(),
+                        cwd: s.cwd,
+                        title: s.title,
+                        updated_at: s.updated_at,
+                    }),
+            );
+            match page.next_cursor {
+                Some(next) if Some(&next) != cursor.as_ref() => cursor = Some(next),
+                _ => break,
+            }
+        }
+        Ok(out)
     }
 
     /// `session/prompt` with one text block. See [`Self::prompt_blocks`].

@@ -30,8 +30,8 @@ pub mod spawner;
 pub mod tools;
 
 pub use acp::{
-    AcpConnection, AcpError, AcpOptions, AgentInfo, LoadedSession, PermissionDecision,
-    PermissionRequest, Session, SessionEvent, TurnOutcome,
+    AcpConnection, AcpError, AcpOptions, AgentInfo, ListedSession, LoadedSession,
+    PermissionDecision, PermissionRequest, Session, SessionEvent, TurnOutcome,
 };
 pub use config::{AgentConfig, AgentProtocol};
 pub use process::{AgentProcess, ExitInfo};

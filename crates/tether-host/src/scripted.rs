@@ -24,13 +24,13 @@ use std::time::Duration;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AvailableCommand, AvailableCommandsUpdate, CancelNotification, ContentBlock,
-    ContentChunk, Implementation, InitializeRequest, InitializeResponse, LoadSessionRequest,
-    LoadSessionResponse, NewSessionRequest, NewSessionResponse, PermissionOption,
-    PermissionOptionKind, PromptRequest, PromptResponse, ReadTextFileRequest,
-    RequestPermissionOutcome, RequestPermissionRequest, ResumeSessionRequest,
-    ResumeSessionResponse, SessionCapabilities, SessionNotification, SessionResumeCapabilities,
-    SessionUpdate, StopReason, TextContent, ToolCallUpdate, ToolCallUpdateFields,
-    WriteTextFileRequest,
+    ContentChunk, Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
+    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
+    NewSessionResponse, PermissionOption, PermissionOptionKind, PromptRequest, PromptResponse,
+    ReadTextFileRequest, RequestPermissionOutcome, RequestPermissionRequest, ResumeSessionRequest,
+    ResumeSessionResponse, SessionCapabilities, SessionInfo, SessionListCapabilities,
+    SessionNotification, SessionResumeCapabilities, SessionUpdate, StopReason, TextContent,
+    ToolCallUpdate, ToolCallUpdateFields, WriteTextFileRequest,
 };
 use agent_client_protocol::{Agent, ByteStreams, Client, Error as AcpSdkError};
 use serde::{Deserialize, Serialize};
@@ -64,6 +64,13 @@ pub struct Script {
     /// At start, spawn a grandchild (`sleep 3600`) in the agent's process group.
     #[serde(default)]
     pub spawn_grandchild: bool,
+    /// Advertise `sessionCapabilities.list` and answer `session/list` from the sessions in
+    /// the state folder (newest file first, titled by their first user message).
+    #[serde(default)]
+    pub list: bool,
+    /// Sessions per `session/list` page (the cursor is the next offset); default 50.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list_page_size: Option<usize>,
     /// The prefix of the session ids it gives (`<prefix><n>`); default `sess-`. Two
     /// scripted agents in one test need different ones, as real agents' ids never collide.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -75,7 +82,7 @@ pub struct Script {
 #[serde(rename_all = "camelCase")]
 pub struct Fault {
     /// The ACP method (`initialize`, `session/new`, `session/load`, `session/resume`,
-    /// `session/prompt`).
+    /// `session/prompt`, `session/list`).
     pub method: String,
     /// The 1-based call numbers (counted across restarts) it applies to; empty: every call.
     #[serde(default)]
@@ -475,6 +482,68 @@ impl State {
         write_json(&path, &s)
     }
 
+    /// One `session/list` page: the stored sessions in `cwd` (all when `None`), newest
+    /// file first (then by id), from offset `cursor` (a decimal; absent: 0).
+    fn list_page(
+        &self,
+        cwd: Option<&Path>,
+        cursor: Option<&str>,
+    ) -> Result<ListSessionsResponse, AcpSdkError> {
+        let from = match cursor {
+            None => 0,
+            Some(c) => c
+                .parse::<usize>()
+                .map_err(|_| AcpSdkError::invalid_params().data(json!({"cursor": c})))?,
+        };
+        let size = self.script.list_page_size.unwrap_or(50).max(1);
+        let _g = self.lock_files();
+        let dir = self.script.state_dir.join("sessions");
+        let mut found: Vec<(std::time::SystemTime, String, SessionInfo)> = Vec::new();
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.extension().is_none_or(|e| e != "json") {
+                continue;
+            }
+            let Some(id) = path.file_stem().and_then(|s| s.to_str()) else {
+                continue;
+            };
+            let Some(stored) = std::fs::read(&path)
+                .ok()
+                .and_then(|b| serde_json::from_slice::<StoredSession>(&b).ok())
+            else {
+                continue;
+            };
+            if cwd.is_some_and(|c| c != stored.cwd) {
+                continue;
+            }
+            let modified = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .unwrap_or(std::time::UNIX_EPOCH);
+            let updated = chrono::DateTime::<chrono::Utc>::from(modified)
+                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+            let title = stored.history.iter().find_map(|u| {
+                (u["sessionUpdate"] == "user_message_chunk")
+                    .then(|| u["content"]["text"].as_str().map(str::to_owned))
+                    .flatten()
+            });
+            let info = SessionInfo::new(id.to_owned(), stored.cwd)
+                .title(title)
+                .updated_at(updated);
+            found.push((modified, id.to_owned(), info));
+        }
+        found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        let total = found.len();
+        let page: Vec<SessionInfo> = found
+            .into_iter()
+            .skip(from)
+            .take(size)
+            .map(|(_, _, info)| info)
+            .collect();
+        let next = (from + size < total).then(|| (from + size).to_string());
+        Ok(ListSessionsResponse::new(page).next_cursor(next))
+    }
+
     /// Appends the prompt `blocks` of `session` to `<stateDir>/prompts.jsonl`.
     fn record_prompt(&self, session: &str, blocks: &[ContentBlock]) -> Result<(), AcpSdkError> {
         use std::io::Write;
@@ -742,7 +811,8 @@ where
         files: Mutex::new(()),
     });
     let transport = ByteStreams::new(stdout.compat_write(), stdin.compat());
-    let (s1, s2, s3, s4, s5, s6) = (
+    let (s1, s2, s3, s4, s5, s6, s7) = (
+        state.clone(),
         state.clone(),
         state.clone(),
         state.clone(),
@@ -764,6 +834,9 @@ where
                 let mut session_caps = SessionCapabilities::new();
                 if s1.script.resume {
                     session_caps = session_caps.resume(SessionResumeCapabilities::new());
+                }
+                if s1.script.list {
+                    session_caps = session_caps.list(SessionListCapabilities::new());
                 }
                 responder.respond(
                     InitializeResponse::new(req.protocol_version.min(ProtocolVersion::V1))
@@ -887,6 +960,21 @@ where
                         Err(e) => responder.respond_with_error(e),
                     }
                 })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: ListSessionsRequest, responder, _cx| {
+                let n = s7.count("session/list")?;
+                let fault = s7.fault("session/list", n);
+                s7.misbehave(fault.as_ref(), true).await;
+                if let Some(e) = fault.as_ref().and_then(error_of) {
+                    return responder.respond_with_error(e);
+                }
+                if !s7.script.list {
+                    return responder.respond_with_error(AcpSdkError::method_not_found());
+                }
+                responder.respond(s7.list_page(req.cwd.as_deref(), req.cursor.as_deref())?)
             },
             agent_client_protocol::on_receive_request!(),
         )

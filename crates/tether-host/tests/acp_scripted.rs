@@ -621,3 +621,75 @@ exit 9"#;
             && tail.ends_with("log line 1999: 0123456789012345678901234567890123456789\n")
     );
 }
+
+#[tokio::test]
+async fn session_list_follows_every_page_and_keeps_only_this_folder() {
+    let env = Env::new();
+    let other = env.dir.path().join("other");
+    std::fs::create_dir_all(&other).expect("other folder");
+    let other = std::fs::canonicalize(other).expect("other folder");
+    // Three pages of two: five sessions here, one in another folder.
+    let script = tether_host::scripted::Script {
+        list: true,
+        list_page_size: Some(2),
+        ..env.script(vec![])
+    };
+    let conn = AcpConnection::start(&env.config(&script), AcpOptions::default())
+        .await
+        .expect("start");
+    assert!(conn.info().list, "list is advertised");
+    let mut made = Vec::new();
+    for n in 0..5 {
+        let s = conn.new_session(&env.ws()).await.expect("session/new");
+        conn.prompt(&s.id, &format!("question {n}"))
+            .await
+            .expect("prompt");
+        made.push(s.id);
+    }
+    let elsewhere = conn.new_session(&other).await.expect("session/new").id;
+
+    let listed = conn.list_sessions(&env.ws()).await.expect("session/list");
+    let mut ids: Vec<String> = listed.iter().map(|s| s.id.clone()).collect();
+    ids.sort();
+    assert_eq!(ids, made, "every page, nothing from another folder");
+    assert!(!ids.contains(&elsewhere));
+    for s in &listed {
+        assert_eq!(s.cwd, env.ws());
+        let title = s.title.as_deref().unwrap_or_default();
+        assert!(
+            title.starts_with("question "),
+            "titled by the prompt: {s:?}"
+        );
+        assert!(
+            s.updated_at.as_deref().is_some_and(|t| t.ends_with('Z')),
+            "{s:?}"
+        );
+    }
+    let there = conn.list_sessions(&other).await.expect("session/list");
+    assert_eq!(
+        there.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(),
+        [elsewhere.as_str()]
+    );
+    conn.shutdown().await;
+}
+
+#[tokio::test]
+async fn session_list_is_refused_before_it_is_sent_when_not_advertised() {
+    let env = Env::new();
+    let conn = AcpConnection::start(&env.config(&env.script(vec![])), AcpOptions::default())
+        .await
+        .expect("start");
+    let err = conn
+        .list_sessions(&env.ws())
+        .await
+        .expect_err("unsupported");
+    assert!(
+        matches!(err, AcpError::Unsupported("session/list")),
+        "{err:?}"
+    );
+    // Nothing was sent: the agent never counted a session/list call.
+    let calls = std::fs::read_to_string(env.state().join("calls.json")).unwrap_or_default();
+    assert!(calls.contains("initialize"), "calls are counted: {calls}");
+    assert!(!calls.contains("session/list"), "{calls}");
+    conn.shutdown().await;
+}

@@ -544,6 +544,32 @@ async fn run_acp(agent: RealAgent, expect: Expect) {
         expect.quirks.persists_before_first_turn
     );
     prompt_ok(&run, &first, "hello tether").await;
+    // 1b. R-HIST-6: an agent that advertises `session/list` lists the session it just ran.
+    if info.list {
+        let listed = within(
+            &format!("{name} session/list"),
+            STARTUP,
+            first.conn.list_sessions(&run.launch.workspace),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{name} session/list: {e}"));
+        run.note(
+            "sessionList",
+            json!(
+                listed
+                    .iter()
+                    .map(|s| json!({"id": s.id, "title": s.title, "updatedAt": s.updated_at}))
+                    .collect::<Vec<_>>()
+            ),
+        );
+        assert!(
+            listed.iter().any(|s| s.id == first.session),
+            "{name} session/list does not list {}: {listed:?}",
+            first.session
+        );
+    } else {
+        run.note("sessionList", json!("not advertised"));
+    }
     let kinds: Vec<Value> = first
         .pump
         .updates_since(0)

@@ -559,7 +559,8 @@ pub struct SessionSummary {
     #[serde(default)]
     pub clients: u32,
     /// Set for a session listed from an agent's own store (`session/list` with `all`), not
-    /// Tether's cache: that store (`claude`, `codex`, `gemini`, `copilot`). Such a session
+    /// Tether's cache: that store (`claude`, `codex`, `gemini`, `copilot`), or `acp` for
+    /// one a running agent listed over ACP `session/list` (R-HIST-6). Such a session
     /// has `turnCount` 0 (turns are not counted without reading the whole file).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,

@@ -56,7 +56,71 @@ both_modes!(
     stock_client_chooses_continue_in_a_new_session,
     handoff_between_two_configured_agents,
     a_session_only_claude_code_has_is_restored_with_its_source,
+    a_live_agents_session_list_adds_what_no_store_has,
 );
+
+/// R-HIST-6: `session/list` with `all` asks the live agent over ACP `session/list` (the
+/// scripted agent lists its own state folder) and adds the sessions no store had, marked
+/// `source: "acp"`; an agent that does not answer in time is left out, not waited for.
+async fn a_live_agents_session_list_adds_what_no_store_has(mode: Mode) {
+    let world = World::new(mode);
+    world.script_with(json!({
+        "loadSession": true,
+        "list": true,
+        // The third session/list call hangs (longer than the hub waits).
+        "faults": [{"method": "session/list", "calls": [3], "action": {"kind": "hang", "ms": 8000}}],
+    }));
+    // Sessions the agent has from before Tether: one here, one in another folder.
+    let sessions = world.path().join("agent/sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let old = json!({"cwd": world.workspace, "history": [
+        {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "an old question"}}
+    ]});
+    std::fs::write(sessions.join("old-7.json"), old.to_string()).unwrap();
+    let elsewhere = json!({"cwd": world.path().join("elsewhere"), "history": []});
+    std::fs::write(sessions.join("far-1.json"), elsewhere.to_string()).unwrap();
+
+    let editor = world.editor().await;
+    let all = json!({"workspace": world.ws(), "all": true});
+    // No agent runs yet: nothing is started to list.
+    let listed = editor.request("session/list", all.clone()).await.unwrap();
+    assert_eq!(listed["sessions"], json!([]), "{listed}");
+
+    let sid = started_session(&world, &editor).await;
+    prompt(&editor, &sid, "a new question").await.unwrap();
+    let listed = editor.request("session/list", all.clone()).await.unwrap();
+    let rows = listed["sessions"].as_array().unwrap();
+    let ids: Vec<&str> = rows
+        .iter()
+        .map(|r| r["sessionId"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [sid.as_str(), "old-7"],
+        "the live one once, then the agent's: {listed}"
+    );
+    assert!(rows[0].get("source").is_none(), "{listed}");
+    assert_eq!(rows[0]["live"], true);
+    assert_eq!(rows[1]["source"], "acp");
+    assert_eq!(rows[1]["agent"], "scripted");
+    assert_eq!(rows[1]["title"], "an old question");
+    assert_eq!(rows[1]["live"], false);
+    assert!(rows[1].get("path").is_none(), "{listed}");
+    assert!(
+        rows[1]["updatedUtc"]
+            .as_str()
+            .is_some_and(|t| t.ends_with('Z'))
+    );
+    // The second call answers the same; the third hangs and is left out after the timeout.
+    let again = editor.request("session/list", all.clone()).await.unwrap();
+    assert_eq!(again["sessions"].as_array().unwrap().len(), 2, "{again}");
+    // Had the hub waited, the agent's late answer would list old-7 as well.
+    let hung = editor.request("session/list", all).await.unwrap();
+    let rows = hung["sessions"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "only Tether's own: {hung}");
+    assert_eq!(rows[0]["sessionId"], sid.as_str());
+    editor.shutdown(STEP).await.unwrap();
+}
 
 /// R-HIST-3 over the wire: `session/resume` of an id Tether never cached but Claude Code's
 /// store has (`CLAUDE_CONFIG_DIR` set in the agent's configured environment only) sends

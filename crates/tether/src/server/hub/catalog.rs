@@ -60,9 +60,18 @@ impl Hub {
             .collect();
         if params.all {
             // R-HIST-1: the agents' own sessions of this workspace, newest first with ours.
-            let mut theirs = self.agent_sessions(&workspace).await;
+            // R-HIST-6: then what live agents list over ACP that no store had.
+            let (mut theirs, listed) = tokio::join!(
+                self.agent_sessions(&workspace),
+                self.agent_listed_sessions(&workspace)
+            );
             theirs.retain(|s| !sessions.iter().any(|c| c.session_id == s.session_id));
             sessions.extend(theirs);
+            for s in listed {
+                if !sessions.iter().any(|c| c.session_id == s.session_id) {
+                    sessions.push(s);
+                }
+            }
             sessions.sort_by_key(|s| std::cmp::Reverse(epoch_ms(&s.updated_utc)));
         }
         Ok(ListResult { sessions })

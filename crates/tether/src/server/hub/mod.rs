@@ -21,6 +21,7 @@
 //! flusher and the idle reaper). This file holds the state, start-up and shutdown, and the
 //! helpers every flow uses.
 
+mod agent_list;
 mod attempt;
 mod background;
 mod carry;
