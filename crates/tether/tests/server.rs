@@ -189,6 +189,19 @@ async fn a_session_only_claude_code_has_is_restored_with_its_source(mode: Mode) 
         params["snapshot"]["chatTurns"][0]["text"],
         "please run the fixture command"
     );
+    // The stale banner says where the transcript came from, for editors to show as is.
+    let banner = seen
+        .iter()
+        .find(|(m, p)| m == "session/banner" && p["kind"] == "staleSnapshot")
+        .map(|(_, p)| p["message"].as_str().unwrap_or_default().to_owned())
+        .unwrap_or_else(|| panic!("a stale banner: {seen:?}"));
+    assert_eq!(
+        banner,
+        format!(
+            "Showing the transcript saved by Claude Code in {}; the agent has not confirmed it yet.",
+            file.display()
+        )
+    );
     editor.shutdown(STEP).await.unwrap();
 }
 

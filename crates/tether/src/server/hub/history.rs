@@ -86,9 +86,17 @@ impl Hub {
             id: format!("stale:{}", ctx.session_id),
             session_id: Some(ctx.session_id.clone()),
             kind: BannerKind::StaleSnapshot,
+            // The text names where the transcript came from, so every editor shows it
+            // as it shows any banner (they decide nothing).
             message: format!(
-                "Showing the transcript saved by {}; the agent has not confirmed it yet.",
-                found.agent.display_name()
+                "Showing the transcript saved by {} in {}{}; the agent has not confirmed it yet.",
+                found.agent.display_name(),
+                found.path.display(),
+                if transcript.complete {
+                    ""
+                } else {
+                    " (its latest turns only)"
+                }
             ),
             dismissible: true,
         };
