@@ -21,20 +21,23 @@ pub enum AgentKind {
     Gemini,
     /// GitHub Copilot CLI (also as an ACP agent, `copilot --acp`).
     Copilot,
+    /// opencode (also as an ACP agent, `opencode acp`).
+    Opencode,
 }
 
 impl AgentKind {
     /// Every readable agent, in the order an unknown agent's session is looked for
     /// (R-HIST-3).
-    pub const ALL: [AgentKind; 4] = [
+    pub const ALL: [AgentKind; 5] = [
         AgentKind::Claude,
         AgentKind::Codex,
         AgentKind::Gemini,
         AgentKind::Copilot,
+        AgentKind::Opencode,
     ];
 
     /// The short name used on the wire (`source.agent`): `claude`, `codex`, `gemini`,
-    /// `copilot`.
+    /// `copilot`, `opencode`.
     #[must_use]
     pub fn name(self) -> &'static str {
         match self {
@@ -42,6 +45,7 @@ impl AgentKind {
             AgentKind::Codex => "codex",
             AgentKind::Gemini => "gemini",
             AgentKind::Copilot => "copilot",
+            AgentKind::Opencode => "opencode",
         }
     }
 
@@ -53,12 +57,13 @@ impl AgentKind {
             AgentKind::Codex => "Codex",
             AgentKind::Gemini => "Gemini CLI",
             AgentKind::Copilot => "Copilot CLI",
+            AgentKind::Opencode => "opencode",
         }
     }
 
     /// The agent whose command line (program and arguments, lower-cased) is `command_line`:
     /// `claude` (also `claude-agent-acp`, `claude-code-acp`), `codex` (`codex-acp`),
-    /// `gemini` or `copilot`; `None` for any other.
+    /// `gemini`, `copilot` or `opencode`; `None` for any other.
     #[must_use]
     pub fn from_command_line(command_line: &str) -> Option<AgentKind> {
         let text = command_line.to_lowercase();
@@ -70,6 +75,8 @@ impl AgentKind {
             Some(AgentKind::Gemini)
         } else if text.contains("copilot") {
             Some(AgentKind::Copilot)
+        } else if text.contains("opencode") {
+            Some(AgentKind::Opencode)
         } else {
             None
         }
@@ -102,7 +109,8 @@ pub struct SessionInfo {
     pub agent: AgentKind,
     /// The agent's session id.
     pub session_id: String,
-    /// The session's file.
+    /// The session's file; for opencode, whose database holds every session,
+    /// `<database>#<session id>` ([`crate::opencode::session_path`]).
     pub path: PathBuf,
     /// The session's title when the agent gave one, else its first prompt's first line (at
     /// most 80 characters).
@@ -122,7 +130,8 @@ pub struct SessionInfo {
 pub struct Found {
     /// Whose store.
     pub agent: AgentKind,
-    /// The session's file.
+    /// The session's file (for opencode `<database>#<session id>`, as in
+    /// [`SessionInfo::path`]).
     pub path: PathBuf,
 }
 
@@ -133,14 +142,17 @@ impl Found {
     /// # Errors
     /// [`HistoryError::Io`] when the file cannot be opened or read.
     pub fn read(&self, options: &ReadOptions) -> Result<Transcript, HistoryError> {
+        type TailReader = fn(std::fs::File, &ReadOptions) -> std::io::Result<Transcript>;
+        let read_tail: TailReader = match self.agent {
+            AgentKind::Claude => crate::claude::read_tail,
+            AgentKind::Codex => crate::codex::read_tail,
+            AgentKind::Gemini => crate::gemini::read_tail,
+            AgentKind::Copilot => crate::copilot::read_tail,
+            // One database holds every session: read by query, not from a file's tail.
+            AgentKind::Opencode => return crate::opencode::read(&self.path, options),
+        };
         let file = std::fs::File::open(&self.path).map_err(io_error(&self.path))?;
-        match self.agent {
-            AgentKind::Claude => crate::claude::read_tail(file, options),
-            AgentKind::Codex => crate::codex::read_tail(file, options),
-            AgentKind::Gemini => crate::gemini::read_tail(file, options),
-            AgentKind::Copilot => crate::copilot::read_tail(file, options),
-        }
-        .map_err(io_error(&self.path))
+        read_tail(file, options).map_err(io_error(&self.path))
     }
 }
 
@@ -188,7 +200,8 @@ pub trait AgentStore: Send + Sync + std::fmt::Debug {
 /// The store of `kind`, located from `env` as the agent locates it: Claude Code
 /// `$CLAUDE_CONFIG_DIR`, else `$HOME/.claude`; Codex `$CODEX_HOME`, else `$HOME/.codex`;
 /// Gemini CLI `$GEMINI_CLI_HOME/.gemini`, else `$HOME/.gemini`; Copilot CLI `$COPILOT_HOME`,
-/// else `$HOME/.copilot`.
+/// else `$HOME/.copilot`; opencode `$XDG_DATA_HOME/opencode`, else
+/// `$HOME/.local/share/opencode` (its database there, or `$OPENCODE_DB`).
 /// `None` when neither variable nor `$HOME` is set. The folder need not exist.
 #[must_use]
 pub fn locate(kind: AgentKind, env: &Env) -> Option<Box<dyn AgentStore>> {
@@ -204,6 +217,9 @@ pub fn locate(kind: AgentKind, env: &Env) -> Option<Box<dyn AgentStore>> {
         }
         AgentKind::Copilot => {
             crate::copilot::CopilotStore::locate(env).map(|s| Box::new(s) as Box<dyn AgentStore>)
+        }
+        AgentKind::Opencode => {
+            crate::opencode::OpencodeStore::locate(env).map(|s| Box::new(s) as Box<dyn AgentStore>)
         }
     }
 }
@@ -303,7 +319,10 @@ mod tests {
                 "/x/@github/copilot-linux-x64/copilot --acp",
                 Some(AgentKind::Copilot),
             ),
-            ("opencode acp", None),
+            (
+                "/x/opencode-linux-x64/bin/opencode acp",
+                Some(AgentKind::Opencode),
+            ),
         ];
         for (line, want) in cases {
             assert_eq!(AgentKind::from_command_line(line), want, "{line}");

@@ -102,7 +102,7 @@ pub(crate) struct Collector {
 }
 
 impl Collector {
-    fn new(limit: usize) -> Self {
+    pub(crate) fn new(limit: usize) -> Self {
         Self {
             limit: limit.max(1),
             entries: Vec::new(),
@@ -113,7 +113,7 @@ impl Collector {
         }
     }
 
-    fn full(&self) -> bool {
+    pub(crate) fn full(&self) -> bool {
         self.turns >= self.limit
     }
 
@@ -180,7 +180,7 @@ impl Collector {
         self.results.insert(id.to_owned(), result);
     }
 
-    fn into_snapshot(mut self) -> SessionSnapshot {
+    pub(crate) fn into_snapshot(mut self) -> SessionSnapshot {
         let mut snapshot = SessionSnapshot {
             context: SessionContext {
                 working_dir: self.cwd.take().unwrap_or_default(),

@@ -16,6 +16,7 @@ const CLAUDE_ID: &str = "011056c5-379b-4671-ae05-7da2d0635fdb";
 const CODEX_ID: &str = "01a212cf-f79c-7660-8b8d-1c296117b2af";
 const GEMINI_ID: &str = "ba5996e5-833b-4919-a802-507a72386dcd";
 const COPILOT_ID: &str = "0a533473-0b10-49a2-b1de-3c2008a2ce45";
+const OPENCODE_ID: &str = "ses_dec882918ffeuPFeDdPK31CzWn";
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
@@ -34,6 +35,7 @@ fn fixture_env() -> Env {
             fixtures().join("gemini").to_str().unwrap(),
         ),
         ("COPILOT_HOME", fixtures().join("copilot").to_str().unwrap()),
+        ("XDG_DATA_HOME", fixtures().to_str().unwrap()),
     ])
 }
 
@@ -290,6 +292,7 @@ fn a_session_is_found_by_id_from_any_workspace_and_in_claude_first() {
             Some("/home/user/work"),
             Some(AgentKind::Copilot),
         ),
+        (OPENCODE_ID, None, Some(AgentKind::Opencode)),
         ("00000000-0000-0000-0000-000000000000", None, None),
     ];
     for (id, cwd, want) in cases {
@@ -311,6 +314,13 @@ fn a_file_under_another_project_folder_is_told_apart() {
         (AgentKind::Codex, codex_file()),
         (AgentKind::Gemini, gemini_file()),
         (AgentKind::Copilot, copilot_file()),
+        (
+            AgentKind::Opencode,
+            tether_history::opencode::session_path(
+                &fixtures().join("opencode/opencode.db"),
+                OPENCODE_ID,
+            ),
+        ),
     ];
     for (kind, file) in cases {
         let store = locate(kind, &env).unwrap();

@@ -1,5 +1,5 @@
 //! The readers on what the pinned real agents write now (R-HIST-1): each agent (Claude
-//! Code, Codex, Gemini CLI, Copilot CLI; opencode has no reader), in a
+//! Code, Codex, Gemini CLI, Copilot CLI, opencode), in a
 //! temporary HOME against the fake model API, runs a prompt whose answer is a shell tool
 //! call and a second, plain prompt; the agent's own store, located from the agent's
 //! environment exactly as Tether locates it, must hold the session under the workspace,
@@ -49,6 +49,17 @@ fn env_of(launch: &AgentLaunch) -> Env {
 /// Finds the session in `kind`'s store from the launch's environment and workspace, reads
 /// it, and checks what every agent's transcript must show.
 fn check(kind: AgentKind, launch: &AgentLaunch, session_id: &str, tool: &str) -> Transcript {
+    check_titled(kind, launch, session_id, tool, FIRST)
+}
+
+/// As [`check`], the listing's title being `title`.
+fn check_titled(
+    kind: AgentKind,
+    launch: &AgentLaunch,
+    session_id: &str,
+    tool: &str,
+    title: &str,
+) -> Transcript {
     let env = env_of(launch);
     let store = locate(kind, &env).expect("the store is located");
     let path = store
@@ -98,7 +109,7 @@ fn check(kind: AgentKind, launch: &AgentLaunch, session_id: &str, tool: &str) ->
     );
     let summary = store.summary(&path).expect("summary");
     assert_eq!(summary.session_id, session_id, "{kind:?}");
-    assert_eq!(summary.title.as_deref(), Some(FIRST), "{kind:?}");
+    assert_eq!(summary.title.as_deref(), Some(title), "{kind:?}");
     t
 }
 
@@ -212,4 +223,27 @@ async fn copilot_cli_sessions_read_back_as_they_were_written() {
         .expect("Copilot CLI is installed");
     let id = acp_session(&launch, &fake).await;
     check(AgentKind::Copilot, &launch, &id, "bash");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opencode_sessions_read_back_as_they_were_written() {
+    require_real_agents();
+    let fake = FakeModel::start().await.expect("fake model");
+    let launch = RealAgent::Opencode
+        .launch(&fake.base_url())
+        .expect("opencode is installed");
+    let id = acp_session(&launch, &fake).await;
+    // opencode's small model titles the session from the first exchange; the fake echoes.
+    let t = check_titled(
+        AgentKind::Opencode,
+        &launch,
+        &id,
+        "bash",
+        &format!("ok: {FIRST}"),
+    );
+    assert_eq!(
+        t.snapshot.context.working_dir,
+        launch.workspace.to_string_lossy()
+    );
+    assert_eq!(t.snapshot.context.model.as_deref(), Some("stub/x"));
 }

@@ -1,5 +1,6 @@
 //! `tether sessions list --all`: a workspace's sessions across Tether's cache and every
-//! readable agent's own store (Claude Code, Codex; R-HIST-1), newest first. Agent sessions
+//! readable agent's own store (Claude Code, Codex, Gemini CLI, Copilot CLI, opencode;
+//! R-HIST-1), newest first. Agent sessions
 //! are summarized from a bounded head and tail of their files (R-HIST-2), never read whole;
 //! their stores are located from this process's environment, as the agents would locate
 //! them when started from this shell.
@@ -18,7 +19,8 @@ const TITLE_CHARS: usize = 50;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Row {
-    /// Where it is kept: `tether` (Tether's cache) or the agent's store (`claude`, `codex`).
+    /// Where it is kept: `tether` (Tether's cache) or the agent's store (`claude`, `codex`,
+    /// `gemini`, `copilot`, `opencode`).
     pub source: String,
     /// The session id.
     pub session_id: String,
