@@ -265,6 +265,12 @@ fn sessions_list_all_adds_the_agents_own_stores_newest_first() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
+    // stderr is a pipe here, not a terminal: no progress bar, whatever the scan's length.
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
     let rows = listed["sessions"].as_array().unwrap();
     let sources: Vec<&str> = rows.iter().map(|r| r["source"].as_str().unwrap()).collect();
