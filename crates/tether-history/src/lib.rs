@@ -31,5 +31,8 @@ mod store;
 mod transcript;
 
 pub use env::Env;
-pub use store::{AgentKind, AgentStore, Found, HistoryError, SessionInfo, find_session, locate};
+pub use store::{
+    AgentKind, AgentStore, Found, HistoryError, SessionInfo, find_session, locate, read_session,
+    summarize,
+};
 pub use transcript::{DEFAULT_MAX_TURNS, EXEC_BUFFER_CAP, ReadOptions, Transcript};

@@ -39,10 +39,7 @@ use tether_store::model::ChatRole;
 use crate::env::Env;
 use crate::head::title_of;
 use crate::store::{AgentKind, AgentStore, HistoryError, SessionInfo, io_error, validate_id};
-use crate::transcript::{Collector, ReadOptions, ToolResult, Transcript};
-
-/// Longest tool input shown as an exec turn's command, in bytes.
-const INPUT_MAX: usize = 2000;
+use crate::transcript::{Collector, ReadOptions, ToolResult, Transcript, command_of};
 
 /// How long a read waits for a lock opencode holds (only WAL recovery takes one a reader
 /// must wait for): 2 s, then the read fails.
@@ -153,14 +150,6 @@ impl AgentStore for OpencodeStore {
             .iter()
             .map(|id| session_path(&self.db, id))
             .collect()
-    }
-
-    fn read(&self, path: &Path, options: &ReadOptions) -> Result<Transcript, HistoryError> {
-        read(path, options)
-    }
-
-    fn summary(&self, path: &Path) -> Result<SessionInfo, HistoryError> {
-        summary(path)
     }
 }
 
@@ -361,35 +350,21 @@ fn tool_part(part: &Value, message_time: &str, out: &mut Collector) {
         .pointer("/time/start")
         .and_then(Value::as_i64)
         .map_or_else(|| message_time.to_owned(), rfc3339_ms);
-    out.call(call_id, name, &command_of(state.get("input")), &timestamp);
+    out.call(
+        call_id,
+        name,
+        &command_of(state.get("input"), COMMAND_KEYS),
+        &timestamp,
+    );
 }
 
 fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or_default()
 }
 
-/// What a tool call ran: `input.command`, else its file path or pattern, else the input
-/// as JSON (at most [`INPUT_MAX`] bytes).
-fn command_of(input: Option<&Value>) -> String {
-    let Some(input) = input else {
-        return String::new();
-    };
-    for key in ["command", "filePath", "path", "pattern", "url"] {
-        if let Some(s) = input.get(key).and_then(Value::as_str) {
-            return s.to_owned();
-        }
-    }
-    let mut json = input.to_string();
-    if json.len() > INPUT_MAX {
-        let mut end = INPUT_MAX;
-        while !json.is_char_boundary(end) {
-            end -= 1;
-        }
-        json.truncate(end);
-        json.push('…');
-    }
-    json
-}
+/// The inputs that say what a tool call ran, first found first: `command` (bash), then a
+/// file path, pattern or URL; without them the input is shown as JSON.
+const COMMAND_KEYS: &[&str] = &["command", "filePath", "path", "pattern", "url"];
 
 /// The listing entry of the session named by `path` ([`session_path`]): id, title
 /// (opencode's, else the first prompt), working directory, start and last update from its
@@ -518,8 +493,11 @@ mod tests {
     #[test]
     fn tool_inputs_and_models_read_as_opencode_writes_them() {
         let input = serde_json::json!({"filePath": "/w/a.rs", "limit": 3});
-        assert_eq!(command_of(Some(&input)), "/w/a.rs");
-        assert_eq!(command_of(Some(&serde_json::json!({"n": 1}))), r#"{"n":1}"#);
+        assert_eq!(command_of(Some(&input), COMMAND_KEYS), "/w/a.rs");
+        assert_eq!(
+            command_of(Some(&serde_json::json!({"n": 1})), COMMAND_KEYS),
+            r#"{"n":1}"#
+        );
         assert_eq!(
             model_of(r#"{"id":"x","providerID":"stub"}"#).as_deref(),
             Some("stub/x")

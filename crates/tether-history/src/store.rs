@@ -142,17 +142,7 @@ impl Found {
     /// # Errors
     /// [`HistoryError::Io`] when the file cannot be opened or read.
     pub fn read(&self, options: &ReadOptions) -> Result<Transcript, HistoryError> {
-        type TailReader = fn(std::fs::File, &ReadOptions) -> std::io::Result<Transcript>;
-        let read_tail: TailReader = match self.agent {
-            AgentKind::Claude => crate::claude::read_tail,
-            AgentKind::Codex => crate::codex::read_tail,
-            AgentKind::Gemini => crate::gemini::read_tail,
-            AgentKind::Copilot => crate::copilot::read_tail,
-            // One database holds every session: read by query, not from a file's tail.
-            AgentKind::Opencode => return crate::opencode::read(&self.path, options),
-        };
-        let file = std::fs::File::open(&self.path).map_err(io_error(&self.path))?;
-        read_tail(file, options).map_err(io_error(&self.path))
+        read_session(self.agent, &self.path, options)
     }
 }
 
@@ -175,17 +165,23 @@ pub trait AgentStore: Send + Sync + std::fmt::Debug {
     /// The session files of workspace `cwd` (unordered).
     fn sessions(&self, cwd: &Path) -> Vec<PathBuf>;
 
-    /// The last `options.max_turns` turns of the session in `path` (R-HIST-2).
+    /// The last `options.max_turns` turns of the session in `path` (R-HIST-2), read with
+    /// this agent's reader ([`read_session`]).
     ///
     /// # Errors
     /// [`HistoryError::Io`] when the file cannot be opened or read.
-    fn read(&self, path: &Path, options: &ReadOptions) -> Result<Transcript, HistoryError>;
+    fn read(&self, path: &Path, options: &ReadOptions) -> Result<Transcript, HistoryError> {
+        read_session(self.kind(), path, options)
+    }
 
-    /// The listing entry of the session in `path`.
+    /// The listing entry of the session in `path`, from this agent's module
+    /// ([`summarize`]).
     ///
     /// # Errors
     /// [`HistoryError::Io`] when the file cannot be opened or read.
-    fn summary(&self, path: &Path) -> Result<SessionInfo, HistoryError>;
+    fn summary(&self, path: &Path) -> Result<SessionInfo, HistoryError> {
+        summarize(self.kind(), path)
+    }
 
     /// Whether the session file `path` is one the agent finds from workspace `cwd`
     /// (R-HIST-4: a file kept under another project folder is why an agent answers "not
@@ -194,6 +190,46 @@ pub trait AgentStore: Send + Sync + std::fmt::Debug {
     fn in_workspace(&self, path: &Path, cwd: &Path) -> Option<bool> {
         let recorded = self.summary(path).ok()?.cwd?;
         Some(Path::new(&recorded) == cwd)
+    }
+}
+
+/// The last `options.max_turns` turns of `kind`'s session in `path` (R-HIST-2): a file's
+/// tail read backwards with the agent's format, or, for opencode, a query of its database
+/// (`path` is `<database>#<session id>`).
+///
+/// # Errors
+/// [`HistoryError::Io`] when the file cannot be opened or read;
+/// [`HistoryError::InvalidId`] for an opencode path naming no session.
+pub fn read_session(
+    kind: AgentKind,
+    path: &Path,
+    options: &ReadOptions,
+) -> Result<Transcript, HistoryError> {
+    type TailReader = fn(std::fs::File, &ReadOptions) -> std::io::Result<Transcript>;
+    let read_tail: TailReader = match kind {
+        AgentKind::Claude => crate::claude::read_tail,
+        AgentKind::Codex => crate::codex::read_tail,
+        AgentKind::Gemini => crate::gemini::read_tail,
+        AgentKind::Copilot => crate::copilot::read_tail,
+        // One database holds every session: read by query, not from a file's tail.
+        AgentKind::Opencode => return crate::opencode::read(path, options),
+    };
+    let file = std::fs::File::open(path).map_err(io_error(path))?;
+    read_tail(file, options).map_err(io_error(path))
+}
+
+/// The listing entry of `kind`'s session in `path`, from that agent's module (a bounded
+/// head and tail of a file, or opencode's `session` row).
+///
+/// # Errors
+/// [`HistoryError::Io`] when the file cannot be opened or read.
+pub fn summarize(kind: AgentKind, path: &Path) -> Result<SessionInfo, HistoryError> {
+    match kind {
+        AgentKind::Claude => crate::claude::summary(path),
+        AgentKind::Codex => crate::codex::summary(path),
+        AgentKind::Gemini => crate::gemini::summary(path),
+        AgentKind::Copilot => crate::copilot::summary(path),
+        AgentKind::Opencode => crate::opencode::summary(path),
     }
 }
 
@@ -290,6 +326,63 @@ pub(crate) fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> HistoryErr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each agent's store, located as that agent locates it (the rules in each module's
+    /// docs, observed in the versions named there).
+    #[test]
+    fn each_store_is_where_its_agent_looks() {
+        type Vars = &'static [(&'static str, &'static str)];
+        let cases: [(AgentKind, Vars, &str); 10] = [
+            (AgentKind::Claude, &[("HOME", "/h")], "/h/.claude"),
+            (
+                AgentKind::Claude,
+                &[("HOME", "/h"), ("CLAUDE_CONFIG_DIR", "/c")],
+                "/c",
+            ),
+            (AgentKind::Codex, &[("HOME", "/h")], "/h/.codex"),
+            (
+                AgentKind::Codex,
+                &[("HOME", "/h"), ("CODEX_HOME", "/c")],
+                "/c",
+            ),
+            (AgentKind::Gemini, &[("HOME", "/h")], "/h/.gemini"),
+            (
+                AgentKind::Gemini,
+                &[("HOME", "/h"), ("GEMINI_CLI_HOME", "/g")],
+                "/g/.gemini",
+            ),
+            (AgentKind::Copilot, &[("HOME", "/h")], "/h/.copilot"),
+            (
+                AgentKind::Copilot,
+                &[("HOME", "/h"), ("COPILOT_HOME", "/c")],
+                "/c",
+            ),
+            (
+                AgentKind::Opencode,
+                &[("HOME", "/h")],
+                "/h/.local/share/opencode",
+            ),
+            (
+                AgentKind::Opencode,
+                &[("HOME", "/h"), ("XDG_DATA_HOME", "/x")],
+                "/x/opencode",
+            ),
+        ];
+        for (kind, vars, root) in cases {
+            let store = locate(kind, &Env::from_vars(vars.iter().copied()));
+            assert_eq!(
+                store.map(|s| s.root().to_owned()),
+                Some(PathBuf::from(root)),
+                "{kind:?} {vars:?}"
+            );
+        }
+        for kind in AgentKind::ALL {
+            assert!(
+                locate(kind, &Env::default()).is_none(),
+                "{kind:?} without HOME"
+            );
+        }
+    }
 
     #[test]
     fn ids_that_could_escape_a_folder_are_refused() {

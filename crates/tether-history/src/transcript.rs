@@ -27,6 +27,10 @@ pub const DEFAULT_MAX_TURNS: usize = 50;
 /// Longest tool output kept per exec turn: 64 KiB (its end is kept).
 pub const EXEC_BUFFER_CAP: usize = 64 * 1024;
 
+/// Longest tool input kept as an exec turn's command when it is shown as JSON (or, for
+/// Codex, as the arguments' text), in bytes: 2000.
+pub(crate) const COMMAND_JSON_MAX: usize = 2000;
+
 /// Longest one-line command shown in a tool call's chat turn, in characters.
 const COMMAND_LINE_CHARS: usize = 200;
 
@@ -279,6 +283,36 @@ fn keep_end(text: &str, cap: usize) -> (String, u64) {
     (text[start..].to_owned(), start as u64)
 }
 
+/// The first `max` bytes of `text`, cut back to a character boundary.
+pub(crate) fn cut(text: &str, max: usize) -> &str {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// What a tool call ran, as its exec turn's command: the first of `keys` whose value in
+/// `input` is a string (the agent's command, path or pattern argument), else `input` as
+/// JSON, at most [`COMMAND_JSON_MAX`] bytes (`…` marks a cut); empty without input.
+pub(crate) fn command_of(input: Option<&Value>, keys: &[&str]) -> String {
+    let Some(input) = input else {
+        return String::new();
+    };
+    if let Some(s) = keys
+        .iter()
+        .find_map(|key| input.get(*key).and_then(Value::as_str))
+    {
+        return s.to_owned();
+    }
+    let json = input.to_string();
+    if json.len() > COMMAND_JSON_MAX {
+        format!("{}…", cut(&json, COMMAND_JSON_MAX))
+    } else {
+        json
+    }
+}
+
 /// What an agent's format module does with one parsed line.
 pub(crate) trait Format {
     /// Feeds `line` (the newest line not yet seen) to `out`.
@@ -342,6 +376,21 @@ mod tests {
         assert_eq!(keep_end("abcdef", 2), ("ef".into(), 4));
         // "é" is two bytes: a cut inside it moves forward.
         assert_eq!(keep_end("aéb", 2), ("b".into(), 3));
+    }
+
+    #[test]
+    fn commands_are_the_named_argument_else_json_cut_at_a_character() {
+        let input = json!({"pattern": "*.rs", "command": "ls"});
+        assert_eq!(command_of(Some(&input), &["command", "pattern"]), "ls");
+        assert_eq!(
+            command_of(Some(&input), &["path"]),
+            r#"{"command":"ls","pattern":"*.rs"}"#
+        );
+        assert_eq!(command_of(None, &["command"]), "");
+        let long = json!({"text": "é".repeat(COMMAND_JSON_MAX)});
+        let command = command_of(Some(&long), &[]);
+        assert!(command.ends_with('…') && command.len() <= COMMAND_JSON_MAX + '…'.len_utf8());
+        assert_eq!(cut("aé", 2), "a");
     }
 
     #[test]

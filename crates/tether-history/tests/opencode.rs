@@ -10,34 +10,20 @@ use std::time::Instant;
 use rusqlite::{Connection, params};
 use sha2::{Digest, Sha256};
 use tether_history::opencode::{self, OpencodeStore, session_path};
-use tether_history::{AgentKind, AgentStore, Env, ReadOptions, Transcript, locate};
-use tether_store::model::ChatRole;
+use tether_history::{AgentKind, AgentStore, Env, ReadOptions, locate};
+
+mod support;
+use support::{fixtures, turns};
 
 const SESSION: &str = "ses_dec882918ffeuPFeDdPK31CzWn";
 const FIRST: &str = "please run the probe command";
 
 fn fixture_data() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/opencode")
+    fixtures().join("opencode")
 }
 
 fn fixture_db() -> PathBuf {
     fixture_data().join("opencode.db")
-}
-
-/// `role: text` per chat turn.
-fn turns(t: &Transcript) -> Vec<String> {
-    t.snapshot
-        .chat_turns
-        .iter()
-        .map(|c| {
-            let role = match c.role {
-                ChatRole::User => "user",
-                ChatRole::Assistant => "assistant",
-                ChatRole::Status => "status",
-            };
-            format!("{role}: {}", c.text)
-        })
-        .collect()
 }
 
 /// The names and SHA-256 of every file in `dir`.

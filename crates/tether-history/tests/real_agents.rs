@@ -182,29 +182,37 @@ async fn acp_session(launch: &AgentLaunch, fake: &FakeModel) -> String {
     session
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn codex_sessions_read_back_as_they_were_written() {
+/// Runs [`acp_session`] with `agent` (its launch's arguments plus `extra_args`) against a
+/// fresh fake model; the launch (its HOME kept) and the session id.
+async fn run_acp(agent: RealAgent, extra_args: &[&str]) -> (AgentLaunch, String) {
     require_real_agents();
     let fake = FakeModel::start().await.expect("fake model");
-    let mut launch = RealAgent::CodexAcp
+    let mut launch = agent
         .launch(&fake.base_url())
-        .expect("codex-acp is installed");
-    // Without them the command fails in Codex's sandbox (no bwrap on the test machines).
-    for kv in ["sandbox_mode=danger-full-access", "approval_policy=never"] {
-        launch.args.extend(["-c".to_owned(), kv.to_owned()]);
-    }
+        .unwrap_or_else(|e| panic!("{} is installed: {e}", agent.name()));
+    launch
+        .args
+        .extend(extra_args.iter().map(|a| (*a).to_owned()));
     let id = acp_session(&launch, &fake).await;
+    (launch, id)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_sessions_read_back_as_they_were_written() {
+    // Without them the command fails in Codex's sandbox (no bwrap on the test machines).
+    let sandbox = [
+        "-c",
+        "sandbox_mode=danger-full-access",
+        "-c",
+        "approval_policy=never",
+    ];
+    let (launch, id) = run_acp(RealAgent::CodexAcp, &sandbox).await;
     check(AgentKind::Codex, &launch, &id, "exec_command");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gemini_cli_sessions_read_back_as_they_were_written() {
-    require_real_agents();
-    let fake = FakeModel::start().await.expect("fake model");
-    let launch = RealAgent::Gemini
-        .launch(&fake.base_url())
-        .expect("Gemini CLI is installed");
-    let id = acp_session(&launch, &fake).await;
+    let (launch, id) = run_acp(RealAgent::Gemini, &[]).await;
     let t = check(AgentKind::Gemini, &launch, &id, "run_shell_command");
     assert!(
         Path::new(&t.snapshot.context.working_dir)
@@ -216,23 +224,13 @@ async fn gemini_cli_sessions_read_back_as_they_were_written() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn copilot_cli_sessions_read_back_as_they_were_written() {
-    require_real_agents();
-    let fake = FakeModel::start().await.expect("fake model");
-    let launch = RealAgent::Copilot
-        .launch(&fake.base_url())
-        .expect("Copilot CLI is installed");
-    let id = acp_session(&launch, &fake).await;
+    let (launch, id) = run_acp(RealAgent::Copilot, &[]).await;
     check(AgentKind::Copilot, &launch, &id, "bash");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn opencode_sessions_read_back_as_they_were_written() {
-    require_real_agents();
-    let fake = FakeModel::start().await.expect("fake model");
-    let launch = RealAgent::Opencode
-        .launch(&fake.base_url())
-        .expect("opencode is installed");
-    let id = acp_session(&launch, &fake).await;
+    let (launch, id) = run_acp(RealAgent::Opencode, &[]).await;
     // opencode's small model titles the session from the first exchange; the fake echoes.
     let t = check_titled(
         AgentKind::Opencode,
