@@ -55,11 +55,13 @@ impl Default for ReadOptions {
 pub struct Transcript {
     /// The turns, oldest first, with the working directory and model when the file says.
     pub snapshot: SessionSnapshot,
-    /// Whether the whole file was read (so no older turn was left out).
+    /// Whether the whole file was read (so no older turn was left out); for opencode,
+    /// whether every message of the session was.
     pub complete: bool,
-    /// Bytes read from the file.
+    /// Bytes read from the file; for opencode, bytes of the rows' JSON read.
     pub bytes_read: u64,
-    /// Lines that were not valid JSON (other than a torn last line), skipped.
+    /// Lines that were not valid JSON (other than a torn last line), skipped; for
+    /// opencode, message and part rows whose JSON does not parse.
     pub skipped_lines: u64,
     /// Lines longer than the reader keeps ([`crate::backward::DEFAULT_MAX_LINE`]), skipped.
     pub oversized_lines: u64,
