@@ -23,7 +23,6 @@
 //!   titles, `custom-title {customTitle}`, `ai-title {aiTitle}`, `summary {summary}`.
 //!   `isSidechain: true` lines belong to a subagent and are passed over too.
 
-use std::fs::File;
 use std::io::{Read, Seek};
 use std::path::{Path, PathBuf};
 
@@ -35,13 +34,10 @@ use crate::head::{head_lines, tail_lines, title_of};
 use crate::store::{
     AgentKind, AgentStore, HistoryError, SessionInfo, io_error, size_and_mtime, validate_id,
 };
-use crate::transcript::{Collector, Format, ReadOptions, ToolResult, Transcript};
+use crate::transcript::{Collector, Format, ReadOptions, ToolResult, Transcript, command_of};
 
 /// Longest project folder name before Claude Code shortens it (observed in 2.1.330).
 const PROJECT_NAME_MAX: usize = 200;
-
-/// Longest tool input shown as an exec turn's command, in bytes.
-const INPUT_MAX: usize = 2000;
 
 /// Claude Code's store: its config folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -157,15 +153,6 @@ impl AgentStore for ClaudeStore {
             );
         }
         out
-    }
-
-    fn read(&self, path: &Path, options: &ReadOptions) -> Result<Transcript, HistoryError> {
-        let file = File::open(path).map_err(io_error(path))?;
-        read_tail(file, options).map_err(io_error(path))
-    }
-
-    fn summary(&self, path: &Path) -> Result<SessionInfo, HistoryError> {
-        summary(path)
     }
 
     /// Whether `path` is in one of `cwd`'s project folders (where Claude Code looks).
@@ -284,29 +271,9 @@ fn result_text(content: Option<&Value>) -> String {
     }
 }
 
-/// What a tool call ran: `input.command` (Bash), else `input.file_path` (Read, Edit,
-/// Write), else the input as JSON (at most [`INPUT_MAX`] bytes).
-fn command_of(input: Option<&Value>) -> String {
-    let Some(input) = input else {
-        return String::new();
-    };
-    if let Some(command) = str_at(input, "command") {
-        return command.to_owned();
-    }
-    if let Some(path) = str_at(input, "file_path") {
-        return path.to_owned();
-    }
-    let mut json = input.to_string();
-    if json.len() > INPUT_MAX {
-        let mut end = INPUT_MAX;
-        while !json.is_char_boundary(end) {
-            end -= 1;
-        }
-        json.truncate(end);
-        json.push('…');
-    }
-    json
-}
+/// The arguments that say what a tool call ran, first found first: `command` (Bash),
+/// `file_path` (Read, Edit, Write); without them the input is shown as JSON.
+const COMMAND_KEYS: &[&str] = &["command", "file_path"];
 
 /// Claude Code's lines, newest first.
 struct ClaudeFormat;
@@ -395,7 +362,12 @@ impl Format for ClaudeFormat {
                                 continue;
                             };
                             let name = str_at(block, "name").unwrap_or("tool");
-                            out.call(id, name, &command_of(block.get("input")), timestamp);
+                            out.call(
+                                id,
+                                name,
+                                &command_of(block.get("input"), COMMAND_KEYS),
+                                timestamp,
+                            );
                         }
                         _ => {}
                     }
@@ -421,20 +393,5 @@ mod tests {
         for (cwd, want) in cases {
             assert_eq!(project_name(cwd), want, "{cwd}");
         }
-    }
-
-    #[test]
-    fn the_store_is_where_claude_code_looks() {
-        let env = Env::from_vars([("HOME", "/h")]);
-        assert_eq!(
-            ClaudeStore::locate(&env).map(|s| s.root),
-            Some(PathBuf::from("/h/.claude"))
-        );
-        let env = Env::from_vars([("HOME", "/h"), ("CLAUDE_CONFIG_DIR", "/c")]);
-        assert_eq!(
-            ClaudeStore::locate(&env).map(|s| s.root),
-            Some(PathBuf::from("/c"))
-        );
-        assert_eq!(ClaudeStore::locate(&Env::default()), None);
     }
 }

@@ -20,7 +20,6 @@
 //!   `custom_tool_call {name, input, call_id}` / `custom_tool_call_output` (apply_patch);
 //!   `reasoning` is passed over.
 
-use std::fs::File;
 use std::io::{Read, Seek};
 use std::path::{Path, PathBuf};
 
@@ -32,10 +31,9 @@ use crate::head::{head_lines, title_of};
 use crate::store::{
     AgentKind, AgentStore, HistoryError, SessionInfo, io_error, size_and_mtime, validate_id,
 };
-use crate::transcript::{Collector, Format, ReadOptions, ToolResult, Transcript};
-
-/// Longest tool arguments shown as an exec turn's command, in bytes.
-const ARGUMENTS_MAX: usize = 2000;
+use crate::transcript::{
+    COMMAND_JSON_MAX, Collector, Format, ReadOptions, ToolResult, Transcript, cut,
+};
 
 /// Codex's store: its home folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -152,15 +150,6 @@ impl AgentStore for CodexStore {
             })
             .collect()
     }
-
-    fn read(&self, path: &Path, options: &ReadOptions) -> Result<Transcript, HistoryError> {
-        let file = File::open(path).map_err(io_error(path))?;
-        read_tail(file, options).map_err(io_error(path))
-    }
-
-    fn summary(&self, path: &Path) -> Result<SessionInfo, HistoryError> {
-        summary(path)
-    }
 }
 
 /// The last `options.max_turns` turns of a Codex rollout file, read backwards from its end
@@ -223,7 +212,7 @@ fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
 }
 
 /// What a `function_call` ran: `cmd` or `command` of its arguments (a `["bash", "-lc",
-/// X]` array as `X`), else the arguments as given (at most [`ARGUMENTS_MAX`] bytes).
+/// X]` array as `X`), else the arguments as given (at most [`COMMAND_JSON_MAX`] bytes).
 fn command_of(arguments: &str) -> String {
     if let Ok(args) = serde_json::from_str::<Value>(arguments) {
         match args.get("cmd").or_else(|| args.get("command")) {
@@ -241,11 +230,7 @@ fn command_of(arguments: &str) -> String {
             _ => {}
         }
     }
-    let mut end = arguments.len().min(ARGUMENTS_MAX);
-    while !arguments.is_char_boundary(end) {
-        end -= 1;
-    }
-    arguments[..end].to_owned()
+    cut(arguments, COMMAND_JSON_MAX).to_owned()
 }
 
 /// A `function_call_output`'s output: the text after `Output:` with the exit code of
@@ -362,20 +347,6 @@ impl Format for CodexFormat {
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn the_store_is_where_codex_looks() {
-        let env = Env::from_vars([("HOME", "/h")]);
-        assert_eq!(
-            CodexStore::locate(&env).map(|s| s.root),
-            Some(PathBuf::from("/h/.codex"))
-        );
-        let env = Env::from_vars([("HOME", "/h"), ("CODEX_HOME", "/c")]);
-        assert_eq!(
-            CodexStore::locate(&env).map(|s| s.root),
-            Some(PathBuf::from("/c"))
-        );
-    }
 
     #[test]
     fn commands_and_results_in_each_form() {

@@ -16,7 +16,6 @@
 //!   `permission.requested` / `permission.completed`, `assistant.turn_start` /
 //!   `assistant.turn_end`, `session.usage_record`, `session.shutdown`.
 
-use std::fs::File;
 use std::io::{Read, Seek};
 use std::path::{Path, PathBuf};
 
@@ -28,10 +27,7 @@ use crate::head::{head_lines, title_of};
 use crate::store::{
     AgentKind, AgentStore, HistoryError, SessionInfo, io_error, size_and_mtime, validate_id,
 };
-use crate::transcript::{Collector, Format, ReadOptions, ToolResult, Transcript};
-
-/// Longest tool arguments shown as an exec turn's command, in bytes.
-const ARGS_MAX: usize = 2000;
+use crate::transcript::{Collector, Format, ReadOptions, ToolResult, Transcript, command_of};
 
 /// Copilot CLI's store: its home folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,15 +120,6 @@ impl AgentStore for CopilotStore {
             .filter(|p| p.is_file() && scalar(&workspace_of(p), "cwd") == Some(want.as_ref()))
             .collect()
     }
-
-    fn read(&self, path: &Path, options: &ReadOptions) -> Result<Transcript, HistoryError> {
-        let file = File::open(path).map_err(io_error(path))?;
-        read_tail(file, options).map_err(io_error(path))
-    }
-
-    fn summary(&self, path: &Path) -> Result<SessionInfo, HistoryError> {
-        summary(path)
-    }
 }
 
 /// The last `options.max_turns` turns of a Copilot CLI `events.jsonl`, read backwards from
@@ -194,28 +181,9 @@ pub fn summary(path: &Path) -> Result<SessionInfo, HistoryError> {
     Ok(info)
 }
 
-/// What a tool request ran: `arguments.command`, else a path argument, else the arguments
-/// as JSON (at most [`ARGS_MAX`] bytes).
-fn command_of(arguments: Option<&Value>) -> String {
-    let Some(args) = arguments else {
-        return String::new();
-    };
-    for key in ["command", "path", "file_path"] {
-        if let Some(s) = args.get(key).and_then(Value::as_str) {
-            return s.to_owned();
-        }
-    }
-    let mut json = args.to_string();
-    if json.len() > ARGS_MAX {
-        let mut end = ARGS_MAX;
-        while !json.is_char_boundary(end) {
-            end -= 1;
-        }
-        json.truncate(end);
-        json.push('…');
-    }
-    json
-}
+/// The arguments that say what a tool request ran, first found first: `command`, then a
+/// path; without them the arguments are shown as JSON.
+const COMMAND_KEYS: &[&str] = &["command", "path", "file_path"];
 
 /// A `tool.execution_complete`'s result: its content without the trailing `<shellId: …>`
 /// line, the shell's exit code, a failure when `success` is false or the code is not 0.
@@ -289,7 +257,7 @@ impl Format for CopilotFormat {
                         out.call(
                             call_id,
                             name,
-                            &command_of(request.get("arguments")),
+                            &command_of(request.get("arguments"), COMMAND_KEYS),
                             timestamp,
                         );
                     }
@@ -311,20 +279,6 @@ impl Format for CopilotFormat {
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn the_store_is_where_copilot_cli_looks() {
-        let env = Env::from_vars([("HOME", "/h")]);
-        assert_eq!(
-            CopilotStore::locate(&env).map(|s| s.root),
-            Some(PathBuf::from("/h/.copilot"))
-        );
-        let env = Env::from_vars([("HOME", "/h"), ("COPILOT_HOME", "/c")]);
-        assert_eq!(
-            CopilotStore::locate(&env).map(|s| s.root),
-            Some(PathBuf::from("/c"))
-        );
-    }
 
     #[test]
     fn workspace_yaml_scalars_and_results_are_read() {

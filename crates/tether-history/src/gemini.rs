@@ -22,7 +22,6 @@
 //!   written again with the same `id` replaces the earlier one.
 
 use std::collections::HashSet;
-use std::fs::File;
 use std::io::{Read, Seek};
 use std::path::{Path, PathBuf};
 
@@ -35,10 +34,7 @@ use crate::head::{head_lines, title_of};
 use crate::store::{
     AgentKind, AgentStore, HistoryError, SessionInfo, io_error, size_and_mtime, validate_id,
 };
-use crate::transcript::{Collector, Format, ReadOptions, ToolResult, Transcript};
-
-/// Longest tool arguments shown as an exec turn's command, in bytes.
-const ARGS_MAX: usize = 2000;
+use crate::transcript::{Collector, Format, ReadOptions, ToolResult, Transcript, command_of};
 
 /// The text Gemini CLI puts before the session's context message (not a prompt).
 const SESSION_CONTEXT: &str = "<session_context>";
@@ -175,15 +171,6 @@ impl AgentStore for GeminiStore {
         out
     }
 
-    fn read(&self, path: &Path, options: &ReadOptions) -> Result<Transcript, HistoryError> {
-        let file = File::open(path).map_err(io_error(path))?;
-        read_tail(file, options).map_err(io_error(path))
-    }
-
-    fn summary(&self, path: &Path) -> Result<SessionInfo, HistoryError> {
-        summary(path)
-    }
-
     /// Whether `path` is in one of `cwd`'s project folders (where Gemini CLI looks).
     fn in_workspace(&self, path: &Path, cwd: &Path) -> Option<bool> {
         let project = path.parent()?.parent()?;
@@ -262,34 +249,16 @@ fn prompt_text(message: &Value) -> Option<String> {
     (!text.trim().is_empty() && !text.trim_start().starts_with(SESSION_CONTEXT)).then_some(text)
 }
 
-/// What a tool call ran: `args.command`, else a path argument, else the arguments as JSON.
-fn command_of(args: Option<&Value>) -> String {
-    let Some(args) = args else {
-        return String::new();
-    };
-    for key in [
-        "command",
-        "file_path",
-        "absolute_path",
-        "dir_path",
-        "path",
-        "pattern",
-    ] {
-        if let Some(s) = args.get(key).and_then(Value::as_str) {
-            return s.to_owned();
-        }
-    }
-    let mut json = args.to_string();
-    if json.len() > ARGS_MAX {
-        let mut end = ARGS_MAX;
-        while !json.is_char_boundary(end) {
-            end -= 1;
-        }
-        json.truncate(end);
-        json.push('…');
-    }
-    json
-}
+/// The arguments that say what a tool call ran, first found first: `command`, then a path
+/// or pattern; without them the arguments are shown as JSON.
+const COMMAND_KEYS: &[&str] = &[
+    "command",
+    "file_path",
+    "absolute_path",
+    "dir_path",
+    "path",
+    "pattern",
+];
 
 /// A tool call's result: the function responses' `output` (or `error`), without the
 /// `<untrusted_context>` wrapper; the exit code of an `Exit Code: N` line; a failure when
@@ -378,7 +347,12 @@ impl GeminiFormat {
                             .and_then(Value::as_str)
                             .unwrap_or(timestamp);
                         out.result(call_id, result_of(call));
-                        out.call(call_id, name, &command_of(call.get("args")), at);
+                        out.call(
+                            call_id,
+                            name,
+                            &command_of(call.get("args"), COMMAND_KEYS),
+                            at,
+                        );
                     }
                 }
                 let text = text_of(m.get("content"));
@@ -425,20 +399,6 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn the_store_is_where_gemini_cli_looks() {
-        let env = Env::from_vars([("HOME", "/h")]);
-        assert_eq!(
-            GeminiStore::locate(&env).map(|s| s.root),
-            Some(PathBuf::from("/h/.gemini"))
-        );
-        let env = Env::from_vars([("HOME", "/h"), ("GEMINI_CLI_HOME", "/g")]);
-        assert_eq!(
-            GeminiStore::locate(&env).map(|s| s.root),
-            Some(PathBuf::from("/g/.gemini"))
-        );
-    }
-
-    #[test]
     fn results_lose_their_wrapper_and_keep_their_exit_code() {
         let call = json!({"status": "success", "result": [{"functionResponse": {"response": {"output": "<untrusted_context>\nOutput: hi\nExit Code: 3\n</untrusted_context>"}}}]});
         assert_eq!(
@@ -451,7 +411,10 @@ mod tests {
         );
         let call = json!({"status": "error", "result": [{"functionResponse": {"response": {"error": "denied"}}}]});
         assert!(result_of(&call).failed);
-        assert_eq!(command_of(Some(&json!({"file_path": "/a"}))), "/a");
+        assert_eq!(
+            command_of(Some(&json!({"file_path": "/a"})), COMMAND_KEYS),
+            "/a"
+        );
         assert!(!is_plain_name("../x") && is_plain_name("work"));
     }
 }

@@ -4,9 +4,9 @@
 //!
 //! * One module per agent: [`claude`] (Claude Code's project-keyed JSONL files),
 //!   [`codex`] (Codex's rollout JSONL files), [`gemini`] (Gemini CLI's chat record logs)
-//!   and [`copilot`] (Copilot CLI's session event logs). opencode keeps its sessions in a
-//!   SQLite database (`opencode.db`, observed in opencode 1.18.33) and has no reader yet. Each locates its store the way the agent
-//!   does, from an [`Env`] (the agent's environment, not necessarily this process's), and
+//!   [`copilot`] (Copilot CLI's session event logs) and [`opencode`] (opencode's SQLite
+//!   database, `opencode.db`, read-only through SQLite). Each locates its store the way the
+//!   agent does, from an [`Env`] (the agent's environment, not necessarily this process's), and
 //!   never writes to it: files are opened read-only and never locked, created or repaired.
 //! * Reading costs O(what is shown) (R-HIST-2): [`backward::BackwardLines`] reads fixed-size
 //!   chunks from the end of the file and stops once the requested number of turns is
@@ -26,9 +26,13 @@ pub mod copilot;
 mod env;
 pub mod gemini;
 mod head;
+pub mod opencode;
 mod store;
 mod transcript;
 
 pub use env::Env;
-pub use store::{AgentKind, AgentStore, Found, HistoryError, SessionInfo, find_session, locate};
+pub use store::{
+    AgentKind, AgentStore, Found, HistoryError, SessionInfo, find_session, locate, read_session,
+    summarize,
+};
 pub use transcript::{DEFAULT_MAX_TURNS, EXEC_BUFFER_CAP, ReadOptions, Transcript};

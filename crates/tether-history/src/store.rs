@@ -21,20 +21,23 @@ pub enum AgentKind {
     Gemini,
     /// GitHub Copilot CLI (also as an ACP agent, `copilot --acp`).
     Copilot,
+    /// opencode (also as an ACP agent, `opencode acp`).
+    Opencode,
 }
 
 impl AgentKind {
     /// Every readable agent, in the order an unknown agent's session is looked for
     /// (R-HIST-3).
-    pub const ALL: [AgentKind; 4] = [
+    pub const ALL: [AgentKind; 5] = [
         AgentKind::Claude,
         AgentKind::Codex,
         AgentKind::Gemini,
         AgentKind::Copilot,
+        AgentKind::Opencode,
     ];
 
     /// The short name used on the wire (`source.agent`): `claude`, `codex`, `gemini`,
-    /// `copilot`.
+    /// `copilot`, `opencode`.
     #[must_use]
     pub fn name(self) -> &'static str {
         match self {
@@ -42,6 +45,7 @@ impl AgentKind {
             AgentKind::Codex => "codex",
             AgentKind::Gemini => "gemini",
             AgentKind::Copilot => "copilot",
+            AgentKind::Opencode => "opencode",
         }
     }
 
@@ -53,12 +57,13 @@ impl AgentKind {
             AgentKind::Codex => "Codex",
             AgentKind::Gemini => "Gemini CLI",
             AgentKind::Copilot => "Copilot CLI",
+            AgentKind::Opencode => "opencode",
         }
     }
 
     /// The agent whose command line (program and arguments, lower-cased) is `command_line`:
     /// `claude` (also `claude-agent-acp`, `claude-code-acp`), `codex` (`codex-acp`),
-    /// `gemini` or `copilot`; `None` for any other.
+    /// `gemini`, `copilot` or `opencode`; `None` for any other.
     #[must_use]
     pub fn from_command_line(command_line: &str) -> Option<AgentKind> {
         let text = command_line.to_lowercase();
@@ -70,6 +75,8 @@ impl AgentKind {
             Some(AgentKind::Gemini)
         } else if text.contains("copilot") {
             Some(AgentKind::Copilot)
+        } else if text.contains("opencode") {
+            Some(AgentKind::Opencode)
         } else {
             None
         }
@@ -102,7 +109,8 @@ pub struct SessionInfo {
     pub agent: AgentKind,
     /// The agent's session id.
     pub session_id: String,
-    /// The session's file.
+    /// The session's file; for opencode, whose database holds every session,
+    /// `<database>#<session id>` ([`crate::opencode::session_path`]).
     pub path: PathBuf,
     /// The session's title when the agent gave one, else its first prompt's first line (at
     /// most 80 characters).
@@ -122,7 +130,8 @@ pub struct SessionInfo {
 pub struct Found {
     /// Whose store.
     pub agent: AgentKind,
-    /// The session's file.
+    /// The session's file (for opencode `<database>#<session id>`, as in
+    /// [`SessionInfo::path`]).
     pub path: PathBuf,
 }
 
@@ -133,14 +142,7 @@ impl Found {
     /// # Errors
     /// [`HistoryError::Io`] when the file cannot be opened or read.
     pub fn read(&self, options: &ReadOptions) -> Result<Transcript, HistoryError> {
-        let file = std::fs::File::open(&self.path).map_err(io_error(&self.path))?;
-        match self.agent {
-            AgentKind::Claude => crate::claude::read_tail(file, options),
-            AgentKind::Codex => crate::codex::read_tail(file, options),
-            AgentKind::Gemini => crate::gemini::read_tail(file, options),
-            AgentKind::Copilot => crate::copilot::read_tail(file, options),
-        }
-        .map_err(io_error(&self.path))
+        read_session(self.agent, &self.path, options)
     }
 }
 
@@ -163,17 +165,23 @@ pub trait AgentStore: Send + Sync + std::fmt::Debug {
     /// The session files of workspace `cwd` (unordered).
     fn sessions(&self, cwd: &Path) -> Vec<PathBuf>;
 
-    /// The last `options.max_turns` turns of the session in `path` (R-HIST-2).
+    /// The last `options.max_turns` turns of the session in `path` (R-HIST-2), read with
+    /// this agent's reader ([`read_session`]).
     ///
     /// # Errors
     /// [`HistoryError::Io`] when the file cannot be opened or read.
-    fn read(&self, path: &Path, options: &ReadOptions) -> Result<Transcript, HistoryError>;
+    fn read(&self, path: &Path, options: &ReadOptions) -> Result<Transcript, HistoryError> {
+        read_session(self.kind(), path, options)
+    }
 
-    /// The listing entry of the session in `path`.
+    /// The listing entry of the session in `path`, from this agent's module
+    /// ([`summarize`]).
     ///
     /// # Errors
     /// [`HistoryError::Io`] when the file cannot be opened or read.
-    fn summary(&self, path: &Path) -> Result<SessionInfo, HistoryError>;
+    fn summary(&self, path: &Path) -> Result<SessionInfo, HistoryError> {
+        summarize(self.kind(), path)
+    }
 
     /// Whether the session file `path` is one the agent finds from workspace `cwd`
     /// (R-HIST-4: a file kept under another project folder is why an agent answers "not
@@ -185,10 +193,51 @@ pub trait AgentStore: Send + Sync + std::fmt::Debug {
     }
 }
 
+/// The last `options.max_turns` turns of `kind`'s session in `path` (R-HIST-2): a file's
+/// tail read backwards with the agent's format, or, for opencode, a query of its database
+/// (`path` is `<database>#<session id>`).
+///
+/// # Errors
+/// [`HistoryError::Io`] when the file cannot be opened or read;
+/// [`HistoryError::InvalidId`] for an opencode path naming no session.
+pub fn read_session(
+    kind: AgentKind,
+    path: &Path,
+    options: &ReadOptions,
+) -> Result<Transcript, HistoryError> {
+    type TailReader = fn(std::fs::File, &ReadOptions) -> std::io::Result<Transcript>;
+    let read_tail: TailReader = match kind {
+        AgentKind::Claude => crate::claude::read_tail,
+        AgentKind::Codex => crate::codex::read_tail,
+        AgentKind::Gemini => crate::gemini::read_tail,
+        AgentKind::Copilot => crate::copilot::read_tail,
+        // One database holds every session: read by query, not from a file's tail.
+        AgentKind::Opencode => return crate::opencode::read(path, options),
+    };
+    let file = std::fs::File::open(path).map_err(io_error(path))?;
+    read_tail(file, options).map_err(io_error(path))
+}
+
+/// The listing entry of `kind`'s session in `path`, from that agent's module (a bounded
+/// head and tail of a file, or opencode's `session` row).
+///
+/// # Errors
+/// [`HistoryError::Io`] when the file cannot be opened or read.
+pub fn summarize(kind: AgentKind, path: &Path) -> Result<SessionInfo, HistoryError> {
+    match kind {
+        AgentKind::Claude => crate::claude::summary(path),
+        AgentKind::Codex => crate::codex::summary(path),
+        AgentKind::Gemini => crate::gemini::summary(path),
+        AgentKind::Copilot => crate::copilot::summary(path),
+        AgentKind::Opencode => crate::opencode::summary(path),
+    }
+}
+
 /// The store of `kind`, located from `env` as the agent locates it: Claude Code
 /// `$CLAUDE_CONFIG_DIR`, else `$HOME/.claude`; Codex `$CODEX_HOME`, else `$HOME/.codex`;
 /// Gemini CLI `$GEMINI_CLI_HOME/.gemini`, else `$HOME/.gemini`; Copilot CLI `$COPILOT_HOME`,
-/// else `$HOME/.copilot`.
+/// else `$HOME/.copilot`; opencode `$XDG_DATA_HOME/opencode`, else
+/// `$HOME/.local/share/opencode` (its database there, or `$OPENCODE_DB`).
 /// `None` when neither variable nor `$HOME` is set. The folder need not exist.
 #[must_use]
 pub fn locate(kind: AgentKind, env: &Env) -> Option<Box<dyn AgentStore>> {
@@ -204,6 +253,9 @@ pub fn locate(kind: AgentKind, env: &Env) -> Option<Box<dyn AgentStore>> {
         }
         AgentKind::Copilot => {
             crate::copilot::CopilotStore::locate(env).map(|s| Box::new(s) as Box<dyn AgentStore>)
+        }
+        AgentKind::Opencode => {
+            crate::opencode::OpencodeStore::locate(env).map(|s| Box::new(s) as Box<dyn AgentStore>)
         }
     }
 }
@@ -275,6 +327,63 @@ pub(crate) fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> HistoryErr
 mod tests {
     use super::*;
 
+    /// Each agent's store, located as that agent locates it (the rules in each module's
+    /// docs, observed in the versions named there).
+    #[test]
+    fn each_store_is_where_its_agent_looks() {
+        type Vars = &'static [(&'static str, &'static str)];
+        let cases: [(AgentKind, Vars, &str); 10] = [
+            (AgentKind::Claude, &[("HOME", "/h")], "/h/.claude"),
+            (
+                AgentKind::Claude,
+                &[("HOME", "/h"), ("CLAUDE_CONFIG_DIR", "/c")],
+                "/c",
+            ),
+            (AgentKind::Codex, &[("HOME", "/h")], "/h/.codex"),
+            (
+                AgentKind::Codex,
+                &[("HOME", "/h"), ("CODEX_HOME", "/c")],
+                "/c",
+            ),
+            (AgentKind::Gemini, &[("HOME", "/h")], "/h/.gemini"),
+            (
+                AgentKind::Gemini,
+                &[("HOME", "/h"), ("GEMINI_CLI_HOME", "/g")],
+                "/g/.gemini",
+            ),
+            (AgentKind::Copilot, &[("HOME", "/h")], "/h/.copilot"),
+            (
+                AgentKind::Copilot,
+                &[("HOME", "/h"), ("COPILOT_HOME", "/c")],
+                "/c",
+            ),
+            (
+                AgentKind::Opencode,
+                &[("HOME", "/h")],
+                "/h/.local/share/opencode",
+            ),
+            (
+                AgentKind::Opencode,
+                &[("HOME", "/h"), ("XDG_DATA_HOME", "/x")],
+                "/x/opencode",
+            ),
+        ];
+        for (kind, vars, root) in cases {
+            let store = locate(kind, &Env::from_vars(vars.iter().copied()));
+            assert_eq!(
+                store.map(|s| s.root().to_owned()),
+                Some(PathBuf::from(root)),
+                "{kind:?} {vars:?}"
+            );
+        }
+        for kind in AgentKind::ALL {
+            assert!(
+                locate(kind, &Env::default()).is_none(),
+                "{kind:?} without HOME"
+            );
+        }
+    }
+
     #[test]
     fn ids_that_could_escape_a_folder_are_refused() {
         for bad in ["", "../x", "a/b", "a b", ".", &"x".repeat(129)] {
@@ -303,7 +412,10 @@ mod tests {
                 "/x/@github/copilot-linux-x64/copilot --acp",
                 Some(AgentKind::Copilot),
             ),
-            ("opencode acp", None),
+            (
+                "/x/opencode-linux-x64/bin/opencode acp",
+                Some(AgentKind::Opencode),
+            ),
         ];
         for (line, want) in cases {
             assert_eq!(AgentKind::from_command_line(line), want, "{line}");

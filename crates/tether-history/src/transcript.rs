@@ -27,6 +27,10 @@ pub const DEFAULT_MAX_TURNS: usize = 50;
 /// Longest tool output kept per exec turn: 64 KiB (its end is kept).
 pub const EXEC_BUFFER_CAP: usize = 64 * 1024;
 
+/// Longest tool input kept as an exec turn's command when it is shown as JSON (or, for
+/// Codex, as the arguments' text), in bytes: 2000.
+pub(crate) const COMMAND_JSON_MAX: usize = 2000;
+
 /// Longest one-line command shown in a tool call's chat turn, in characters.
 const COMMAND_LINE_CHARS: usize = 200;
 
@@ -51,11 +55,13 @@ impl Default for ReadOptions {
 pub struct Transcript {
     /// The turns, oldest first, with the working directory and model when the file says.
     pub snapshot: SessionSnapshot,
-    /// Whether the whole file was read (so no older turn was left out).
+    /// Whether the whole file was read (so no older turn was left out); for opencode,
+    /// whether every message of the session was.
     pub complete: bool,
-    /// Bytes read from the file.
+    /// Bytes read from the file; for opencode, bytes of the rows' JSON read.
     pub bytes_read: u64,
-    /// Lines that were not valid JSON (other than a torn last line), skipped.
+    /// Lines that were not valid JSON (other than a torn last line), skipped; for
+    /// opencode, message and part rows whose JSON does not parse.
     pub skipped_lines: u64,
     /// Lines longer than the reader keeps ([`crate::backward::DEFAULT_MAX_LINE`]), skipped.
     pub oversized_lines: u64,
@@ -102,7 +108,7 @@ pub(crate) struct Collector {
 }
 
 impl Collector {
-    fn new(limit: usize) -> Self {
+    pub(crate) fn new(limit: usize) -> Self {
         Self {
             limit: limit.max(1),
             entries: Vec::new(),
@@ -113,7 +119,7 @@ impl Collector {
         }
     }
 
-    fn full(&self) -> bool {
+    pub(crate) fn full(&self) -> bool {
         self.turns >= self.limit
     }
 
@@ -180,7 +186,7 @@ impl Collector {
         self.results.insert(id.to_owned(), result);
     }
 
-    fn into_snapshot(mut self) -> SessionSnapshot {
+    pub(crate) fn into_snapshot(mut self) -> SessionSnapshot {
         let mut snapshot = SessionSnapshot {
             context: SessionContext {
                 working_dir: self.cwd.take().unwrap_or_default(),
@@ -279,6 +285,36 @@ fn keep_end(text: &str, cap: usize) -> (String, u64) {
     (text[start..].to_owned(), start as u64)
 }
 
+/// The first `max` bytes of `text`, cut back to a character boundary.
+pub(crate) fn cut(text: &str, max: usize) -> &str {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// What a tool call ran, as its exec turn's command: the first of `keys` whose value in
+/// `input` is a string (the agent's command, path or pattern argument), else `input` as
+/// JSON, at most [`COMMAND_JSON_MAX`] bytes (`…` marks a cut); empty without input.
+pub(crate) fn command_of(input: Option<&Value>, keys: &[&str]) -> String {
+    let Some(input) = input else {
+        return String::new();
+    };
+    if let Some(s) = keys
+        .iter()
+        .find_map(|key| input.get(*key).and_then(Value::as_str))
+    {
+        return s.to_owned();
+    }
+    let json = input.to_string();
+    if json.len() > COMMAND_JSON_MAX {
+        format!("{}…", cut(&json, COMMAND_JSON_MAX))
+    } else {
+        json
+    }
+}
+
 /// What an agent's format module does with one parsed line.
 pub(crate) trait Format {
     /// Feeds `line` (the newest line not yet seen) to `out`.
@@ -342,6 +378,21 @@ mod tests {
         assert_eq!(keep_end("abcdef", 2), ("ef".into(), 4));
         // "é" is two bytes: a cut inside it moves forward.
         assert_eq!(keep_end("aéb", 2), ("b".into(), 3));
+    }
+
+    #[test]
+    fn commands_are_the_named_argument_else_json_cut_at_a_character() {
+        let input = json!({"pattern": "*.rs", "command": "ls"});
+        assert_eq!(command_of(Some(&input), &["command", "pattern"]), "ls");
+        assert_eq!(
+            command_of(Some(&input), &["path"]),
+            r#"{"command":"ls","pattern":"*.rs"}"#
+        );
+        assert_eq!(command_of(None, &["command"]), "");
+        let long = json!({"text": "é".repeat(COMMAND_JSON_MAX)});
+        let command = command_of(Some(&long), &[]);
+        assert!(command.ends_with('…') && command.len() <= COMMAND_JSON_MAX + '…'.len_utf8());
+        assert_eq!(cut("aé", 2), "a");
     }
 
     #[test]

@@ -10,16 +10,15 @@ use tether_history::backward::CountingReader;
 use tether_history::{
     AgentKind, Env, ReadOptions, Transcript, claude, codex, copilot, find_session, gemini, locate,
 };
-use tether_store::model::ChatRole;
+
+mod support;
+use support::{fixtures, turns};
 
 const CLAUDE_ID: &str = "011056c5-379b-4671-ae05-7da2d0635fdb";
 const CODEX_ID: &str = "01a212cf-f79c-7660-8b8d-1c296117b2af";
 const GEMINI_ID: &str = "ba5996e5-833b-4919-a802-507a72386dcd";
 const COPILOT_ID: &str = "0a533473-0b10-49a2-b1de-3c2008a2ce45";
-
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
-}
+const OPENCODE_ID: &str = "ses_dec882918ffeuPFeDdPK31CzWn";
 
 fn fixture_env() -> Env {
     Env::from_vars([
@@ -34,6 +33,7 @@ fn fixture_env() -> Env {
             fixtures().join("gemini").to_str().unwrap(),
         ),
         ("COPILOT_HOME", fixtures().join("copilot").to_str().unwrap()),
+        ("XDG_DATA_HOME", fixtures().to_str().unwrap()),
     ])
 }
 
@@ -53,22 +53,6 @@ fn codex_file() -> PathBuf {
     fixtures().join(format!(
         "codex/sessions/2026/11/25/rollout-2026-11-25T13-05-48-{CODEX_ID}.jsonl"
     ))
-}
-
-/// `role: text` per chat turn, the shape most tests compare.
-fn turns(t: &Transcript) -> Vec<String> {
-    t.snapshot
-        .chat_turns
-        .iter()
-        .map(|c| {
-            let role = match c.role {
-                ChatRole::User => "user",
-                ChatRole::Assistant => "assistant",
-                ChatRole::Status => "status",
-            };
-            format!("{role}: {}", c.text)
-        })
-        .collect()
 }
 
 fn read_claude(bytes: &[u8], max_turns: usize) -> Transcript {
@@ -290,6 +274,7 @@ fn a_session_is_found_by_id_from_any_workspace_and_in_claude_first() {
             Some("/home/user/work"),
             Some(AgentKind::Copilot),
         ),
+        (OPENCODE_ID, None, Some(AgentKind::Opencode)),
         ("00000000-0000-0000-0000-000000000000", None, None),
     ];
     for (id, cwd, want) in cases {
@@ -311,6 +296,13 @@ fn a_file_under_another_project_folder_is_told_apart() {
         (AgentKind::Codex, codex_file()),
         (AgentKind::Gemini, gemini_file()),
         (AgentKind::Copilot, copilot_file()),
+        (
+            AgentKind::Opencode,
+            tether_history::opencode::session_path(
+                &fixtures().join("opencode/opencode.db"),
+                OPENCODE_ID,
+            ),
+        ),
     ];
     for (kind, file) in cases {
         let store = locate(kind, &env).unwrap();
@@ -501,17 +493,40 @@ fn claude_meta_lines_are_left_out_and_a_compaction_summary_is_a_status_turn() {
     );
 }
 
+/// Writes `header` (when given), then exchange 1, 2, … (`exchange(n, padding)`, its lines,
+/// `padding` being 16 KiB of `x`) to `path` until it holds at least `size` bytes; the
+/// number of exchanges written.
+fn write_exchanges(
+    path: &Path,
+    size: u64,
+    header: Option<&str>,
+    exchange: impl Fn(u64, &str) -> Vec<String>,
+) -> u64 {
+    let mut out = BufWriter::new(File::create(path).unwrap());
+    let padding = "x".repeat(16 * 1024);
+    let mut written = 0u64;
+    if let Some(line) = header {
+        writeln!(out, "{line}").unwrap();
+        written += line.len() as u64 + 1;
+    }
+    let mut n = 0u64;
+    while written < size {
+        n += 1;
+        for line in exchange(n, &padding) {
+            writeln!(out, "{line}").unwrap();
+            written += line.len() as u64 + 1;
+        }
+    }
+    out.flush().unwrap();
+    n
+}
+
 /// Writes a Claude Code session of at least `size` bytes: many exchanges (a prompt, a Bash
 /// call, its result, an answer, and a 16 KiB bookkeeping line like `api-request-blob`),
 /// then a last prompt and answer to look for.
 fn big_claude_session(path: &Path, size: u64) -> u64 {
-    let mut out = BufWriter::new(File::create(path).unwrap());
-    let padding = "x".repeat(16 * 1024);
-    let mut written = 0u64;
-    let mut n = 0u64;
-    while written < size {
-        n += 1;
-        let lines = [
+    write_exchanges(path, size, None, |n, padding| {
+        vec![
             format!(
                 r#"{{"type":"user","message":{{"role":"user","content":"prompt {n}"}},"uuid":"u{n}","timestamp":"2026-11-25T13:00:00.000Z","cwd":"/w","sessionId":"s"}}"#
             ),
@@ -527,28 +542,15 @@ fn big_claude_session(path: &Path, size: u64) -> u64 {
             format!(
                 r#"{{"type":"assistant","message":{{"id":"n{n}","model":"claude-opus-5-5","role":"assistant","content":[{{"type":"text","text":"answer {n}"}}]}},"uuid":"b{n}","timestamp":"2026-11-25T13:00:03.000Z"}}"#
             ),
-        ];
-        for line in lines {
-            out.write_all(line.as_bytes()).unwrap();
-            out.write_all(b"\n").unwrap();
-            written += line.len() as u64 + 1;
-        }
-    }
-    out.flush().unwrap();
-    n
+        ]
+    })
 }
 
 /// Writes a Codex rollout of at least `size` bytes, built the same way.
 fn big_codex_session(path: &Path, size: u64) -> u64 {
-    let mut out = BufWriter::new(File::create(path).unwrap());
-    let padding = "x".repeat(16 * 1024);
     let meta = r#"{"timestamp":"2026-11-25T13:00:00.000Z","type":"session_meta","payload":{"id":"01a212cf-0000-0000-0000-000000000000","cwd":"/w","cli_version":"0.137.0"}}"#;
-    writeln!(out, "{meta}").unwrap();
-    let mut written = meta.len() as u64 + 1;
-    let mut n = 0u64;
-    while written < size {
-        n += 1;
-        let lines = [
+    write_exchanges(path, size, Some(meta), |n, padding| {
+        vec![
             format!(
                 r#"{{"timestamp":"2026-11-25T13:00:00.000Z","type":"event_msg","payload":{{"type":"user_message","message":"prompt {n}"}}}}"#
             ),
@@ -564,62 +566,43 @@ fn big_codex_session(path: &Path, size: u64) -> u64 {
             format!(
                 r#"{{"timestamp":"2026-11-25T13:00:03.000Z","type":"response_item","payload":{{"type":"message","role":"assistant","content":[{{"type":"output_text","text":"answer {n}"}}]}}}}"#
             ),
-        ];
-        for line in lines {
-            out.write_all(line.as_bytes()).unwrap();
-            out.write_all(b"\n").unwrap();
-            written += line.len() as u64 + 1;
-        }
-    }
-    out.flush().unwrap();
-    n
+        ]
+    })
 }
 
 /// Writes a Gemini CLI session log of at least `size` bytes, built the same way (each
 /// exchange: a prompt, a message with a tool call and its result, a metadata update, and
 /// the answer).
 fn big_gemini_session(path: &Path, size: u64) -> u64 {
-    let mut out = BufWriter::new(File::create(path).unwrap());
-    let padding = "x".repeat(16 * 1024);
-    let header = r#"{"sessionId":"s","projectHash":"h","startTime":"2026-11-25T13:00:00.000Z","lastUpdated":"2026-11-25T13:00:00.000Z","kind":"main"}"#;
-    writeln!(out, "{header}").unwrap();
-    let mut written = header.len() as u64 + 1;
-    let mut n = 0u64;
-    while written < size {
-        n += 1;
-        let lines = [
-            format!(
-                r#"{{"id":"u{n}","timestamp":"2026-11-25T13:00:00.000Z","type":"user","content":[{{"text":"prompt {n}"}}]}}"#
-            ),
-            format!(
-                r#"{{"id":"c{n}","timestamp":"2026-11-25T13:00:01.000Z","type":"gemini","content":"","toolCalls":[{{"id":"t{n}","name":"run_shell_command","args":{{"command":"echo {n}"}},"result":[{{"functionResponse":{{"id":"t{n}","name":"run_shell_command","response":{{"output":"Output: {n}"}}}}}}],"status":"success"}}],"model":"gemini-2.5-pro"}}"#
-            ),
-            format!(
-                r#"{{"$set":{{"lastUpdated":"2026-11-25T13:00:02.000Z","padding":"{padding}"}}}}"#
-            ),
-            format!(
-                r#"{{"id":"a{n}","timestamp":"2026-11-25T13:00:03.000Z","type":"gemini","content":"answer {n}","model":"gemini-2.5-pro"}}"#
-            ),
-        ];
-        for line in lines {
-            out.write_all(line.as_bytes()).unwrap();
-            out.write_all(b"\n").unwrap();
-            written += line.len() as u64 + 1;
-        }
-    }
-    out.flush().unwrap();
-    n
+    write_exchanges(
+        path,
+        size,
+        Some(
+            r#"{"sessionId":"s","projectHash":"h","startTime":"2026-11-25T13:00:00.000Z","lastUpdated":"2026-11-25T13:00:00.000Z","kind":"main"}"#,
+        ),
+        |n, padding| {
+            vec![
+                format!(
+                    r#"{{"id":"u{n}","timestamp":"2026-11-25T13:00:00.000Z","type":"user","content":[{{"text":"prompt {n}"}}]}}"#
+                ),
+                format!(
+                    r#"{{"id":"c{n}","timestamp":"2026-11-25T13:00:01.000Z","type":"gemini","content":"","toolCalls":[{{"id":"t{n}","name":"run_shell_command","args":{{"command":"echo {n}"}},"result":[{{"functionResponse":{{"id":"t{n}","name":"run_shell_command","response":{{"output":"Output: {n}"}}}}}}],"status":"success"}}],"model":"gemini-2.5-pro"}}"#
+                ),
+                format!(
+                    r#"{{"$set":{{"lastUpdated":"2026-11-25T13:00:02.000Z","padding":"{padding}"}}}}"#
+                ),
+                format!(
+                    r#"{{"id":"a{n}","timestamp":"2026-11-25T13:00:03.000Z","type":"gemini","content":"answer {n}","model":"gemini-2.5-pro"}}"#
+                ),
+            ]
+        },
+    )
 }
 
 /// Writes a Copilot CLI `events.jsonl` of at least `size` bytes, built the same way.
 fn big_copilot_session(path: &Path, size: u64) -> u64 {
-    let mut out = BufWriter::new(File::create(path).unwrap());
-    let padding = "x".repeat(16 * 1024);
-    let mut written = 0u64;
-    let mut n = 0u64;
-    while written < size {
-        n += 1;
-        let lines = [
+    write_exchanges(path, size, None, |n, padding| {
+        vec![
             format!(
                 r#"{{"type":"user.message","data":{{"content":"prompt {n}","messageId":"u{n}"}},"id":"e{n}a","timestamp":"2026-11-25T13:00:00.000Z"}}"#
             ),
@@ -635,15 +618,8 @@ fn big_copilot_session(path: &Path, size: u64) -> u64 {
             format!(
                 r#"{{"type":"assistant.message","data":{{"messageId":"a{n}","model":"gpt-4o","content":"answer {n}","toolRequests":[]}},"id":"e{n}e","timestamp":"2026-11-25T13:00:03.000Z"}}"#
             ),
-        ];
-        for line in lines {
-            out.write_all(line.as_bytes()).unwrap();
-            out.write_all(b"\n").unwrap();
-            written += line.len() as u64 + 1;
-        }
-    }
-    out.flush().unwrap();
-    n
+        ]
+    })
 }
 
 const HUNDRED_MB: u64 = 100 * 1024 * 1024;

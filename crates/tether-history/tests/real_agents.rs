@@ -1,5 +1,5 @@
 //! The readers on what the pinned real agents write now (R-HIST-1): each agent (Claude
-//! Code, Codex, Gemini CLI, Copilot CLI; opencode has no reader), in a
+//! Code, Codex, Gemini CLI, Copilot CLI, opencode), in a
 //! temporary HOME against the fake model API, runs a prompt whose answer is a shell tool
 //! call and a second, plain prompt; the agent's own store, located from the agent's
 //! environment exactly as Tether locates it, must hold the session under the workspace,
@@ -49,6 +49,17 @@ fn env_of(launch: &AgentLaunch) -> Env {
 /// Finds the session in `kind`'s store from the launch's environment and workspace, reads
 /// it, and checks what every agent's transcript must show.
 fn check(kind: AgentKind, launch: &AgentLaunch, session_id: &str, tool: &str) -> Transcript {
+    check_titled(kind, launch, session_id, tool, FIRST)
+}
+
+/// As [`check`], the listing's title being `title`.
+fn check_titled(
+    kind: AgentKind,
+    launch: &AgentLaunch,
+    session_id: &str,
+    tool: &str,
+    title: &str,
+) -> Transcript {
     let env = env_of(launch);
     let store = locate(kind, &env).expect("the store is located");
     let path = store
@@ -98,7 +109,7 @@ fn check(kind: AgentKind, launch: &AgentLaunch, session_id: &str, tool: &str) ->
     );
     let summary = store.summary(&path).expect("summary");
     assert_eq!(summary.session_id, session_id, "{kind:?}");
-    assert_eq!(summary.title.as_deref(), Some(FIRST), "{kind:?}");
+    assert_eq!(summary.title.as_deref(), Some(title), "{kind:?}");
     t
 }
 
@@ -171,29 +182,37 @@ async fn acp_session(launch: &AgentLaunch, fake: &FakeModel) -> String {
     session
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn codex_sessions_read_back_as_they_were_written() {
+/// Runs [`acp_session`] with `agent` (its launch's arguments plus `extra_args`) against a
+/// fresh fake model; the launch (its HOME kept) and the session id.
+async fn run_acp(agent: RealAgent, extra_args: &[&str]) -> (AgentLaunch, String) {
     require_real_agents();
     let fake = FakeModel::start().await.expect("fake model");
-    let mut launch = RealAgent::CodexAcp
+    let mut launch = agent
         .launch(&fake.base_url())
-        .expect("codex-acp is installed");
-    // Without them the command fails in Codex's sandbox (no bwrap on the test machines).
-    for kv in ["sandbox_mode=danger-full-access", "approval_policy=never"] {
-        launch.args.extend(["-c".to_owned(), kv.to_owned()]);
-    }
+        .unwrap_or_else(|e| panic!("{} is installed: {e}", agent.name()));
+    launch
+        .args
+        .extend(extra_args.iter().map(|a| (*a).to_owned()));
     let id = acp_session(&launch, &fake).await;
+    (launch, id)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_sessions_read_back_as_they_were_written() {
+    // Without them the command fails in Codex's sandbox (no bwrap on the test machines).
+    let sandbox = [
+        "-c",
+        "sandbox_mode=danger-full-access",
+        "-c",
+        "approval_policy=never",
+    ];
+    let (launch, id) = run_acp(RealAgent::CodexAcp, &sandbox).await;
     check(AgentKind::Codex, &launch, &id, "exec_command");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gemini_cli_sessions_read_back_as_they_were_written() {
-    require_real_agents();
-    let fake = FakeModel::start().await.expect("fake model");
-    let launch = RealAgent::Gemini
-        .launch(&fake.base_url())
-        .expect("Gemini CLI is installed");
-    let id = acp_session(&launch, &fake).await;
+    let (launch, id) = run_acp(RealAgent::Gemini, &[]).await;
     let t = check(AgentKind::Gemini, &launch, &id, "run_shell_command");
     assert!(
         Path::new(&t.snapshot.context.working_dir)
@@ -205,11 +224,24 @@ async fn gemini_cli_sessions_read_back_as_they_were_written() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn copilot_cli_sessions_read_back_as_they_were_written() {
-    require_real_agents();
-    let fake = FakeModel::start().await.expect("fake model");
-    let launch = RealAgent::Copilot
-        .launch(&fake.base_url())
-        .expect("Copilot CLI is installed");
-    let id = acp_session(&launch, &fake).await;
+    let (launch, id) = run_acp(RealAgent::Copilot, &[]).await;
     check(AgentKind::Copilot, &launch, &id, "bash");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opencode_sessions_read_back_as_they_were_written() {
+    let (launch, id) = run_acp(RealAgent::Opencode, &[]).await;
+    // opencode's small model titles the session from the first exchange; the fake echoes.
+    let t = check_titled(
+        AgentKind::Opencode,
+        &launch,
+        &id,
+        "bash",
+        &format!("ok: {FIRST}"),
+    );
+    assert_eq!(
+        t.snapshot.context.working_dir,
+        launch.workspace.to_string_lossy()
+    );
+    assert_eq!(t.snapshot.context.model.as_deref(), Some("stub/x"));
 }

@@ -544,7 +544,7 @@ async fn run_acp(agent: RealAgent, expect: Expect) {
         expect.quirks.persists_before_first_turn
     );
     prompt_ok(&run, &first, "hello tether").await;
-    // 1b. R-HIST-6: an agent that advertises `session/list` lists the session it just ran.
+    // 1b. R-HIST-7: an agent that advertises `session/list` lists the session it just ran.
     if info.list {
         let listed = within(
             &format!("{name} session/list"),

@@ -559,8 +559,8 @@ pub struct SessionSummary {
     #[serde(default)]
     pub clients: u32,
     /// Set for a session listed from an agent's own store (`session/list` with `all`), not
-    /// Tether's cache: that store (`claude`, `codex`, `gemini`, `copilot`), or `acp` for
-    /// one a running agent listed over ACP `session/list` (R-HIST-6). Such a session
+    /// Tether's cache: that store (`claude`, `codex`, `gemini`, `copilot`, `opencode`), or
+    /// `acp` for one a running agent listed over ACP `session/list` (R-HIST-7). Such a session
     /// has `turnCount` 0 (turns are not counted without reading the whole file).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
@@ -704,9 +704,9 @@ pub struct StatusParams {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RestoredSource {
-    /// Whose store: `claude`, `codex`, `gemini` or `copilot`.
+    /// Whose store: `claude`, `codex`, `gemini`, `copilot` or `opencode`.
     pub agent: String,
-    /// The session's file in that store (absolute).
+    /// The session's file in that store (absolute; for opencode `<database>#<session id>`).
     pub path: String,
     /// Whether the whole file was read; `false` when only its latest turns were (older
     /// turns may exist; `snapshot.chatTurnsBase` is 0 either way, their count unknown).

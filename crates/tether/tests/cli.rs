@@ -239,6 +239,20 @@ fn sessions_list_all_adds_the_agents_own_stores_newest_first() {
     };
     set_mtime(&claude_file, 1_600_000_000);
     set_mtime(&codex_file, 1_700_000_000);
+    // opencode's database, in its default place under HOME, its session moved to this
+    // workspace and last updated between the two files.
+    let opencode_id = "ses_dec882918ffeuPFeDdPK31CzWn";
+    let opencode_dir = dir.path().join(".local/share/opencode");
+    std::fs::create_dir_all(&opencode_dir).unwrap();
+    let opencode_db = opencode_dir.join("opencode.db");
+    std::fs::copy(fixtures.join("opencode/opencode.db"), &opencode_db).unwrap();
+    rusqlite::Connection::open(&opencode_db)
+        .unwrap()
+        .execute(
+            "UPDATE session SET directory = ?1, time_updated = 1650000000000",
+            [&root],
+        )
+        .unwrap();
 
     let out = tether()
         .args(["sessions", "list", "--all", "--json", "--dir"])
@@ -251,15 +265,32 @@ fn sessions_list_all_adds_the_agents_own_stores_newest_first() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
+    // stderr is a pipe here, not a terminal: no progress bar, whatever the scan's length.
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
     let rows = listed["sessions"].as_array().unwrap();
     let sources: Vec<&str> = rows.iter().map(|r| r["source"].as_str().unwrap()).collect();
-    assert_eq!(sources, ["tether", "codex", "claude"], "{listed}");
-    assert_eq!(rows[2]["sessionId"], claude_id);
-    assert_eq!(rows[2]["title"], "please run the fixture command");
-    assert_eq!(rows[2]["path"], claude_file.display().to_string());
     assert_eq!(
-        rows[2]["sizeBytes"],
+        sources,
+        ["tether", "codex", "opencode", "claude"],
+        "{listed}"
+    );
+    assert_eq!(rows[2]["sessionId"], opencode_id);
+    assert_eq!(rows[2]["title"], "ok: please run the probe command");
+    assert_eq!(
+        rows[2]["path"],
+        format!("{}#{opencode_id}", opencode_db.display())
+    );
+    assert_eq!(rows[2]["updatedUtc"], "2022-04-15T05:20:00.000Z");
+    assert_eq!(rows[3]["sessionId"], claude_id);
+    assert_eq!(rows[3]["title"], "please run the fixture command");
+    assert_eq!(rows[3]["path"], claude_file.display().to_string());
+    assert_eq!(
+        rows[3]["sizeBytes"],
         std::fs::metadata(&claude_file).unwrap().len()
     );
     assert_eq!(rows[1]["sessionId"], "01a212cf-f79c-7660-8b8d-1c296117b2af");
@@ -311,6 +342,15 @@ fn sessions_list_all_adds_the_agents_own_stores_newest_first() {
     assert_eq!(shown["agent"], "codex");
     assert_eq!(shown["snapshot"]["execTurns"][0]["exitCode"], 0);
     assert_eq!(shown["complete"], true);
+    let out = show(&[opencode_id, "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(shown["agent"], "opencode");
+    assert_eq!(
+        shown["snapshot"]["chatTurns"][1]["text"],
+        "[bash] echo tether-history-probe"
+    );
+    assert_eq!(shown["snapshot"]["context"]["workingDir"], root);
     let out = show(&["00000000-0000-0000-0000-000000000000"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("nor in any agent's own store"));

@@ -355,6 +355,73 @@ async fn a_resumes_events_carry_its_origin_cache_first_then_the_breaker() {
     hub.shutdown().await;
 }
 
+/// R-HIST-3 for opencode: a session in opencode's database (found through the
+/// `XDG_DATA_HOME` of the agent's configured environment, looked in last for a command that
+/// names no agent) is shown from there, its source naming the database and the session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_uncached_session_is_restored_from_opencodes_database() {
+    const ID: &str = "ses_dec882918ffeuPFeDdPK31CzWn";
+    let world = World::new(json!([]));
+    let data = world.path().join("xdg-data");
+    std::fs::create_dir_all(data.join("opencode")).unwrap();
+    let db = data.join("opencode/opencode.db");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tether-history/tests/fixtures/opencode/opencode.db"),
+        &db,
+    )
+    .unwrap();
+    let recorder = Recorder::new(None, None);
+    let hub = world
+        .hub_with(
+            &recorder,
+            json!({"agents": {"scripted": {
+                "command": env!("CARGO_BIN_EXE_tether"),
+                "args": ["scripted-agent", "--script", world.path().join("script.json")],
+                "protocol": "acp",
+                "env": {"XDG_DATA_HOME": data, "HOME": world.path()}
+            }}}),
+        )
+        .await;
+    let r = hub
+        .resume(world.resume(Some(ID)), None)
+        .await
+        .expect("an answer");
+    assert!(r.stale, "what the editor shows is unconfirmed history");
+    let events = recorder.of(ID);
+    let restored = &events.iter().find(|s| s.what == "restored").unwrap().detail;
+    assert_eq!(
+        restored["source"],
+        json!({"agent": "opencode", "path": format!("{}#{ID}", db.display()), "complete": true})
+    );
+    let texts: Vec<&str> = restored["snapshot"]["chatTurns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "please run the probe command",
+            "[bash] echo tether-history-probe",
+            "ok: please run the probe command",
+            "and now say thanks",
+            "ok: and now say thanks"
+        ]
+    );
+    let banner = &events
+        .iter()
+        .find(|s| s.what == "banner:staleSnapshot")
+        .unwrap()
+        .detail;
+    assert!(
+        banner["message"].as_str().unwrap().contains("opencode"),
+        "{banner}"
+    );
+    hub.shutdown().await;
+}
+
 /// R-HIST-3: a session Tether never cached, found in Claude Code's own store (the
 /// `CLAUDE_CONFIG_DIR` of the agent's configured environment, never the test process's),
 /// is shown from there (stale, with its source) before the first agent attempt.

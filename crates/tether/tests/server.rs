@@ -59,7 +59,7 @@ both_modes!(
     a_live_agents_session_list_adds_what_no_store_has,
 );
 
-/// R-HIST-6: `session/list` with `all` asks the live agent over ACP `session/list` (the
+/// R-HIST-7: `session/list` with `all` asks the live agent over ACP `session/list` (the
 /// scripted agent lists its own state folder) and adds the sessions no store had, marked
 /// `source: "acp"`; an agent that does not answer in time is left out, not waited for.
 async fn a_live_agents_session_list_adds_what_no_store_has(mode: Mode) {

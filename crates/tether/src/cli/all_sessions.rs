@@ -1,5 +1,6 @@
 //! `tether sessions list --all`: a workspace's sessions across Tether's cache and every
-//! readable agent's own store (Claude Code, Codex; R-HIST-1), newest first. Agent sessions
+//! readable agent's own store (Claude Code, Codex, Gemini CLI, Copilot CLI, opencode;
+//! R-HIST-1), newest first. Agent sessions
 //! are summarized from a bounded head and tail of their files (R-HIST-2), never read whole;
 //! their stores are located from this process's environment, as the agents would locate
 //! them when started from this shell.
@@ -11,6 +12,8 @@ use serde_json::{Value, json};
 use tether_history::{AgentKind, Env, locate};
 use tether_store::SessionSummary;
 
+use super::scan_progress::ScanProgress;
+
 /// Longest title shown in the table, in characters.
 const TITLE_CHARS: usize = 50;
 
@@ -18,7 +21,8 @@ const TITLE_CHARS: usize = 50;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Row {
-    /// Where it is kept: `tether` (Tether's cache) or the agent's store (`claude`, `codex`).
+    /// Where it is kept: `tether` (Tether's cache) or the agent's store (`claude`, `codex`,
+    /// `gemini`, `copilot`, `opencode`).
     pub source: String,
     /// The session id.
     pub session_id: String,
@@ -38,9 +42,15 @@ pub struct Row {
 
 /// The rows of Tether's cache listing `cached` and of every agent store located from
 /// `env` for workspace `root`, newest first. Files that cannot be read are left out and
-/// counted in the second value.
+/// counted in the second value. Each store and each file summarized is counted on
+/// `progress`.
 #[must_use]
-pub fn rows(root: &Path, cached: &[SessionSummary], env: &Env) -> (Vec<Row>, usize) {
+pub fn rows(
+    root: &Path,
+    cached: &[SessionSummary],
+    env: &Env,
+    progress: &mut ScanProgress,
+) -> (Vec<Row>, usize) {
     let mut rows: Vec<Row> = cached
         .iter()
         .map(|s| Row {
@@ -59,7 +69,10 @@ pub fn rows(root: &Path, cached: &[SessionSummary], env: &Env) -> (Vec<Row>, usi
         let Some(store) = locate(kind, env) else {
             continue;
         };
-        for path in store.sessions(root) {
+        let paths = store.sessions(root);
+        progress.store(kind.display_name(), paths.len());
+        for path in paths {
+            progress.file();
             match store.summary(&path) {
                 Ok(info) => rows.push(Row {
                     source: kind.name().into(),

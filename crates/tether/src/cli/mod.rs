@@ -4,6 +4,7 @@ pub mod agent_session;
 pub mod all_sessions;
 pub mod classify;
 pub mod classify_corpus;
+pub mod scan_progress;
 pub mod serve;
 pub mod sessions;
 

@@ -100,7 +100,13 @@ pub fn run(action: Action) -> ExitCode {
             if *all {
                 let cached = store.list(&ws).map_err(|e| e.to_string())?;
                 let env = tether_history::Env::from_process();
-                let (rows, unreadable) = super::all_sessions::rows(ws.root(), &cached, &env);
+                // On stderr, when it is a terminal and the scan takes over 200 ms.
+                let mut progress = super::scan_progress::ScanProgress::stderr(
+                    tether_history::AgentKind::ALL.len(),
+                );
+                let (rows, unreadable) =
+                    super::all_sessions::rows(ws.root(), &cached, &env, &mut progress);
+                progress.finish();
                 if common.json {
                     print_json(&super::all_sessions::render_json(&rows, unreadable));
                 } else {

@@ -1,4 +1,4 @@
-//! The sessions running agents list themselves (ACP `session/list`, R-HIST-6): for
+//! The sessions running agents list themselves (ACP `session/list`, R-HIST-7): for
 //! `session/list` with `all`, every ACP agent live in this hub for the workspace that
 //! advertises `sessionCapabilities.list` is asked, one per configured agent, all at once,
 //! each within [`AGENT_LIST_TIMEOUT`]. This finds sessions of agents whose store Tether has

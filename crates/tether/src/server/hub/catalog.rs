@@ -60,7 +60,7 @@ impl Hub {
             .collect();
         if params.all {
             // R-HIST-1: the agents' own sessions of this workspace, newest first with ours.
-            // R-HIST-6: then what live agents list over ACP that no store had.
+            // R-HIST-7: then what live agents list over ACP that no store had.
             let (mut theirs, listed) = tokio::join!(
                 self.agent_sessions(&workspace),
                 self.agent_listed_sessions(&workspace)

@@ -1,6 +1,6 @@
 //! A session Tether never cached, shown from the agent's own session store (R-HIST-3):
 //! `tether_history` finds it by id (in the store of the agent the session's configured
-//! command names, else Claude Code's, Codex's, Gemini CLI's, then Copilot CLI's), reads its
+//! command names, else Claude Code's, Codex's, Gemini CLI's, Copilot CLI's, then opencode's), reads its
 //! latest turns from the end of the file, and the hub publishes them as
 //! [`Event::Restored`] with their [`RestoredSource`], then the stale banner, exactly as for
 //! its own cache and before the first agent attempt. When the agent does not know a
