@@ -16,7 +16,7 @@ import {
   type ServerOptions,
   type StaticFeature,
 } from 'vscode-languageclient/node';
-import { initializationOptions, readSettings, redactedForLog, RESTART_KEYS, type TetherSettings } from './core/config';
+import { initializationOptions, readSettings, redactedForLog, RESTART_KEYS, serverArgs, type TetherSettings } from './core/config';
 import { SessionController, type ShutdownReport } from './core/controller';
 import { PROTOCOL_VERSION, ServerMethods, type TetherClientCapabilities } from './core/protocol';
 import { resolveServer } from './core/serverPath';
@@ -163,7 +163,7 @@ async function doStart(context: vscode.ExtensionContext): Promise<void> {
     });
     return;
   }
-  out.info(`server: ${server.command} (from ${server.source})`);
+  out.info(`server: ${server.command} (from ${server.source}); tether.server.remote=${settings.server.remote}`);
 
   fs.mkdirSync(context.logUri.fsPath, { recursive: true });
   const logFile = path.join(context.logUri.fsPath, 'tether-serve.log');
@@ -171,7 +171,7 @@ async function doStart(context: vscode.ExtensionContext): Promise<void> {
   const serverOptions: ServerOptions = {
     command: server.command,
     // TransportKind.stdio makes the client append `--stdio`.
-    args: ['serve', '--log-file', logFile],
+    args: serverArgs(settings, logFile),
     transport: TransportKind.stdio,
   };
   const initOptions = initializationOptions(settings);
