@@ -256,6 +256,8 @@ function wire(run: Running): void {
   client.onNotification(ServerMethods.bannerCleared, (p: unknown) => controller.onBannerCleared(p));
   client.onNotification(ServerMethods.expired, (p: unknown) => controller.onExpired(p));
   client.onNotification(ServerMethods.update, (p: unknown) => controller.onUpdate(p));
+  client.onNotification(ServerMethods.turnEnded, (p: unknown) => controller.onTurnEnded(p));
+  client.onNotification(ServerMethods.reattached, (p: unknown) => void controller.onReattached(p));
   client.onNotification(ServerMethods.telemetry, (p: unknown) => ui?.log(`telemetry ${JSON.stringify(p)}`));
   // A question another editor answered (or that timed out) is closed here as a cancelled
   // turn closes it; the server ignores this editor's late answer (R-DAEMON-6).
