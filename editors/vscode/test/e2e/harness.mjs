@@ -343,9 +343,10 @@ export function findLogs(userDataDir, fileName) {
   return found.sort();
 }
 
-/** Sends `initialize` to `tether serve --stdio` and returns its result, or throws saying why not. */
+/** Sends `initialize` to `tether serve --stdio --remote=off` and returns its result, or throws saying why not. */
 export async function probeServer(bin) {
-  const child = spawn(bin, ['serve', '--stdio'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  // In process (--remote=off): a probe must not start a daemon in the user's own runtime folder.
+  const child = spawn(bin, ['serve', '--stdio', '--remote=off'], { stdio: ['pipe', 'pipe', 'pipe'] });
   const body = JSON.stringify({
     jsonrpc: '2.0',
     id: 1,
@@ -401,12 +402,16 @@ export function pidsWithArg(marker) {
 }
 
 /**
- * A minimal LSP client of `tether serve --stdio` (Content-Length framing), for preparing a
+ * A minimal LSP client of `tether serve --stdio --remote=off` (Content-Length framing), for preparing a
  * cache the way an editor would before code-server starts. Server → client requests are
  * answered `null`. Returns `{request(method, params), close()}`.
  */
 export function lspClient(bin, logFile) {
-  const child = spawn(bin, ['serve', '--stdio', ...(logFile ? ['--log-file', logFile] : [])], { stdio: ['pipe', 'pipe', 'pipe'] });
+  // In process (--remote=off): the cache it prepares is released when it exits (a daemon in
+  // the user's own runtime folder would keep it, and its agent, after the test).
+  const child = spawn(bin, ['serve', '--stdio', '--remote=off', ...(logFile ? ['--log-file', logFile] : [])], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   let buf = Buffer.alloc(0);
   let nextId = 1;
   const pending = new Map();
