@@ -136,6 +136,7 @@ export function parseRestored(p: unknown): Parsed<RestoredParams> {
   };
 }
 
+/** Checks `session/turnEnded` (`sessionId` and `seq` required; `stopReason` or `error`). */
 export function parseTurnEnded(p: unknown): Parsed<TurnEndedParams> {
   const m = 'session/turnEnded';
   if (!isObj(p)) return fail(m, 'params', 'is not an object');
@@ -148,6 +149,7 @@ export function parseTurnEnded(p: unknown): Parsed<TurnEndedParams> {
   return { ok: true, value: { sessionId, seq, ...(stopReason ? { stopReason } : {}), ...(error ? { error } : {}) } };
 }
 
+/** Checks `session/reattached`: its `result` as a `ResumeResult`, or the `error` the new daemon gave. */
 export function parseReattached(p: unknown): Parsed<ReattachedParams> {
   const m = 'session/reattached';
   if (!isObj(p)) return fail(m, 'params', 'is not an object');
