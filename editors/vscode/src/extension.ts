@@ -16,7 +16,7 @@ import {
   type ServerOptions,
   type StaticFeature,
 } from 'vscode-languageclient/node';
-import { initializationOptions, readSettings, redactedForLog, RESTART_KEYS, type TetherSettings } from './core/config';
+import { initializationOptions, readSettings, redactedForLog, RESTART_KEYS, serverArgs, type TetherSettings } from './core/config';
 import { SessionController, type ShutdownReport } from './core/controller';
 import { PROTOCOL_VERSION, ServerMethods, type TetherClientCapabilities } from './core/protocol';
 import { resolveServer } from './core/serverPath';
@@ -163,7 +163,7 @@ async function doStart(context: vscode.ExtensionContext): Promise<void> {
     });
     return;
   }
-  out.info(`server: ${server.command} (from ${server.source})`);
+  out.info(`server: ${server.command} (from ${server.source}); tether.server.remote=${settings.server.remote}`);
 
   fs.mkdirSync(context.logUri.fsPath, { recursive: true });
   const logFile = path.join(context.logUri.fsPath, 'tether-serve.log');
@@ -171,7 +171,7 @@ async function doStart(context: vscode.ExtensionContext): Promise<void> {
   const serverOptions: ServerOptions = {
     command: server.command,
     // TransportKind.stdio makes the client append `--stdio`.
-    args: ['serve', '--log-file', logFile],
+    args: serverArgs(settings, logFile),
     transport: TransportKind.stdio,
   };
   const initOptions = initializationOptions(settings);
@@ -256,6 +256,8 @@ function wire(run: Running): void {
   client.onNotification(ServerMethods.bannerCleared, (p: unknown) => controller.onBannerCleared(p));
   client.onNotification(ServerMethods.expired, (p: unknown) => controller.onExpired(p));
   client.onNotification(ServerMethods.update, (p: unknown) => controller.onUpdate(p));
+  client.onNotification(ServerMethods.turnEnded, (p: unknown) => controller.onTurnEnded(p));
+  client.onNotification(ServerMethods.reattached, (p: unknown) => void controller.onReattached(p));
   client.onNotification(ServerMethods.telemetry, (p: unknown) => ui?.log(`telemetry ${JSON.stringify(p)}`));
   // A question another editor answered (or that timed out) is closed here as a cancelled
   // turn closes it; the server ignores this editor's late answer (R-DAEMON-6).

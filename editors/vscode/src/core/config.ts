@@ -8,11 +8,19 @@
 
 export type AgentProtocol = 'acp' | 'claudePrint';
 
+/**
+ * `tether.server.remote`: `auto` leaves the choice to `tether serve` (its default forwards to
+ * the per-user daemon, unless `TETHER_REMOTE=off` is in the environment); `off` passes
+ * `--remote=off`, serving in the editor's own process (the session ends with the window).
+ */
+export type RemoteMode = 'auto' | 'off';
+
 export interface TetherSettings {
   serverPath: string;
   persistence: { enabled: boolean; encrypt: boolean; directory: string };
   agent: { name: string; command: string; args: string[]; env: Record<string, string>; protocol: AgentProtocol };
   resumeOnStartup: boolean;
+  server: { remote: RemoteMode };
 }
 
 export interface InitializationOptions {
@@ -63,6 +71,13 @@ export function readSettings(get: SettingReader): { settings: TetherSettings; pr
     problems.push('tether.agent.protocol must be "acp" or "claudePrint"; using "acp"');
     return 'acp';
   };
+  const remote = (): RemoteMode => {
+    const v = get('server.remote');
+    if (v === undefined || v === null || v === 'auto') return 'auto';
+    if (v === 'off') return 'off';
+    problems.push('tether.server.remote must be "auto" or "off"; using "auto"');
+    return 'auto';
+  };
   const name = string('agent.name', 'claude') || 'claude';
   const settings: TetherSettings = {
     serverPath: string('serverPath', ''),
@@ -73,8 +88,19 @@ export function readSettings(get: SettingReader): { settings: TetherSettings; pr
     },
     agent: { name, command: string('agent.command', ''), args: args(), env: env(), protocol: protocol() },
     resumeOnStartup: bool('resumeOnStartup', true),
+    server: { remote: remote() },
   };
   return { settings, problems };
+}
+
+/**
+ * The arguments of the server command (`tether <args>`; vscode-languageclient appends
+ * `--stdio`): `serve --log-file <logFile>`, plus `--remote=off` when the user chose it. For
+ * `auto` no `--remote` is passed, so `tether serve`'s own default applies, and with it a
+ * `TETHER_REMOTE` in the environment VS Code was started with (a flag would override it).
+ */
+export function serverArgs(s: TetherSettings, logFile: string): string[] {
+  return ['serve', '--log-file', logFile, ...(s.server.remote === 'off' ? ['--remote=off'] : [])];
 }
 
 export function initializationOptions(s: TetherSettings): InitializationOptions {
@@ -118,4 +144,5 @@ export const RESTART_KEYS = [
   'tether.serverPath',
   'tether.persistence',
   'tether.agent',
+  'tether.server',
 ] as const;

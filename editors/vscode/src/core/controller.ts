@@ -14,9 +14,11 @@ import {
   parseBannerCleared,
   parseExpired,
   parsePermissionRequest,
+  parseReattached,
   parseRestored,
   parseResumeResult,
   parseStatus,
+  parseTurnEnded,
   parseUpdate,
 } from './guards';
 import { permissionAnswer, permissionPick, type PermissionPick } from './permission';
@@ -29,6 +31,7 @@ import {
   type PersistResult,
   type PersistTrigger,
   type RecoveryChoice,
+  type ResumeParams,
   type ResumeResult,
 } from './protocol';
 import { choiceForClick, outcomeIntent, REOFFER, type DialogIntent } from './recovery';
@@ -105,6 +108,14 @@ export class SessionController {
   private lastPersist: PersistOutcome | undefined;
   /** Closers of the transient notifications on screen, by banner id. */
   private readonly transients = new Map<string, () => void>();
+  /**
+   * The `seq` of the last event of the view's session this controller drew
+   * (`session/update`, `session/turnEnded`), for `afterSeq` when it resumes that session
+   * again; `undefined` when it has drawn none since the view last changed session.
+   */
+  private lastSeqValue: number | undefined;
+  /** The session of this controller's own `session/prompt` in flight (its answer ends the turn). */
+  private promptInFlight: string | undefined;
 
   constructor(
     private readonly ui: UiPort,
@@ -129,6 +140,11 @@ export class SessionController {
   /** The live session, if any. */
   get sessionId(): string | undefined {
     return this.activeSessionId;
+  }
+
+  /** The `seq` of the last event of the view's session drawn here (see `resumeParams`). */
+  get lastSeq(): number | undefined {
+    return this.lastSeqValue;
   }
 
   /** Whether a recovery choice is outstanding (the dialog was dismissed). */
@@ -156,8 +172,11 @@ export class SessionController {
     }
     this.resumeInFlight = (async () => {
       try {
-        this.ui.log(`session/resume ${root}`);
-        const raw = await this.server.request(Methods.resume, { workspace: { root } });
+        const params = this.resumeParams(root);
+        this.ui.log(
+          `session/resume ${root}${params.sessionId ? ` ${params.sessionId}` : ''}${params.afterSeq !== undefined ? ` afterSeq=${params.afterSeq}` : ''}`,
+        );
+        const raw = await this.server.request(Methods.resume, params);
         await this.handleResult(raw);
       } catch (err) {
         this.ui.progress(this.status.close());
@@ -171,8 +190,22 @@ export class SessionController {
   }
 
   /**
+   * The params of a `session/resume` of the workspace. When the view shows a session this
+   * controller has drawn events of, that session is resumed and `afterSeq` names the last
+   * event drawn: through the daemon, where it may still be live, only what came after it is
+   * replayed (no gap, no duplicate). Otherwise the workspace's most recent session, without
+   * `afterSeq`: a session live in the daemon then replays its running turn from its prompt.
+   * Recovery stays the server's: a session that is not live is resumed from the cache as usual.
+   */
+  resumeParams(root: string): ResumeParams {
+    const sessionId = this.transcript.sessionId;
+    if (!sessionId) return { workspace: { root } };
+    return { workspace: { root }, sessionId, ...(this.lastSeqValue !== undefined ? { afterSeq: this.lastSeqValue } : {}) };
+  }
+
+  /**
    * The server process was restarted (after a crash): it knows no live session and no open
-   * dialog, so forget both, then resume the workspace again.
+   * dialog, so forget both, then resume the view's session again (after the last event drawn).
    */
   serverRestarted(): Promise<void> {
     this.ui.log('tether serve restarted: forgetting the live session and any outstanding choice, resuming again');
@@ -210,16 +243,19 @@ export class SessionController {
     this.transcript.userPrompt(text);
     this.ui.log(`session/prompt ${sessionId} (${text.length} characters)`);
     let raw: Record<string, unknown> | null;
+    this.promptInFlight = sessionId;
     try {
       raw = (await this.server.request(Methods.prompt, { sessionId, prompt: [{ type: 'text', text }] })) as Record<
         string,
         unknown
       > | null;
     } catch (err) {
+      this.promptInFlight = undefined;
       this.snapshot.finishTurn();
       this.transcript.turnEnded(undefined, errText(err));
       throw err;
     }
+    this.promptInFlight = undefined;
     this.snapshot.finishTurn();
     const stopReason = typeof raw?.stopReason === 'string' ? raw.stopReason : 'unknown';
     this.transcript.turnEnded(stopReason);
@@ -341,7 +377,10 @@ export class SessionController {
           this.currentSessionId = intent.sessionId;
         }
         this.ui.setStatus(LocalStatus.live(intent.sessionId, intent.stale));
-        if (this.transcript.sessionId !== intent.sessionId) this.transcript.startedSession(intent.sessionId);
+        if (this.transcript.sessionId !== intent.sessionId) {
+          this.lastSeqValue = undefined;
+          this.transcript.startedSession(intent.sessionId);
+        }
         this.transcript.setLive(intent.sessionId);
         if (!intent.stale) this.transcript.confirmed();
         this.opts.view?.reveal();
@@ -515,6 +554,7 @@ export class SessionController {
     this.ui.log(`expired: ${previousSessionId} → ${sessionId}`);
     this.activeSessionId = sessionId;
     this.currentSessionId = sessionId;
+    this.lastSeqValue = undefined;
     this.snapshot.reset();
     this.transcript.startedSession(sessionId);
     // Banners about the session that ended end with it.
@@ -533,21 +573,75 @@ export class SessionController {
   onRestored(raw: unknown): void {
     const p = parseRestored(raw);
     if (!p.ok) return this.ui.log(`ignored: ${p.error}`);
-    this.ui.log(`restored: cached snapshot of ${p.value.sessionId} (stale)`);
+    const source = p.value.source;
+    this.ui.log(
+      source
+        ? `restored: ${p.value.sessionId} from ${source.agent}'s own store, ${source.path}${source.complete ? '' : ' (latest turns only)'} (stale)`
+        : `restored: cached snapshot of ${p.value.sessionId} (stale)`,
+    );
     this.currentSessionId = p.value.sessionId;
+    // A new transcript: the events drawn before it are no longer what the view shows.
+    this.lastSeqValue = undefined;
     this.snapshot.restore(p.value.snapshot);
-    this.transcript.restored(p.value.sessionId, p.value.snapshot);
+    this.transcript.restored(p.value.sessionId, p.value.snapshot, source);
     this.opts.view?.reveal();
     this.afterBannerChange();
-    this.ui.setStatus(LocalStatus.restoredStale(p.value.sessionId));
+    this.ui.setStatus(LocalStatus.restoredStale(p.value.sessionId, source));
   }
 
   onUpdate(raw: unknown): void {
     const p = parseUpdate(raw);
     if (!p.ok) return this.ui.log(`ignored: ${p.error}`);
+    this.noteSeq(p.value.sessionId, p.value.seq);
     this.transcript.update(p.value);
     const milestone = this.snapshot.apply(p.value);
     if (milestone && this.activeSessionId) void this.persist.milestone(milestone);
+  }
+
+  /**
+   * `session/turnEnded`: a prompt turn of the session ended. The answer of this window's own
+   * `session/prompt` ends its turn (`prompt`); this ends a turn the view shows running that
+   * this window did not send (another editor's, or its own from before a reload, replayed by
+   * the daemon), with its stop reason, and persists as a finished turn does.
+   */
+  onTurnEnded(raw: unknown): void {
+    const p = parseTurnEnded(raw);
+    if (!p.ok) return this.ui.log(`ignored: ${p.error}`);
+    const { sessionId, seq, stopReason, error } = p.value;
+    this.ui.log(`session/turnEnded ${sessionId} seq=${seq}: ${stopReason ?? `error ${error ?? '?'}`}`);
+    if (this.transcript.sessionId !== undefined && sessionId !== this.transcript.sessionId) return;
+    this.noteSeq(sessionId, seq);
+    if (this.promptInFlight === sessionId || !this.transcript.turnRunning) return;
+    this.snapshot.finishTurn();
+    this.transcript.turnEnded(stopReason, error);
+    if (this.opts.persistenceEnabled && this.activeSessionId === sessionId) void this.persist.milestone('turnFinalized');
+  }
+
+  /**
+   * `session/reattached` (from the forwarder): the daemon died and a new one took the session
+   * back. Its `seq`s start again at 1, so the last one drawn no longer applies; the result is
+   * drawn like the answer of a resume (a dialog on `needsChoice`).
+   */
+  onReattached(raw: unknown): Promise<void> {
+    const p = parseReattached(raw);
+    if (!p.ok) {
+      this.ui.log(`ignored: ${p.error}`);
+      return Promise.resolve();
+    }
+    this.ui.log(`session/reattached ${p.value.sessionId}${p.value.error ? `: refused (${p.value.error})` : ''}`);
+    if (this.transcript.sessionId === undefined || this.transcript.sessionId === p.value.sessionId) this.lastSeqValue = undefined;
+    if (this.promptInFlight === p.value.sessionId) this.promptInFlight = undefined;
+    if (p.value.result) return this.handleResult(p.value.result);
+    this.ui.setStatus(LocalStatus.failed(p.value.error ?? 'the new Tether daemon refused the session'));
+    this.transcript.failed(p.value.error ?? 'the new Tether daemon refused the session');
+    return Promise.resolve();
+  }
+
+  /** Keeps `seq` as the last event drawn when it is about the view's session. */
+  private noteSeq(sessionId: string, seq: number | undefined): void {
+    if (seq === undefined) return;
+    if (this.transcript.sessionId !== undefined && sessionId !== this.transcript.sessionId) return;
+    this.lastSeqValue = seq;
   }
 
   /** `session/requestPermission`: resolves to the ACP answer; never rejects. */

@@ -9,10 +9,13 @@ import type {
   BannerParams,
   ExpiredParams,
   PermissionRequestParams,
+  ReattachedParams,
   RestoredParams,
+  RestoredSource,
   ResumeResult,
   SessionState,
   StatusParams,
+  TurnEndedParams,
   UpdateParams,
 } from './protocol';
 
@@ -120,7 +123,44 @@ export function parseRestored(p: unknown): Parsed<RestoredParams> {
   const sessionId = str(p, 'sessionId');
   if (!sessionId) return fail(m, 'sessionId', 'is missing');
   if (!isObj(p.snapshot)) return fail(m, 'snapshot', 'is not an object');
-  return { ok: true, value: { sessionId, snapshot: p.snapshot as unknown as RestoredParams['snapshot'], stale: true } };
+  // `source` only adds a line to the view: a malformed one is left out, never fatal.
+  let source: RestoredSource | undefined;
+  if (isObj(p.source)) {
+    const agent = str(p.source, 'agent');
+    const path = str(p.source, 'path');
+    if (agent && path) source = { agent, path, complete: p.source.complete !== false };
+  }
+  return {
+    ok: true,
+    value: { sessionId, snapshot: p.snapshot as unknown as RestoredParams['snapshot'], stale: true, ...(source ? { source } : {}) },
+  };
+}
+
+/** Checks `session/turnEnded` (`sessionId` and `seq` required; `stopReason` or `error`). */
+export function parseTurnEnded(p: unknown): Parsed<TurnEndedParams> {
+  const m = 'session/turnEnded';
+  if (!isObj(p)) return fail(m, 'params', 'is not an object');
+  const sessionId = str(p, 'sessionId');
+  if (!sessionId) return fail(m, 'sessionId', 'is missing');
+  const seq = num(p, 'seq');
+  if (seq === undefined) return fail(m, 'seq', 'is not a number');
+  const stopReason = str(p, 'stopReason');
+  const error = str(p, 'error');
+  return { ok: true, value: { sessionId, seq, ...(stopReason ? { stopReason } : {}), ...(error ? { error } : {}) } };
+}
+
+/** Checks `session/reattached`: its `result` as a `ResumeResult`, or the `error` the new daemon gave. */
+export function parseReattached(p: unknown): Parsed<ReattachedParams> {
+  const m = 'session/reattached';
+  if (!isObj(p)) return fail(m, 'params', 'is not an object');
+  const sessionId = str(p, 'sessionId');
+  if (!sessionId) return fail(m, 'sessionId', 'is missing');
+  if (p.result !== undefined) {
+    const result = parseResumeResult(p.result);
+    if (!result.ok) return result;
+    return { ok: true, value: { sessionId, result: result.value } };
+  }
+  return { ok: true, value: { sessionId, error: str(p, 'error') ?? (isObj(p.error) ? (str(p.error, 'message') ?? 'refused') : 'refused') } };
 }
 
 export function parseUpdate(p: unknown): Parsed<UpdateParams> {
@@ -133,7 +173,12 @@ export function parseUpdate(p: unknown): Parsed<UpdateParams> {
   }
   return {
     ok: true,
-    value: { sessionId, update: p.update as UpdateParams['update'], replay: p.replay === true },
+    value: {
+      sessionId,
+      update: p.update as UpdateParams['update'],
+      replay: p.replay === true,
+      ...(num(p, 'seq') !== undefined ? { seq: num(p, 'seq') } : {}),
+    },
   };
 }
 

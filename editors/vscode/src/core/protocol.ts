@@ -39,6 +39,10 @@ export const ServerMethods = {
   requestPermission: 'session/requestPermission',
   /** A permission question was settled, possibly by another editor (R-DAEMON-6). */
   permissionResolved: 'session/permissionResolved',
+  /** A prompt turn ended, sent to every attached editor, the one that sent it or not. */
+  turnEnded: 'session/turnEnded',
+  /** The forwarder's new daemon took this session back after the old one died. */
+  reattached: 'session/reattached',
 } as const;
 
 /** What the client declares under `capabilities.experimental.tether`: it renders these itself. */
@@ -139,6 +143,8 @@ export interface ResumeParams {
   sessionId?: string;
   agent?: string;
   workDoneToken?: string | number;
+  /** The `seq` of the last event the editor drew of this session: only later ones are replayed (daemon). */
+  afterSeq?: number;
 }
 
 export interface RecoveryChoiceParams {
@@ -192,6 +198,33 @@ export interface RestoredParams {
   sessionId: string;
   snapshot: SessionSnapshot;
   stale: true;
+  /** Where a transcript Tether never cached was read from (the agent's own store); absent for Tether's cache. */
+  source?: RestoredSource;
+}
+
+/** `session/restored`'s `source`: the agent's own session store the transcript came from. */
+export interface RestoredSource {
+  /** `claude`, `codex`, `gemini`, `copilot` (other values are shown as they are). */
+  agent: string;
+  /** The session's file in that store (absolute). */
+  path: string;
+  /** The whole file was read; `false` when older turns may exist. */
+  complete: boolean;
+}
+
+/** `session/turnEnded` notification: a prompt turn ended (the ACP stop reason, or the error's kind). */
+export interface TurnEndedParams {
+  sessionId: string;
+  seq: number;
+  stopReason?: string;
+  error?: string;
+}
+
+/** `session/reattached` notification: the session was resumed in a new daemon (its `seq`s start again at 1). */
+export interface ReattachedParams {
+  sessionId: string;
+  result?: ResumeResult;
+  error?: string;
 }
 
 /** `session/update` notification: an ACP `SessionUpdate`, forwarded. */
@@ -200,6 +233,8 @@ export interface UpdateParams {
   update: AcpSessionUpdate;
   /** True while the agent replays history (`session/load`), false for live output. */
   replay: boolean;
+  /** The event's place among the session's events (from a daemon); kept for `afterSeq`. */
+  seq?: number;
 }
 
 /** The subset of ACP `SessionUpdate` variants the snapshot model reads (ACP v1 schema). */

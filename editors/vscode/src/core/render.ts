@@ -10,6 +10,8 @@
  * Content-Security-Policy (no inline script, no remote content) is the second wall.
  */
 import MarkdownIt from 'markdown-it';
+import type { RestoredSource } from './protocol';
+import { sourceAgentName } from './status';
 import type { OlderState, PlanEntryView, PromptState, StatusLine, ViewItem } from './transcript';
 
 const md = new MarkdownIt({ html: false, linkify: true, typographer: false, breaks: false });
@@ -139,4 +141,14 @@ export function statusText(s: StatusLine): { text: string; className: string } {
 /** The prompt box's description: the reason Send is disabled, or a hint. */
 export function promptHint(p: PromptState): string {
   return p.reason || 'Enter sends; Shift+Enter adds a line.';
+}
+
+/**
+ * The stale banner's text (plain text, set as `textContent`): Tether's cache, or, with a
+ * `source`, the agent's own store and file the transcript was read from.
+ */
+export function staleText(source?: RestoredSource): string {
+  if (!source) return 'Saved transcript: the agent has not confirmed it yet.';
+  const partial = source.complete ? '' : ' (its latest turns; older ones may exist)';
+  return `Transcript read from ${sourceAgentName(source.agent)}'s own session store, ${source.path}${partial}: the agent has not confirmed it yet.`;
 }

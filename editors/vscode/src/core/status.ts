@@ -6,7 +6,7 @@
  * from the time the status arrived and the current time of an injected clock, so the UI layer
  * only has to re-render once a second.
  */
-import type { StatusParams } from './protocol';
+import type { RestoredSource, StatusParams } from './protocol';
 
 /** How the status bar item should look. `icon` is a codicon name (`sync~spin`, `check`, …). */
 export interface StatusView {
@@ -138,10 +138,12 @@ export const LocalStatus = {
     severity: 'error',
     command: 'tether.showLogs',
   }),
-  restoredStale: (sessionId: string): StatusView => ({
+  restoredStale: (sessionId: string, source?: RestoredSource): StatusView => ({
     icon: 'history',
-    text: 'Tether: cached transcript',
-    tooltip: `Session ${shortId(sessionId)}: showing the cached transcript; the agent has not confirmed it yet`,
+    text: source ? `Tether: ${sourceAgentName(source.agent)} transcript` : 'Tether: cached transcript',
+    tooltip: source
+      ? `Session ${shortId(sessionId)}: showing the transcript read from ${sourceAgentName(source.agent)}'s own session store (${source.path}); the agent has not confirmed it yet`
+      : `Session ${shortId(sessionId)}: showing the cached transcript; the agent has not confirmed it yet`,
     severity: 'normal',
     command: 'tether.showLogs',
   }),
@@ -222,4 +224,18 @@ export class StatusTracker {
     this.last = undefined;
     return wasOpen ? { kind: 'close' } : { kind: 'none' };
   }
+}
+
+/** The agents whose own session stores Tether reads, by `session/restored`'s `source.agent`. */
+const STORE_NAMES: Record<string, string> = {
+  claude: 'Claude Code',
+  codex: 'Codex',
+  gemini: 'Gemini CLI',
+  copilot: 'Copilot CLI',
+  opencode: 'opencode',
+};
+
+/** The agent of a `source` as shown to the user (`claude` → `Claude Code`; unknown ones as given). */
+export function sourceAgentName(agent: string): string {
+  return STORE_NAMES[agent] ?? agent;
 }

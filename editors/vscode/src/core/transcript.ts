@@ -12,7 +12,16 @@
  * the server's `session/status`, and whether a prompt can be sent follows what the server said.
  */
 import { progressMessage } from './status';
-import type { AcpSessionUpdate, ChatTurn, ExecTurn, SessionSnapshot, SessionState, StatusParams, UpdateParams } from './protocol';
+import type {
+  AcpSessionUpdate,
+  ChatTurn,
+  ExecTurn,
+  RestoredSource,
+  SessionSnapshot,
+  SessionState,
+  StatusParams,
+  UpdateParams,
+} from './protocol';
 
 export type ItemKind = 'user' | 'agent' | 'thought' | 'tool' | 'plan' | 'status';
 
@@ -82,7 +91,7 @@ export interface PermissionView {
 }
 
 export type ViewOp =
-  | { op: 'reset'; sessionId: string; items: ViewItem[]; stale: boolean }
+  | { op: 'reset'; sessionId: string; items: ViewItem[]; stale: boolean; source?: RestoredSource }
   | { op: 'append'; item: ViewItem }
   | { op: 'replace'; item: ViewItem }
   | { op: 'prepend'; items: ViewItem[] }
@@ -177,6 +186,8 @@ export class TranscriptModel {
   private seq = 0;
   private sessionIdValue: string | undefined;
   private staleValue = false;
+  /** Where the restored transcript was read from, when not Tether's cache (`session/restored`'s `source`). */
+  private sourceValue: RestoredSource | undefined;
   private olderValue: OlderState = { state: 'none' };
   /** Absolute index of the first chat turn shown (`chatTurnsBase`, lowered by each history page). */
   private baseValue = 0;
@@ -199,6 +210,14 @@ export class TranscriptModel {
   }
   get stale(): boolean {
     return this.staleValue;
+  }
+  /** The agent's own store the restored transcript came from; `undefined` for Tether's cache. */
+  get source(): RestoredSource | undefined {
+    return this.sourceValue;
+  }
+  /** A prompt turn is running as far as the view knows (Cancel is offered). */
+  get turnRunning(): boolean {
+    return this.busy;
   }
   get base(): number {
     return this.baseValue;
@@ -223,7 +242,7 @@ export class TranscriptModel {
   /** Every op that rebuilds the whole view (a newly opened or reloaded webview). */
   fullState(): ViewOp[] {
     return [
-      { op: 'reset', sessionId: this.sessionIdValue ?? '', items: this.list(), stale: this.staleValue },
+      this.resetOp(this.sessionIdValue ?? '', this.list()),
       { op: 'older', older: this.olderValue },
       { op: 'status', status: this.statusValue },
       { op: 'prompt', prompt: this.promptValue },
@@ -231,9 +250,13 @@ export class TranscriptModel {
     ];
   }
 
-  /** `session/restored`: the saved transcript, shown at once and marked stale. */
-  restored(sessionId: string, snapshot: Partial<SessionSnapshot> & { chatTurnsBase?: unknown }): void {
+  /**
+   * `session/restored`: the saved transcript, shown at once and marked stale; `source` when it
+   * was read from the agent's own store (the stale banner names it).
+   */
+  restored(sessionId: string, snapshot: Partial<SessionSnapshot> & { chatTurnsBase?: unknown }, source?: RestoredSource): void {
     this.clear(sessionId);
+    this.sourceValue = source;
     const turns = Array.isArray(snapshot.chatTurns) ? snapshot.chatTurns : [];
     const execs = Array.isArray(snapshot.execTurns) ? snapshot.execTurns : [];
     this.items = this.fromSnapshot(turns, execs);
@@ -241,7 +264,7 @@ export class TranscriptModel {
     this.baseValue = typeof snapshot.chatTurnsBase === 'number' && snapshot.chatTurnsBase > 0 ? snapshot.chatTurnsBase : 0;
     this.olderValue = this.baseValue > 0 ? { state: 'available', count: this.baseValue } : { state: 'none' };
     this.staleValue = true;
-    this.emit({ op: 'reset', sessionId, items: this.list(), stale: true });
+    this.emit(this.resetOp(sessionId, this.list()));
     this.emit({ op: 'older', older: this.olderValue });
   }
 
@@ -263,12 +286,21 @@ export class TranscriptModel {
   /** A `session/update` (already checked by `parseUpdate`). */
   update(p: UpdateParams): void {
     if (this.sessionIdValue !== undefined && p.sessionId !== this.sessionIdValue) return;
+    // Events before any transcript: a daemon replays a live session's missed events before
+    // the answer to `session/resume` (a reloaded window), so the view adopts their session
+    // instead of clearing them when the answer names it.
+    this.sessionIdValue ??= p.sessionId;
     // A replay (`session/load`) restates history the restored transcript already shows; it
     // is drawn only when nothing was restored.
     if (p.replay && this.items.some((i) => i.restored)) return;
     const u = p.update;
     switch (u.sessionUpdate) {
       case 'user_message_chunk':
+        // A live prompt echo is a turn another editor (or this window before a reload) started.
+        if (!p.replay && !this.busy) {
+          this.busy = true;
+          this.refreshPrompt();
+        }
         return this.chunk('user', blockText(u.content));
       case 'agent_message_chunk':
         return this.chunk('agent', blockText(u.content));
@@ -387,8 +419,13 @@ export class TranscriptModel {
 
   // --- internals ---
 
+  private resetOp(sessionId: string, items: ViewItem[]): ViewOp {
+    return { op: 'reset', sessionId, items, stale: this.staleValue, ...(this.sourceValue ? { source: { ...this.sourceValue } } : {}) };
+  }
+
   private clear(sessionId: string): void {
     this.sessionIdValue = sessionId;
+    this.sourceValue = undefined;
     this.items = [];
     this.byId.clear();
     this.tools.clear();

@@ -9,7 +9,7 @@
  * turns at once, the older ones in chunks above them, frame by frame), so the view is usable
  * at once whatever the size.
  */
-import { olderText, promptHint, renderItem, statusText } from '../core/render';
+import { olderText, promptHint, renderItem, staleText, statusText } from '../core/render';
 import type { OlderState, PermissionView, PromptState, ViewItem, ViewOp, WebviewMessage } from '../core/transcript';
 
 interface VsCodeApi {
@@ -221,6 +221,8 @@ function setPermission(p: PermissionView | null): void {
 function apply(op: ViewOp): void {
   switch (op.op) {
     case 'reset':
+      staleEl.textContent = staleText(op.source);
+      staleEl.title = op.source ? op.source.path : '';
       return reset(op.items, op.stale);
     case 'append': {
       // The user's own prompt brings the view back to the bottom.

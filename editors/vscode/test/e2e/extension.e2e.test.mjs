@@ -12,6 +12,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import {
+  alive,
+  daemonCli,
   findLog,
   findLogs,
   lspClient,
@@ -31,6 +33,7 @@ import {
   waitForDialog,
   waitForNotification,
   waitForStatus,
+  waitGone,
 } from './harness.mjs';
 
 
@@ -125,8 +128,8 @@ async function scrollUpForOlder(page, view, want) {
   });
 }
 
-async function launch(name, settings, workspace = tempDir(`${name}-ws`)) {
-  const cs = await startCodeServer({ name, settings, workspace });
+async function launch(name, settings, workspace = tempDir(`${name}-ws`), env = {}) {
+  const cs = await startCodeServer({ name, settings, workspace, env });
   cleanups.push(cs.stop);
   const { browser, page } = await openBrowser(cs.folderUrl);
   cleanups.push(() => browser.close());
@@ -452,6 +455,160 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     await page.keyboard.press('Escape');
     await view.locator('.turn.status', { hasText: 'Turn cancelled.' }).waitFor({ timeout: 30_000 });
     await screenshot(page, '10-permission-cancelled');
+  });
+  e2e('Developer: Reload Window mid-turn through the daemon: re-attached, the rest of the turn and its end arrive, same agent process', async () => {
+    await requireHarness();
+    requireExecutable(tetherBin, 'the tether server (env TETHER_BIN)', 'build it with `cargo build -p tether --bin tether`, or point TETHER_BIN at it');
+    requireExecutable(
+      scriptedAgentBin,
+      'the scripted agent (env TETHER_SCRIPTED_AGENT)',
+      'build it with `cargo build -p tether-host --bin tether-scripted-agent`, or point TETHER_SCRIPTED_AGENT at it',
+    );
+    // The first prompt streams TOTAL numbered chunks ("1\n", "2\n", …) at RATE a second: a
+    // turn long enough to outlast a window reload on a loaded machine.
+    const TOTAL = 3000;
+    const RATE = 50;
+    const agentDir = tempDir('agent-daemon');
+    const script = path.join(agentDir, 'script.json');
+    writeFileSync(
+      script,
+      JSON.stringify({
+        loadSession: true,
+        resume: true,
+        stateDir: path.join(agentDir, 'state'),
+        // After the stream, the reply (no digits in it): the turn's last words.
+        reply: 'the end',
+        faults: [{ method: 'session/prompt', calls: [1], action: { kind: 'stream', count: TOTAL, perSecond: RATE } }],
+      }),
+    );
+    // No TETHER_REMOTE=off: `tether serve --stdio` forwards to a daemon in this code-server's
+    // own XDG_RUNTIME_DIR (the harness's private folder), started by the first forwarder.
+    const { cs, page } = await launch(
+      'daemon-reload',
+      {
+        'tether.serverPath': tetherBin,
+        'tether.persistence.directory': tempDir('storage-daemon'),
+        'tether.agent.name': 'scripted',
+        'tether.agent.command': scriptedAgentBin,
+        'tether.agent.args': [script],
+      },
+      undefined,
+      { TETHER_REMOTE: undefined },
+    );
+    const daemonEnv = cs.env;
+    const status = () => {
+      const r = daemonCli(['status', '--json'], daemonEnv);
+      assert.equal(r.status, 0, `tether daemon status: ${r.stderr}`);
+      return JSON.parse(r.stdout);
+    };
+    let daemonPid;
+    // Whatever happens, code-server goes first (else languageclient would restart the
+    // forwarder, which would start a new daemon), then the daemon is stopped.
+    cleanups.push(async () => {
+      await cs.kill();
+      daemonCli(['stop'], daemonEnv);
+    });
+    const agentPids = () => pidsWithArg(script);
+    const extLogs = () => findLogs(cs.dirs.userData, 'Tether.log').map((f) => readFileSync(f, 'utf8'));
+
+    // 1. Start-up: a new session, in the daemon.
+    const view = await sessionViewFrame(page, 60_000);
+    await view.locator('#send:not([disabled])').waitFor({ timeout: 60_000 });
+    const first = extLogs()[0] ?? '';
+    const sid = /result: started session=(\S+) /.exec(first)?.[1];
+    assert.ok(sid, `the start-up resume started a session:\n${first}`);
+    const before = status();
+    daemonPid = before.pid;
+    assert.ok(typeof daemonPid === 'number' && alive(daemonPid), `a daemon runs: ${JSON.stringify(before)}`);
+    assert.equal(before.sessions.length, 1, JSON.stringify(before));
+    assert.equal(before.sessions[0].sessionId, sid);
+
+    // 2. The prompt, from the view; the turn streams.
+    await view.locator('#prompt').fill('count');
+    await view.locator('#prompt').press('Enter');
+    const numbersShown = (frame) =>
+      frame.evaluate(() =>
+        [...document.querySelectorAll('#items .turn.agent .md')].flatMap((el) => (el.textContent ?? '').match(/\d+/g) ?? []).map(Number),
+      );
+    await view.waitForFunction(
+      () => ((document.querySelector('#items .turn.agent .md')?.textContent ?? '').match(/\d+/g) ?? []).length >= 20,
+      undefined,
+      { timeout: 60_000 },
+    );
+    const running = status();
+    assert.equal(running.sessions[0].turnRunning, true, `the turn runs: ${JSON.stringify(running)}`);
+    const agentPgid = running.sessions[0].agentPgid;
+    const agentsBefore = agentPids();
+    assert.equal(agentsBefore.length, 1, `one agent process: ${agentsBefore}`);
+    const seenBefore = await numbersShown(view);
+    assert.ok(seenBefore.length < TOTAL, 'reloading mid-turn');
+
+    // 3. Reload the window mid-turn: the extension host goes (the forwarder with it; the
+    //    daemon keeps the session and its turn), a new one starts and resumes the session.
+    const reloaded = page.waitForEvent('framenavigated', { predicate: (f) => f === page.mainFrame(), timeout: 60_000 });
+    await runCommand(page, 'Developer: Reload Window');
+    await reloaded;
+    await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
+    const view2 = await sessionViewFrame(page, 90_000);
+    // The turn's last chunk and its reply reach the reloaded view, then the turn's end opens
+    // the prompt box.
+    await view2
+      .waitForFunction(
+        (total) => new RegExp(`(^|\\D)${total}\\s+the end\\s*$`).test([...document.querySelectorAll('#items .turn.agent .md')].at(-1)?.textContent ?? ''),
+        TOTAL,
+        { timeout: 120_000 },
+      )
+      .catch(async (err) => {
+        const tail = await view2.evaluate(() => [...document.querySelectorAll('#items .turn')].map((el) => `${el.className}: …${(el.textContent ?? '').slice(-80)}`));
+        throw new Error(`the turn's end never reached the reloaded view; items: ${JSON.stringify(tail)}`, { cause: err });
+      });
+    await view2.locator('#send:not([disabled])').waitFor({ timeout: 30_000 });
+    assert.equal(await view2.locator('#cancel').isDisabled(), true, 'no turn runs any more');
+    await screenshot(page, '21-daemon-reload-turn-ended');
+
+    // 4. The reloaded view: the prompt once, every chunk exactly once, in order.
+    const users = await view2.locator('#items .turn.user').allTextContents();
+    assert.deepEqual(users.map((t) => t.replace(/^You/, '').trim()), ['count'], 'the prompt, replayed once');
+    const shown = await numbersShown(view2);
+    const expected = Array.from({ length: TOTAL }, (_, i) => i + 1);
+    const firstBad = shown.findIndex((n, i) => n !== expected[i]);
+    assert.ok(
+      shown.length === TOTAL && firstBad === -1,
+      `chunks 1..${TOTAL} exactly once, in order: got ${shown.length}, first difference at index ${firstBad} (${shown.slice(Math.max(0, firstBad - 3), firstBad + 3)})`,
+    );
+
+    // 5. The new extension host re-attached to the same session, live, before the turn
+    //    ended, and the turn's end (its stop reason) reached it.
+    const logs = extLogs();
+    assert.equal(logs.length, 2, 'one Tether.log per extension host');
+    const second = logs[1];
+    const resumedAt = second.search(new RegExp(`result: resumed session=${sid} `));
+    const endedAt = second.search(new RegExp(`session/turnEnded ${sid} seq=\\d+: end_turn`));
+    assert.ok(resumedAt >= 0, `the reloaded window resumed ${sid}:\n${second}`);
+    assert.ok(endedAt > resumedAt, `the turn ended after the re-attach (end_turn):\n${second}`);
+    assert.match(second, /session\/resume \S+\n/, 'the reloaded window knew no seq: no afterSeq (the daemon replays the running turn)');
+
+    // 6. The same agent process, and no other.
+    const after = status();
+    assert.equal(after.sessions.length, 1, JSON.stringify(after));
+    assert.equal(after.sessions[0].sessionId, sid);
+    assert.equal(after.sessions[0].turnRunning, false);
+    assert.equal(after.sessions[0].agentPgid, agentPgid, 'the same agent process group');
+    assert.equal(after.pid, daemonPid, 'the same daemon');
+    assert.deepEqual(agentPids(), agentsBefore, 'the same agent process, and none added');
+    console.log(
+      `daemon reload: ${seenBefore.length} chunks drawn before the reload, ${TOTAL} after; session ${sid}, agent pid ${agentsBefore[0]}, daemon pid ${daemonPid}`,
+    );
+
+    // 7. Stop everything: code-server (its forwarder detaches), then the daemon; nothing of
+    //    this run is left.
+    await page.context().browser()?.close();
+    await cs.kill();
+    const stopped = daemonCli(['stop'], daemonEnv);
+    assert.equal(stopped.status, 0, `tether daemon stop: ${stopped.stdout}${stopped.stderr}`);
+    const left = await waitGone([daemonPid, ...agentsBefore, ...pidsWithArg(`${cs.root}/`), ...pidsWithArg(agentDir)]);
+    assert.deepEqual(left, [], `processes of this run still alive: ${left.map((p) => `${p}: ${readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' ')}`)}`);
+    assert.equal(daemonCli(['status'], daemonEnv).status, 1, 'no daemon answers any more');
   });
   e2e('the session view: restored turns, the stale mark, live answers, an inline permission, older turns', async () => {
     await requireHarness();

@@ -67,9 +67,13 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Starts code-server with a fresh user-data and extensions folder, the .vsix installed, the
- * given user settings, and `workspace` open. Returns `{url, root, stop, logs}`.
+ * given user settings, and `workspace` open. `env` changes the environment code-server (and
+ * so the extension host and `tether serve`) gets: a key set to `undefined` is removed, e.g.
+ * `{TETHER_REMOTE: undefined}` for the default, a daemon in this run's own XDG_RUNTIME_DIR.
+ * Returns `{url, root, dirs, env, logs, kill, stop}`: `kill` ends code-server's process group,
+ * `stop` does that and removes the temp folder.
  */
-export async function startCodeServer({ name, settings, workspace }) {
+export async function startCodeServer({ name, settings, workspace, env: envChanges = {} }) {
   const root = mkdtempSync(path.join(tmpdir(), `tether-e2e-${name}-`));
   const dirs = {
     extensions: path.join(root, 'extensions'),
@@ -84,9 +88,15 @@ export async function startCodeServer({ name, settings, workspace }) {
     XDG_DATA_HOME: path.join(dirs.xdg, 'data'),
     XDG_CACHE_HOME: path.join(dirs.xdg, 'cache'),
     XDG_RUNTIME_DIR: path.join(dirs.xdg, 'runtime'),
-    // These tests exercise the in-process server; the daemon path has tests of its own.
+    // These tests exercise the in-process server unless `env` says otherwise.
     TETHER_REMOTE: 'off',
   };
+  // The daemon's folder is XDG_RUNTIME_DIR's (below): never one from the caller's environment.
+  delete env.TETHER_RUNTIME_DIR;
+  for (const [k, v] of Object.entries(envChanges)) {
+    if (v === undefined) delete env[k];
+    else env[k] = v;
+  }
   for (const k of ['HOME', 'XDG_CONFIG_HOME', 'XDG_DATA_HOME', 'XDG_CACHE_HOME', 'XDG_RUNTIME_DIR']) {
     mkdirSync(env[k], { recursive: true, mode: 0o700 });
   }
@@ -156,7 +166,7 @@ export async function startCodeServer({ name, settings, workspace }) {
     await sleep(250);
   }
 
-  const stop = async () => {
+  const kill = async () => {
     if (!exited) {
       try {
         process.kill(-proc.pid, 'SIGTERM'); // its own process group: the extension host and tether too
@@ -172,9 +182,12 @@ export async function startCodeServer({ name, settings, workspace }) {
         }
       }
     }
+  };
+  const stop = async () => {
+    await kill();
     if (!process.env.TETHER_E2E_KEEP) rmSync(root, { recursive: true, force: true });
   };
-  return { url, root, dirs, logs, stop, folderUrl: `${url}/?folder=${encodeURIComponent(workspace)}` };
+  return { url, root, dirs, env, logs, kill, stop, folderUrl: `${url}/?folder=${encodeURIComponent(workspace)}` };
 }
 
 /**
@@ -330,9 +343,10 @@ export function findLogs(userDataDir, fileName) {
   return found.sort();
 }
 
-/** Sends `initialize` to `tether serve --stdio` and returns its result, or throws saying why not. */
+/** Sends `initialize` to `tether serve --stdio --remote=off` and returns its result, or throws saying why not. */
 export async function probeServer(bin) {
-  const child = spawn(bin, ['serve', '--stdio'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  // In process (--remote=off): a probe must not start a daemon in the user's own runtime folder.
+  const child = spawn(bin, ['serve', '--stdio', '--remote=off'], { stdio: ['pipe', 'pipe', 'pipe'] });
   const body = JSON.stringify({
     jsonrpc: '2.0',
     id: 1,
@@ -388,12 +402,16 @@ export function pidsWithArg(marker) {
 }
 
 /**
- * A minimal LSP client of `tether serve --stdio` (Content-Length framing), for preparing a
+ * A minimal LSP client of `tether serve --stdio --remote=off` (Content-Length framing), for preparing a
  * cache the way an editor would before code-server starts. Server → client requests are
  * answered `null`. Returns `{request(method, params), close()}`.
  */
 export function lspClient(bin, logFile) {
-  const child = spawn(bin, ['serve', '--stdio', ...(logFile ? ['--log-file', logFile] : [])], { stdio: ['pipe', 'pipe', 'pipe'] });
+  // In process (--remote=off): the cache it prepares is released when it exits (a daemon in
+  // the user's own runtime folder would keep it, and its agent, after the test).
+  const child = spawn(bin, ['serve', '--stdio', '--remote=off', ...(logFile ? ['--log-file', logFile] : [])], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   let buf = Buffer.alloc(0);
   let nextId = 1;
   const pending = new Map();
@@ -457,4 +475,34 @@ export async function sessionViewFrame(page, timeout = 60_000) {
     await sleep(200);
   }
   throw new Error('the Tether session view did not appear');
+}
+
+/**
+ * Runs `tether daemon <args>` (e.g. `status --json`, `stop`) in `env` (a code-server's, so
+ * the same XDG_RUNTIME_DIR and the same daemon). Returns `{status, stdout, stderr}`.
+ */
+export function daemonCli(args, env) {
+  const r = spawnSync(tetherBin, ['daemon', ...args], { env, encoding: 'utf8', timeout: 60_000 });
+  return { status: r.status, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
+}
+
+/** Whether process `pid` still exists (and is not a zombie). */
+export function alive(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return !/^\d+ \(.*\) Z /.test(stat);
+  } catch {
+    return false;
+  }
+}
+
+/** Waits until none of `pids` is alive; returns the ones still alive after `timeout` ms. */
+export async function waitGone(pids, timeout = 20_000) {
+  const deadline = Date.now() + timeout;
+  let left = pids.filter(alive);
+  while (left.length > 0 && Date.now() < deadline) {
+    await sleep(100);
+    left = left.filter(alive);
+  }
+  return left;
 }

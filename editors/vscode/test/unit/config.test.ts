@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import { initializationOptions, readSettings, redactedForLog } from '../../src/core/config';
+import { initializationOptions, readSettings, redactedForLog, RESTART_KEYS, serverArgs } from '../../src/core/config';
 
 const reader = (values: Record<string, unknown>) => (key: string) => values[key];
 
@@ -68,5 +68,31 @@ describe('settings → initializationOptions (docs/protocol.md "initialize")', (
     assert.doesNotMatch(logged, /sk-ant|"1"/);
     assert.match(logged, /"ANTHROPIC_API_KEY":"<redacted>"/);
     assert.equal(opts.agents?.claude?.env.ANTHROPIC_API_KEY, 'sk-ant-api03-secret', 'the server still gets the value');
+  });
+});
+
+describe('tether.server.remote → the server command line', () => {
+  it('auto (the default) passes no --remote, so tether serve and TETHER_REMOTE decide', () => {
+    const { settings, problems } = readSettings(reader({}));
+    assert.deepEqual(problems, []);
+    assert.equal(settings.server.remote, 'auto');
+    assert.deepEqual(serverArgs(settings, '/logs/tether-serve.log'), ['serve', '--log-file', '/logs/tether-serve.log']);
+    assert.deepEqual(serverArgs(readSettings(reader({ 'server.remote': 'auto' })).settings, '/l'), ['serve', '--log-file', '/l']);
+  });
+
+  it('off passes --remote=off (the session lives in the window\'s own server)', () => {
+    const { settings, problems } = readSettings(reader({ 'server.remote': 'off' }));
+    assert.deepEqual(problems, []);
+    assert.deepEqual(serverArgs(settings, '/l'), ['serve', '--log-file', '/l', '--remote=off']);
+  });
+
+  it('an unknown value is reported by name and replaced by auto', () => {
+    const { settings, problems } = readSettings(reader({ 'server.remote': 'daemon' }));
+    assert.deepEqual(problems, ['tether.server.remote must be "auto" or "off"; using "auto"']);
+    assert.deepEqual(serverArgs(settings, '/l'), ['serve', '--log-file', '/l']);
+  });
+
+  it('a change of it restarts the server (it is on the command line)', () => {
+    assert.ok((RESTART_KEYS as readonly string[]).includes('tether.server'));
   });
 });
