@@ -448,6 +448,128 @@ async fn an_editor_killed_mid_turn_is_followed_by_one_that_gets_the_rest_exactly
     assert_eq!(setup.daemon(&["stop"]).0, 0);
 }
 
+/// Issue 11 item 3 for an editor that comes without `afterSeq` (a new window): it is sent
+/// the session's transcript first (the finished turns, `stale: false`), then the running
+/// turn from its prompt on, then live: every turn exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_editor_gets_the_transcript_then_the_running_turn_once() {
+    let setup = Setup::new();
+    // The second prompt's two reply chunks come 1 s apart: the first editor dies between.
+    setup.world.script(
+        json!([{"method": "session/prompt", "calls": [2], "action": {"kind": "delay", "ms": 1000}}]),
+    );
+    let first = setup.editor().await;
+    let sid = new_session(&setup, &first).await;
+    prompt(&first, &sid, "first question").await;
+    let mark = first.mark();
+    let client = first.client().clone();
+    let prompt_sid = sid.clone();
+    let asked = tokio::spawn(async move {
+        client
+            .request(
+                "session/prompt",
+                json!({"sessionId": prompt_sid, "prompt": [{"type": "text", "text": "second question"}]}),
+            )
+            .await
+    });
+    first
+        .wait_for(
+            mark,
+            "session/update",
+            |p| p["update"]["sessionUpdate"] == "agent_message_chunk",
+            STEP,
+        )
+        .await
+        .expect("the second turn's first chunk");
+    first.signal(libc::SIGKILL, STEP).await.unwrap();
+    assert!(
+        asked.await.unwrap().is_err(),
+        "the dead editor got no answer"
+    );
+
+    let second = setup.editor().await;
+    let r = second
+        .request(
+            "session/resume",
+            json!({"workspace": setup.world.ws(), "sessionId": sid}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["outcome"], "resumed", "{r}");
+    second
+        .wait_for(
+            0,
+            "session/turnEnded",
+            |p| p["sessionId"] == sid.as_str(),
+            STEP,
+        )
+        .await
+        .expect("the running turn's end reaches the new editor");
+    let seen: Vec<(String, Value)> = second
+        .received()
+        .into_iter()
+        .filter(|m| m.params()["sessionId"] == sid.as_str())
+        .map(|m| (m.method().to_owned(), m.params().clone()))
+        .collect();
+    let restored: Vec<&Value> = seen
+        .iter()
+        .filter(|(m, _)| m == "session/restored")
+        .map(|(_, p)| p)
+        .collect();
+    assert_eq!(restored.len(), 1, "one transcript: {seen:?}");
+    assert_eq!(restored[0]["stale"], false);
+    let turns: Vec<(String, String)> = restored[0]["snapshot"]["chatTurns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["role"].as_str().unwrap().to_owned(),
+                t["text"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        turns,
+        [
+            ("user".to_owned(), "first question".to_owned()),
+            ("assistant".to_owned(), "echo: first question".to_owned())
+        ],
+        "the finished turn, not the running one"
+    );
+    let first_update = seen
+        .iter()
+        .position(|(m, _)| m == "session/update")
+        .expect("updates");
+    assert!(
+        seen.iter()
+            .position(|(m, _)| m == "session/restored")
+            .unwrap()
+            < first_update,
+        "the transcript first: {seen:?}"
+    );
+    let (text, seqs) = updates_of(&second, &sid);
+    assert_eq!(
+        text, "echo: second question",
+        "the running turn whole, once"
+    );
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "in order: {seqs:?}");
+    let prompts: Vec<&str> = seen
+        .iter()
+        .filter(|(m, p)| {
+            m == "session/update" && p["update"]["sessionUpdate"] == "user_message_chunk"
+        })
+        .map(|(_, p)| p["update"]["content"]["text"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        prompts,
+        ["second question"],
+        "the running prompt once: {seen:?}"
+    );
+    second.shutdown(STEP).await.unwrap();
+    assert_eq!(setup.daemon(&["stop"]).0, 0);
+}
+
 /// R-DAEMON-5 with two editors on one session: the one that did not prompt sees the prompt
 /// and the turn's updates, its own prompt is refused naming the running turn, and its
 /// cancel ends the other's turn; both learn how the turn ended.

@@ -574,19 +574,22 @@ export class SessionController {
     const p = parseRestored(raw);
     if (!p.ok) return this.ui.log(`ignored: ${p.error}`);
     const source = p.value.source;
+    const stale = p.value.stale;
     this.ui.log(
       source
         ? `restored: ${p.value.sessionId} from ${source.agent}'s own store, ${source.path}${source.complete ? '' : ' (latest turns only)'} (stale)`
-        : `restored: cached snapshot of ${p.value.sessionId} (stale)`,
+        : stale
+          ? `restored: cached snapshot of ${p.value.sessionId} (stale)`
+          : `restored: transcript of ${p.value.sessionId}, live in the daemon`,
     );
     this.currentSessionId = p.value.sessionId;
     // A new transcript: the events drawn before it are no longer what the view shows.
     this.lastSeqValue = undefined;
     this.snapshot.restore(p.value.snapshot);
-    this.transcript.restored(p.value.sessionId, p.value.snapshot, source);
+    this.transcript.restored(p.value.sessionId, p.value.snapshot, source, stale);
     this.opts.view?.reveal();
     this.afterBannerChange();
-    this.ui.setStatus(LocalStatus.restoredStale(p.value.sessionId, source));
+    this.ui.setStatus(stale ? LocalStatus.restoredStale(p.value.sessionId, source) : LocalStatus.live(p.value.sessionId, false));
   }
 
   onUpdate(raw: unknown): void {

@@ -132,7 +132,7 @@ export function parseRestored(p: unknown): Parsed<RestoredParams> {
   }
   return {
     ok: true,
-    value: { sessionId, snapshot: p.snapshot as unknown as RestoredParams['snapshot'], stale: true, ...(source ? { source } : {}) },
+    value: { sessionId, snapshot: p.snapshot as unknown as RestoredParams['snapshot'], stale: p.stale !== false, ...(source ? { source } : {}) },
   };
 }
 

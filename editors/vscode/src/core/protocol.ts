@@ -197,7 +197,8 @@ export interface ExpiredParams {
 export interface RestoredParams {
   sessionId: string;
   snapshot: SessionSnapshot;
-  stale: true;
+  /** True for a cached snapshot the agent has not confirmed yet; false for the transcript of a session live in the daemon, sent when this window attaches to it without `afterSeq`. */
+  stale: boolean;
   /** Where a transcript Tether never cached was read from (the agent's own store); absent for Tether's cache. */
   source?: RestoredSource;
 }

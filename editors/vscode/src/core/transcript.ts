@@ -254,7 +254,7 @@ export class TranscriptModel {
    * `session/restored`: the saved transcript, shown at once and marked stale; `source` when it
    * was read from the agent's own store (the stale banner names it).
    */
-  restored(sessionId: string, snapshot: Partial<SessionSnapshot> & { chatTurnsBase?: unknown }, source?: RestoredSource): void {
+  restored(sessionId: string, snapshot: Partial<SessionSnapshot> & { chatTurnsBase?: unknown }, source?: RestoredSource, stale = true): void {
     this.clear(sessionId);
     this.sourceValue = source;
     const turns = Array.isArray(snapshot.chatTurns) ? snapshot.chatTurns : [];
@@ -263,7 +263,7 @@ export class TranscriptModel {
     for (const i of this.items) this.byId.set(i.id, i);
     this.baseValue = typeof snapshot.chatTurnsBase === 'number' && snapshot.chatTurnsBase > 0 ? snapshot.chatTurnsBase : 0;
     this.olderValue = this.baseValue > 0 ? { state: 'available', count: this.baseValue } : { state: 'none' };
-    this.staleValue = true;
+    this.staleValue = stale;
     this.emit(this.resetOp(sessionId, this.list()));
     this.emit({ op: 'older', older: this.olderValue });
   }

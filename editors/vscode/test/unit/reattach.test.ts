@@ -259,6 +259,18 @@ describe("session/restored with source: a transcript from the agent's own store 
     assert.ok(reset?.op === 'reset' && reset.source === undefined);
   });
 
+  it('the transcript of a session live in the daemon (stale: false) is drawn as live', () => {
+    const { view, ui, c } = make({});
+    c.onRestored({ sessionId: 's3', snapshot: fromClaude.snapshot, stale: false });
+    const reset = view.last('reset');
+    assert.ok(reset?.op === 'reset' && reset.stale === false && reset.items.length === 1);
+    assert.ok(ui.logs.includes('restored: transcript of s3, live in the daemon'), ui.logs.join('\n'));
+    assert.equal(ui.statuses.at(-1)?.tooltip, 'Session s3 is live');
+    // Without the field (an older server), a snapshot is stale as before.
+    const old = parseRestored({ sessionId: 's4', snapshot: {} });
+    assert.ok(old.ok && old.value.stale === true);
+  });
+
   it('guards: a malformed source is left out, never fatal', () => {
     const bad = parseRestored({ ...fromClaude, source: { agent: 3 } });
     assert.ok(bad.ok && bad.value.source === undefined);

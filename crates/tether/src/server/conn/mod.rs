@@ -208,11 +208,14 @@ impl Conn {
             .begin_request(origin, p.work_done_token.clone(), "Resuming session")
             .await;
         let after_seq = p.after_seq;
+        // A session live here is attached to, not resumed: this editor is sent its
+        // transcript by `attach` (a resumed one gets the cache's through the bus).
+        let was_live = p.session_id.as_deref().is_some_and(|id| hub.is_live(id));
         let result = self.as_client(hub.resume(p, Some(origin))).await;
         let message = match &result {
             Ok(r) => {
                 if let Some(id) = &r.session_id {
-                    self.attach(hub, renderer, id, after_seq).await;
+                    self.attach(hub, renderer, id, after_seq, was_live).await;
                 }
                 format!("{:?}", r.outcome)
             }
@@ -255,17 +258,26 @@ impl Conn {
     }
 
     /// Starts rendering session `id` for this editor. Attached to the daemon's hub, the
-    /// events it missed are sent first: those after `after_seq`, else those of the running
-    /// turn (from its prompt on), without a gap or a duplicate (`Bus::attach`).
+    /// events it missed are sent first: those after `after_seq`, else (for a session that
+    /// `was_live`) its transcript without the running turn, then that turn from its prompt
+    /// on, without a gap or a duplicate (`Bus::attach`). With `after_seq` the editor keeps
+    /// what it drew: no transcript is sent.
     async fn attach(
         &self,
         hub: &Arc<Hub>,
         renderer: &Arc<Renderer>,
         id: &str,
         after_seq: Option<u64>,
+        was_live: bool,
     ) {
         if renderer.watches_all() {
             return;
+        }
+        if was_live
+            && after_seq.is_none()
+            && let Some(snapshot) = hub.live_transcript(id).await
+        {
+            renderer.restored_live(id, &snapshot).await;
         }
         let after = after_seq
             .or_else(|| hub.running_turn_start(id).map(|s| s - 1))

@@ -182,6 +182,17 @@ impl Renderer {
             .await;
     }
 
+    /// Sends `session/restored` with the transcript of a session that is live in the hub
+    /// (`stale: false`: the hub recorded it as it happened), to this editor only and
+    /// outside the event log's numbering, before the events it missed are replayed.
+    pub async fn restored_live(&self, session_id: &str, snapshot: &Value) {
+        self.send(
+            notify::RESTORED,
+            &json!({"sessionId": session_id, "snapshot": snapshot, "stale": false}),
+        )
+        .await;
+    }
+
     /// The `seq` of the last event of `session_id` this editor was sent (0: none).
     #[must_use]
     pub fn delivered(&self, session_id: &str) -> u64 {

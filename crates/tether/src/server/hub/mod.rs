@@ -22,6 +22,7 @@
 //! helpers every flow uses.
 
 mod agent_list;
+mod attach;
 mod attempt;
 mod background;
 mod carry;

@@ -284,7 +284,7 @@ namespace Tether.Client.Core.Protocol
         [JsonProperty("sessionId")] public string SessionId { get; set; }
         /// <summary>The cached snapshot.</summary>
         [JsonProperty("snapshot")] public SessionSnapshot Snapshot { get; set; }
-        /// <summary>Always true: cache the agent has not confirmed yet.</summary>
+        /// <summary>True for a cached snapshot the agent has not confirmed yet; false for the transcript of a session live in the daemon, sent when this editor attaches to it without <c>afterSeq</c>.</summary>
         [JsonProperty("stale")] public bool Stale { get; set; }
     }
 
