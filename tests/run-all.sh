@@ -101,6 +101,8 @@ suite_visualstudio() {
 
 suite_lsp() {
   need_pip pytest-lsp pytest-asyncio
+  # test_two_clients.py attaches a headless Neovim to the pytest client's session.
+  need_apt neovim
   build_tether
   python3 -m pytest -q tests/lsp
 }
