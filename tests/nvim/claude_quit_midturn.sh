@@ -38,9 +38,10 @@ TETHER_FAKE_REPLY="$(seq -s ' ' -f 'w%g' 1 150) end."; export TETHER_FAKE_REPLY
 
 fake_pid=""
 cleanup() {
+  local status=$?
   "$TETHER_BIN" daemon stop >/dev/null 2>&1 || true
   [ -n "$fake_pid" ] && kill "$fake_pid" 2>/dev/null || true
-  rm -rf "$TETHER_TEST_DIR"
+  if [ "$status" -eq 0 ]; then rm -rf "$TETHER_TEST_DIR"; else echo "claude_quit_midturn: kept $TETHER_TEST_DIR" >&2; fi
 }
 trap cleanup EXIT
 

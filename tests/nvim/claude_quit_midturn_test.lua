@@ -70,11 +70,16 @@ local function read_file(path)
   return text
 end
 
--- `tether daemon status --json` of the private runtime folder.
+-- `tether daemon status --json` of the private runtime folder (nil when it fails, saying why).
 local function daemon_status()
   local out = vim.fn.system({ "env", "TETHER_RUNTIME_DIR=" .. runtime, bin, "daemon", "status", "--json" })
-  if vim.v.shell_error ~= 0 then return nil end
-  return vim.fn.json_decode(out)
+  local code = vim.v.shell_error
+  local ok, status = pcall(vim.json.decode, out)
+  if code ~= 0 or not ok or type(status) ~= "table" then
+    io.stdout:write(string.format("# tether daemon status --json: exit %d, output %q\n", code, out))
+    return nil
+  end
+  return status
 end
 
 -- Every process: pid -> {ppid, cmd}, read from /proc.
@@ -86,7 +91,9 @@ local function process_table()
     if pid and stat then
       -- The command name (in parentheses) may hold spaces: parse after its closing one.
       local ppid = tonumber(stat:match("^%d+ %(.*%) %S+ (%d+)"))
-      local cmd = (read_file(path .. "/cmdline") or ""):gsub("%z", " "):gsub("%s+$", "")
+      -- Printable ASCII only: a process that sets its title (Claude Code's "claude") leaves
+      -- whatever bytes were there after it.
+      local cmd = (read_file(path .. "/cmdline") or ""):gsub("%z", " "):gsub("[^%w%p ]", "?"):gsub("%s+$", "")
       procs[pid] = { ppid = ppid, cmd = cmd }
     end
   end
@@ -217,16 +224,24 @@ if phase == 1 then
   expect(#so_far > 0 and #so_far < #reply and reply:sub(1, #so_far) == so_far,
     "what came so far is the start of the answer")
   expect(ended == nil, "the first editor quits before the turn ends")
-  write_file(state_file, vim.fn.json_encode({
+  write_file(state_file, vim.json.encode({
     sessionId = sid, afterSeq = max_seq, text = so_far,
     daemonPid = status and status.pid, pgid = session and session.agentPgid,
     tree = status and tree_of(status.pid) or {}, agents = marked(),
   }))
+  expect(pcall(vim.json.decode, read_file(state_file) or ""), "what it saw is saved for the second editor")
   -- Neovim quits with the turn running (its LSP client ends the forwarder as it exits).
   finish()
 else
-  local state = vim.fn.json_decode(read_file(state_file) or "{}")
-  expect(state.sessionId ~= nil, "the first editor left its session id")
+  local saved = read_file(state_file) or ""
+  local decoded, state = pcall(vim.json.decode, saved)
+  state = decoded and type(state) == "table" and state or {}
+  expect(state.sessionId ~= nil, "the first editor left its session id: " .. saved)
+  if state.sessionId == nil then
+    client.stop()
+    finish()
+    return
+  end
   local before = daemon_status()
   local s = before and before.sessions and before.sessions[1]
   expect(before and #before.sessions == 1 and s.sessionId == state.sessionId and s.turnRunning == true
