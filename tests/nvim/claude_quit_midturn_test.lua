@@ -236,7 +236,7 @@ else
   local saved = read_file(state_file) or ""
   local decoded, state = pcall(vim.json.decode, saved)
   state = decoded and type(state) == "table" and state or {}
-  expect(state.sessionId ~= nil, "the first editor left its session id: " .. saved)
+  expect(state.sessionId ~= nil, "the first editor left its session id" .. (state.sessionId and "" or (": " .. saved)))
   if state.sessionId == nil then
     client.stop()
     finish()
