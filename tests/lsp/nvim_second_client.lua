@@ -35,8 +35,8 @@ local LONG = 60000
 
 local events = assert(io.open(events_path, "a"))
 local function record(event)
-  events:write(vim.fn.json_encode(event) .. "\n")
-  events:flush()
+  assert(events:write(vim.fn.json_encode(event) .. "\n"))
+  assert(events:flush())
 end
 
 local function wait(cond, what)

@@ -58,8 +58,8 @@ end
 
 local function write_file(path, text)
   local f = assert(io.open(path, "w"))
-  f:write(text)
-  f:close()
+  assert(f:write(text))
+  assert(f:close())
 end
 
 local function read_file(path)
