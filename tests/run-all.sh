@@ -88,8 +88,11 @@ suite_vscode() {
 }
 
 suite_nvim() {
-  need_apt neovim
+  need_apt neovim curl
   build_tether
+  # claude_quit_midturn drives the real Claude over ACP (tests/agents) against the fake model
+  # API (tether-fake-model, built by build_tether); it fails, naming them, when they are missing.
+  tests/agents/install.sh || die "installing the real agents (tests/agents/install.sh) failed"
   tests/nvim/run.sh
 }
 
@@ -101,6 +104,8 @@ suite_visualstudio() {
 
 suite_lsp() {
   need_pip pytest-lsp pytest-asyncio
+  # test_two_clients.py attaches a headless Neovim to the pytest client's session.
+  need_apt neovim
   build_tether
   python3 -m pytest -q tests/lsp
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the headless Neovim tests against the tether binary, each in a fresh temp folder.
-# Needs nvim (Debian's neovim 0.7).
+# Needs nvim (Debian's neovim 0.7), and for claude_quit_midturn the real agents
+# (tests/agents/install.sh), node, curl and the tether-fake-model binary.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 command -v nvim >/dev/null || { echo "nvim is missing: apt-get install neovim" >&2; exit 1; }
@@ -30,3 +31,8 @@ PHASE=2 timeout 120 nvim --headless -u NONE -c "luafile $repo/tests/nvim/daemon_
 "$TETHER_BIN" daemon stop >/dev/null || { echo "the daemon did not stop" >&2; exit 1; }
 trap - EXIT
 rm -rf "$TETHER_TEST_DIR"
+
+# A real agent's turn that outlives its editor: the same two Neovims in turn, with Claude Code
+# over ACP (tests/agents) answering through the fake model API, which streams slowly and
+# holds the rest of the answer until the second Neovim has attached.
+"$repo/tests/nvim/claude_quit_midturn.sh"
