@@ -159,6 +159,30 @@ async fn prompt(editor: &Editor, sid: &str, text: &str) -> Value {
         .expect("a turn")
 }
 
+/// Sends `session/prompt` with `text` from `editor` without waiting for the turn: the
+/// handle yields the answer (an error when the editor is gone first).
+fn prompt_in_background(
+    editor: &Editor,
+    sid: &str,
+    text: &str,
+) -> tokio::task::JoinHandle<Result<Value, tether::lsp_client::RpcError>> {
+    let client = editor.client().clone();
+    let params = json!({"sessionId": sid, "prompt": [{"type": "text", "text": text}]});
+    tokio::spawn(async move { client.request("session/prompt", params).await })
+}
+
+/// `session/resume` of session `sid`, live in the daemon (after `after_seq` when given),
+/// from `editor`; asserts it was taken back (`resumed`) and returns the result.
+async fn take_back(setup: &Setup, editor: &Editor, sid: &str, after_seq: Option<u64>) -> Value {
+    let mut params = json!({"workspace": setup.world.ws(), "sessionId": sid});
+    if let Some(after) = after_seq {
+        params["afterSeq"] = json!(after);
+    }
+    let r = editor.request("session/resume", params).await.unwrap();
+    assert_eq!(r["outcome"], "resumed", "{r}");
+    r
+}
+
 fn mode_of(path: &Path) -> u32 {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).unwrap().permissions().mode() & 0o777
@@ -188,14 +212,7 @@ async fn a_session_outlives_its_editor_and_the_next_editor_takes_it_back() {
     );
 
     let second = setup.editor().await;
-    let r = second
-        .request(
-            "session/resume",
-            json!({"workspace": setup.world.ws(), "sessionId": sid}),
-        )
-        .await
-        .unwrap();
-    assert_eq!(r["outcome"], "resumed", "{r}");
+    let r = take_back(&setup, &second, &sid, None).await;
     assert_eq!(
         r["breaker"]["attempts"], 0,
         "taken back live, no agent attempt: {r}"
@@ -241,14 +258,7 @@ async fn forwarders_starting_at_once_start_exactly_one_daemon() {
     // Editors with the same configuration share the hub: a session started by one is
     // live for another.
     let sid = new_session(&setup, &a).await;
-    let r = b
-        .request(
-            "session/resume",
-            json!({"workspace": setup.world.ws(), "sessionId": sid}),
-        )
-        .await
-        .unwrap();
-    assert_eq!(r["outcome"], "resumed", "{r}");
+    take_back(&setup, &b, &sid, None).await;
     for editor in [a, b, c] {
         editor.shutdown(STEP).await.unwrap();
     }
@@ -376,16 +386,7 @@ async fn an_editor_killed_mid_turn_is_followed_by_one_that_gets_the_rest_exactly
     let first = setup.editor().await;
     let sid = new_session(&setup, &first).await;
     let pgid = setup.status()["sessions"][0]["agentPgid"].as_i64().unwrap();
-    let client = first.client().clone();
-    let prompt_sid = sid.clone();
-    let asked = tokio::spawn(async move {
-        client
-            .request(
-                "session/prompt",
-                json!({"sessionId": prompt_sid, "prompt": [{"type": "text", "text": "tell me everything"}]}),
-            )
-            .await
-    });
+    let asked = prompt_in_background(&first, &sid, "tell me everything");
     let chunk = first
         .wait_for(
             0,
@@ -405,14 +406,7 @@ async fn an_editor_killed_mid_turn_is_followed_by_one_that_gets_the_rest_exactly
     );
 
     let second = setup.editor().await;
-    let r = second
-        .request(
-            "session/resume",
-            json!({"workspace": setup.world.ws(), "sessionId": sid, "afterSeq": last_seen}),
-        )
-        .await
-        .unwrap();
-    assert_eq!(r["outcome"], "resumed", "{r}");
+    take_back(&setup, &second, &sid, Some(last_seen)).await;
     let ended = second
         .wait_for(
             0,
@@ -462,16 +456,7 @@ async fn a_new_editor_gets_the_transcript_then_the_running_turn_once() {
     let sid = new_session(&setup, &first).await;
     prompt(&first, &sid, "first question").await;
     let mark = first.mark();
-    let client = first.client().clone();
-    let prompt_sid = sid.clone();
-    let asked = tokio::spawn(async move {
-        client
-            .request(
-                "session/prompt",
-                json!({"sessionId": prompt_sid, "prompt": [{"type": "text", "text": "second question"}]}),
-            )
-            .await
-    });
+    let asked = prompt_in_background(&first, &sid, "second question");
     first
         .wait_for(
             mark,
@@ -488,14 +473,7 @@ async fn a_new_editor_gets_the_transcript_then_the_running_turn_once() {
     );
 
     let second = setup.editor().await;
-    let r = second
-        .request(
-            "session/resume",
-            json!({"workspace": setup.world.ws(), "sessionId": sid}),
-        )
-        .await
-        .unwrap();
-    assert_eq!(r["outcome"], "resumed", "{r}");
+    take_back(&setup, &second, &sid, None).await;
     second
         .wait_for(
             0,
@@ -583,24 +561,8 @@ async fn two_editors_one_turn_at_a_time_and_cancel_from_either() {
     let a = setup.editor().await;
     let sid = new_session(&setup, &a).await;
     let b = setup.editor().await;
-    let r = b
-        .request(
-            "session/resume",
-            json!({"workspace": setup.world.ws(), "sessionId": sid}),
-        )
-        .await
-        .unwrap();
-    assert_eq!(r["outcome"], "resumed", "{r}");
-    let client = a.client().clone();
-    let prompt_sid = sid.clone();
-    let asked = tokio::spawn(async move {
-        client
-            .request(
-                "session/prompt",
-                json!({"sessionId": prompt_sid, "prompt": [{"type": "text", "text": "a long one"}]}),
-            )
-            .await
-    });
+    take_back(&setup, &b, &sid, None).await;
+    let asked = prompt_in_background(&a, &sid, "a long one");
     // B sees A's prompt as a user message.
     let echo = b
         .wait_for(
@@ -700,16 +662,7 @@ async fn a_permission_question_waits_for_the_next_editor_and_the_first_answer_wi
     };
     let first = setup.editor_answering(undecided.clone()).await;
     let sid = new_session(&setup, &first).await;
-    let client = first.client().clone();
-    let prompt_sid = sid.clone();
-    let asked = tokio::spawn(async move {
-        client
-            .request(
-                "session/prompt",
-                json!({"sessionId": prompt_sid, "prompt": [{"type": "text", "text": "may I?"}]}),
-            )
-            .await
-    });
+    let asked = prompt_in_background(&first, &sid, "may I?");
     let question = first
         .wait_for(
             0,
@@ -824,16 +777,7 @@ async fn a_hundred_detach_reattach_cycles_mid_turn_lose_and_repeat_nothing() {
 
     // The first editor sends the prompt; the turn goes on after it dies.
     let mut editor = setup.editor().await;
-    let client = editor.client().clone();
-    let prompt_sid = sid.clone();
-    let _orphaned = tokio::spawn(async move {
-        client
-            .request(
-                "session/prompt",
-                json!({"sessionId": prompt_sid, "prompt": [{"type": "text", "text": "count"}]}),
-            )
-            .await
-    });
+    let _orphaned = prompt_in_background(&editor, &sid, "count");
     let mut collected: Vec<(u64, u64)> = Vec::new();
     let mut after = 0;
     for cycle in 0..=CYCLES {
