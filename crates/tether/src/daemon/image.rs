@@ -12,6 +12,10 @@
 //! process's mappings of them, and the next use of any of them is a minor fault that maps
 //! it again.
 //!
+//! Called when start-up is over (the forwarder once it relays, the daemon once it listens)
+//! and when an editor's set-up is (its `initialized`: its configuration was parsed, its hub
+//! and cache opened), in the daemon and in-process alike.
+//!
 //! The shared libraries count the same way (libc's code: 1.1 MB resident in an idle
 //! forwarder). Only segments that are never written are released: the `PT_LOAD` segments without
 //! `PF_W` (code, read-only data, unwind tables), shrunk to whole pages of their own. The
