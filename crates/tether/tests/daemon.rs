@@ -548,6 +548,80 @@ async fn a_new_editor_gets_the_transcript_then_the_running_turn_once() {
     assert_eq!(setup.daemon(&["stop"]).0, 0);
 }
 
+/// Issue 11 item 2: a forwarder ended by SIGTERM, SIGHUP or SIGKILL (a window closed,
+/// its terminal gone, an extension host killed) detaches its session without stopping it:
+/// the turn it was running goes on in the daemon, on the same agent, and the next editor
+/// takes the session back with that turn's answer (replayed live, or already in the
+/// transcript when the turn ended first).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forwarder_ended_by_any_signal_leaves_its_session_and_turn_running() {
+    let setup = Setup::new();
+    // Every turn's two reply chunks come 2 s apart: each forwarder dies between them.
+    setup
+        .world
+        .script(json!([{"method": "session/prompt", "action": {"kind": "delay", "ms": 2000}}]));
+    let mut editor = setup.editor().await;
+    let sid = new_session(&setup, &editor).await;
+    let pgid = setup.status()["sessions"][0]["agentPgid"].as_i64().unwrap();
+    for (n, signal) in [libc::SIGTERM, libc::SIGHUP, libc::SIGKILL]
+        .into_iter()
+        .enumerate()
+    {
+        let text = format!("turn {n}");
+        let mark = editor.mark();
+        let asked = prompt_in_background(&editor, &sid, &text);
+        editor
+            .wait_for(
+                mark,
+                "session/update",
+                |p| p["update"]["sessionUpdate"] == "agent_message_chunk",
+                STEP,
+            )
+            .await
+            .expect("the turn streams");
+        editor
+            .signal(signal, STEP)
+            .await
+            .unwrap_or_else(|e| panic!("the forwarder ends on signal {signal}: {e}"));
+        assert!(asked.await.unwrap().is_err(), "signal {signal}: no answer");
+        let status = setup.status();
+        assert_eq!(
+            status["sessions"][0]["agentPgid"].as_i64(),
+            Some(pgid),
+            "signal {signal}: the session and its agent stay: {status}"
+        );
+
+        let next = setup.editor().await;
+        take_back(&setup, &next, &sid, None).await;
+        let answer = format!("echo: {text}");
+        let in_transcript = next.received().iter().any(|m| {
+            m.method() == "session/restored"
+                && m.params()["snapshot"]["chatTurns"]
+                    .as_array()
+                    .is_some_and(|t| t.iter().any(|t| t["text"] == answer.as_str()))
+        });
+        if !in_transcript {
+            next.wait_for(
+                0,
+                "session/turnEnded",
+                |p| p["sessionId"] == sid.as_str() && p["stopReason"] == "end_turn",
+                STEP,
+            )
+            .await
+            .unwrap_or_else(|| panic!("signal {signal}: the turn ends for the next editor"));
+            let (streamed, _) = updates_of(&next, &sid);
+            assert_eq!(streamed, answer, "signal {signal}: the whole turn, once");
+        }
+        editor = next;
+    }
+    let status = setup.status();
+    assert_eq!(status["sessions"].as_array().unwrap().len(), 1, "{status}");
+    assert_eq!(status["sessions"][0]["agentPgid"].as_i64(), Some(pgid));
+    editor.shutdown(STEP).await.unwrap();
+    assert_eq!(setup.daemon(&["stop"]).0, 0);
+    assert!(processes_in_group(pgid as i32).is_empty(), "no agent left");
+}
+
 /// R-DAEMON-5 with two editors on one session: the one that did not prompt sees the prompt
 /// and the turn's updates, its own prompt is refused naming the running turn, and its
 /// cancel ends the other's turn; both learn how the turn ended.

@@ -103,6 +103,9 @@ pub fn run_daemon(dir: Option<PathBuf>, idle_secs: u64, log_file: Option<PathBuf
 /// that started the daemon closes, and nothing the daemon prints later can block on it.
 fn say_ready() {
     use std::io::Write;
+    // Start-up is over: the pages of code it ran (ours and the libraries') need not stay mapped (see `image`).
+    let released = super::image::release_read_only_pages();
+    tracing::debug!(released, "released the start-up pages of the image");
     let mut out = std::io::stdout();
     let _ = writeln!(out, "ready");
     let _ = out.flush();
@@ -254,6 +257,10 @@ pub async fn forward_stdio(options: crate::server::ServeOptions) {
                 "forwarding the editor to the daemon"
             );
             let (input, output) = crate::server::stdio_streams();
+            // From here on the forwarder only relays: the pages of code that start-up ran
+            // (argument parsing, logging, the handshake) need not stay mapped (see `image`).
+            let released = super::image::release_read_only_pages();
+            tracing::debug!(released, "released the start-up pages of the image");
             let again = Reconnect {
                 dir: &dir,
                 exe: &exe,

@@ -7,12 +7,13 @@
 //! the first line each way; [`forwarder`]: connect-or-start; [`relay`]: the editor's frames
 //! both ways, surviving a lost daemon, with [`frames`] (where frames end) and [`ledger`]
 //! (what is in flight, what to replay); [`server`]: the daemon's accept loop, peer check
-//! and shared hubs; [`cli`]: `tether daemon` and the forwarding `tether serve`.
+//! and shared hubs; [`image`]: the start-up pages of the binary given back; [`cli`]: `tether daemon` and the forwarding `tether serve`.
 
 pub mod cli;
 pub mod forwarder;
 pub mod frames;
 pub mod handshake;
+pub mod image;
 pub mod ledger;
 pub mod paths;
 pub mod relay;
