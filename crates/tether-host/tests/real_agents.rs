@@ -546,13 +546,27 @@ async fn run_acp(agent: RealAgent, expect: Expect) {
     prompt_ok(&run, &first, "hello tether").await;
     // 1b. R-HIST-7: an agent that advertises `session/list` lists the session it just ran.
     if info.list {
-        let listed = within(
-            &format!("{name} session/list"),
-            STARTUP,
-            first.conn.list_sessions(&run.launch.workspace),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("{name} session/list: {e}"));
+        // claude-agent-acp 0.23.1 lists a session once Claude Code has written it, which
+        // can be just after the turn's answer (an empty list was seen once): ask until it
+        // is there, for at most STARTUP.
+        let asked = Instant::now();
+        let listed = loop {
+            let listed = within(
+                &format!("{name} session/list"),
+                STARTUP,
+                first.conn.list_sessions(&run.launch.workspace),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{name} session/list: {e}"));
+            if listed.iter().any(|s| s.id == first.session) || asked.elapsed() > STARTUP {
+                break listed;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        run.note(
+            "sessionListWaitMs",
+            json!(asked.elapsed().as_millis() as u64),
+        );
         run.note(
             "sessionList",
             json!(

@@ -265,8 +265,18 @@ pub async fn forward_stdio(options: crate::server::ServeOptions) {
                 dir: &dir,
                 exe: &exe,
             };
-            if let Err(err) = relay(input, output, (stream, welcome), again).await {
-                tracing::warn!(error = %err, "the forwarder ends");
+            // SIGTERM, SIGHUP and SIGINT end the forwarder (whatever disposition it
+            // inherited, e.g. SIGHUP ignored under nohup) and nothing else: its sessions
+            // stay in the daemon, detached (issue 11 item 2).
+            tokio::select! {
+                relayed = relay(input, output, (stream, welcome), again) => {
+                    if let Err(err) = relayed {
+                        tracing::warn!(error = %err, "the forwarder ends");
+                    }
+                }
+                name = crate::server::transport::first_termination_signal() => {
+                    tracing::info!(signal = name, "the forwarder ends on {name}; its sessions stay in the daemon");
+                }
             }
         }
         Err(err) => {
