@@ -171,6 +171,19 @@ fn prompt_in_background(
     tokio::spawn(async move { client.request("session/prompt", params).await })
 }
 
+/// The first `agent_message_chunk` update `editor` receives after `mark` (waiting at most
+/// [`STEP`]): a turn's answer has started streaming.
+async fn first_agent_chunk(editor: &Editor, mark: usize) -> Option<tether::editor::Received> {
+    editor
+        .wait_for(
+            mark,
+            "session/update",
+            |p| p["update"]["sessionUpdate"] == "agent_message_chunk",
+            STEP,
+        )
+        .await
+}
+
 /// `session/resume` of session `sid`, live in the daemon (after `after_seq` when given),
 /// from `editor`; asserts it was taken back (`resumed`) and returns the result.
 async fn take_back(setup: &Setup, editor: &Editor, sid: &str, after_seq: Option<u64>) -> Value {
@@ -387,15 +400,7 @@ async fn an_editor_killed_mid_turn_is_followed_by_one_that_gets_the_rest_exactly
     let sid = new_session(&setup, &first).await;
     let pgid = setup.status()["sessions"][0]["agentPgid"].as_i64().unwrap();
     let asked = prompt_in_background(&first, &sid, "tell me everything");
-    let chunk = first
-        .wait_for(
-            0,
-            "session/update",
-            |p| p["update"]["sessionUpdate"] == "agent_message_chunk",
-            STEP,
-        )
-        .await
-        .expect("the first chunk");
+    let chunk = first_agent_chunk(&first, 0).await.expect("the first chunk");
     let (seen_text, seen_seqs) = updates_of(&first, &sid);
     let last_seen = chunk.params()["seq"].as_u64().unwrap();
     // The window reloads: its forwarder is killed, mid-turn.
@@ -457,13 +462,7 @@ async fn a_new_editor_gets_the_transcript_then_the_running_turn_once() {
     prompt(&first, &sid, "first question").await;
     let mark = first.mark();
     let asked = prompt_in_background(&first, &sid, "second question");
-    first
-        .wait_for(
-            mark,
-            "session/update",
-            |p| p["update"]["sessionUpdate"] == "agent_message_chunk",
-            STEP,
-        )
+    first_agent_chunk(&first, mark)
         .await
         .expect("the second turn's first chunk");
     first.signal(libc::SIGKILL, STEP).await.unwrap();
@@ -570,13 +569,7 @@ async fn a_forwarder_ended_by_any_signal_leaves_its_session_and_turn_running() {
         let text = format!("turn {n}");
         let mark = editor.mark();
         let asked = prompt_in_background(&editor, &sid, &text);
-        editor
-            .wait_for(
-                mark,
-                "session/update",
-                |p| p["update"]["sessionUpdate"] == "agent_message_chunk",
-                STEP,
-            )
+        first_agent_chunk(&editor, mark)
             .await
             .expect("the turn streams");
         editor
@@ -1076,13 +1069,7 @@ async fn a_daemon_killed_mid_turn_fifty_times_is_replaced_and_nothing_acknowledg
         let long =
             json!({"sessionId": sid, "prompt": [{"type": "text", "text": format!("long {n}")}]});
         let asked = tokio::spawn(async move { client.request("session/prompt", long).await });
-        editor
-            .wait_for(
-                mark,
-                "session/update",
-                |p| p["update"]["sessionUpdate"] == "agent_message_chunk",
-                STEP,
-            )
+        first_agent_chunk(&editor, mark)
             .await
             .unwrap_or_else(|| panic!("cycle {n}: the turn streams"));
         // SAFETY: kill sends a signal to a pid this test read from the daemon's status.

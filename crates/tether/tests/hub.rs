@@ -33,6 +33,20 @@ struct Seen {
     detail: Value,
 }
 
+/// Asserts that `events` hold a stale-snapshot banner whose message names `source` (the
+/// agent whose store the transcript came from).
+fn assert_stale_banner_names(events: &[Seen], source: &str) {
+    let banner = &events
+        .iter()
+        .find(|s| s.what == "banner:staleSnapshot")
+        .expect("a stale-snapshot banner")
+        .detail;
+    assert!(
+        banner["message"].as_str().unwrap().contains(source),
+        "{banner}"
+    );
+}
+
 /// A subscriber in an editor's place: records every event, answers permission questions
 /// with `permission`, recovery questions with `choice` (when set) and handoff offers with
 /// `handoff` (when set).
@@ -410,15 +424,7 @@ async fn an_uncached_session_is_restored_from_opencodes_database() {
             "ok: and now say thanks"
         ]
     );
-    let banner = &events
-        .iter()
-        .find(|s| s.what == "banner:staleSnapshot")
-        .unwrap()
-        .detail;
-    assert!(
-        banner["message"].as_str().unwrap().contains("opencode"),
-        "{banner}"
-    );
+    assert_stale_banner_names(&events, "opencode");
     hub.shutdown().await;
 }
 
@@ -497,15 +503,7 @@ async fn an_uncached_session_is_restored_from_the_agents_own_store_before_the_ag
         restored["snapshot"]["execTurns"][0]["buffer"],
         "tether-fixture"
     );
-    let banner = &events
-        .iter()
-        .find(|s| s.what == "banner:staleSnapshot")
-        .unwrap()
-        .detail;
-    assert!(
-        banner["message"].as_str().unwrap().contains("Claude Code"),
-        "{banner}"
-    );
+    assert_stale_banner_names(&events, "Claude Code");
     // The file is where Claude Code looks from this workspace: no note about another folder.
     let detail = r.recovery.expect("a dialog").detail;
     assert!(!detail.contains("another project folder"), "{detail}");
