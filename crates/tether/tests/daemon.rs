@@ -1246,3 +1246,101 @@ async fn the_ttl_spares_a_session_an_editor_is_attached_to() {
     watching.shutdown(STEP).await.unwrap();
     assert_eq!(setup.daemon(&["stop"]).0, 0);
 }
+
+/// An editor whose `afterSeq` is older than the events the daemon keeps (the last
+/// `EVENT_LOG_CAP`, 10,000, of a session) cannot be sent only what it missed: it is sent
+/// the transcript of the finished turns again (`stale: false`), then what is kept of the
+/// running turn, in order and once, and is told (`window/showMessage`) that the turn's
+/// first updates are not shown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_editor_behind_the_kept_events_gets_the_transcript_again_and_is_told_what_is_cut() {
+    const COUNT: u64 = 12_000;
+    let setup = Setup::new();
+    setup
+        .world
+        .script(json!([{"method": "session/prompt", "calls": [2],
+        "action": {"kind": "stream", "count": COUNT, "perSecond": 4000}}]));
+    let observer = setup.editor().await;
+    let sid = new_session(&setup, &observer).await;
+    prompt(&observer, &sid, "first question").await;
+
+    // The first editor draws the running turn's first update, then its window reloads.
+    let first = setup.editor().await;
+    take_back(&setup, &first, &sid, None).await;
+    let mark = first.mark();
+    let _orphaned = prompt_in_background(&first, &sid, "count");
+    let chunk = first_agent_chunk(&first, mark)
+        .await
+        .expect("the turn's first chunk");
+    let drawn = chunk.params()["seq"].as_u64().unwrap();
+    first.signal(libc::SIGKILL, STEP).await.unwrap();
+    // Meanwhile the turn goes on past what the daemon keeps.
+    observer
+        .wait_for(
+            0,
+            "session/update",
+            |p| {
+                p["update"]["content"]["text"]
+                    .as_str()
+                    .and_then(|t| t.trim_end().parse::<u64>().ok())
+                    .is_some_and(|n| n > 10_500)
+            },
+            STEP,
+        )
+        .await
+        .expect("the stream passes 10,500 updates");
+
+    let second = setup.editor().await;
+    take_back(&setup, &second, &sid, Some(drawn)).await;
+    let ended = second
+        .wait_for(
+            0,
+            "session/turnEnded",
+            |p| p["sessionId"] == sid.as_str(),
+            STEP,
+        )
+        .await
+        .expect("the turn's end");
+    assert_eq!(ended.params()["stopReason"], "end_turn");
+    let restored: Vec<Value> = second
+        .received()
+        .iter()
+        .filter(|m| m.method() == "session/restored")
+        .map(|m| m.params().clone())
+        .collect();
+    assert_eq!(restored.len(), 1, "the transcript again: {restored:?}");
+    assert_eq!(restored[0]["stale"], false);
+    let texts: Vec<&str> = restored[0]["snapshot"]["chatTurns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, ["first question", "echo: first question"]);
+    let told = second
+        .received()
+        .iter()
+        .filter(|m| m.method() == "window/showMessage")
+        .filter_map(|m| m.params()["message"].as_str().map(str::to_owned))
+        .find(|m| m.contains("first updates of the running turn"));
+    assert!(
+        told.as_deref().is_some_and(|m| m.contains(&sid)),
+        "the editor is told the turn's start is not shown: {told:?}"
+    );
+    let got = numbered(&second, &sid);
+    let numbers: Vec<u64> = got.iter().map(|(_, n)| *n).collect();
+    let from = *numbers.first().expect("updates");
+    assert!(
+        from > drawn && from > 1,
+        "the turn's first updates are gone: {from}"
+    );
+    assert_eq!(
+        numbers,
+        (from..=COUNT).collect::<Vec<_>>(),
+        "what is kept, then live: every update once, in order"
+    );
+    assert!(got.windows(2).all(|w| w[0].0 < w[1].0), "seqs increase");
+    observer.shutdown(STEP).await.unwrap();
+    second.shutdown(STEP).await.unwrap();
+    assert_eq!(setup.daemon(&["stop"]).0, 0);
+}

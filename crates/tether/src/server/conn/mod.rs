@@ -261,7 +261,13 @@ impl Conn {
     /// events it missed are sent first: those after `after_seq`, else (for a session that
     /// `was_live`) its transcript without the running turn, then that turn from its prompt
     /// on, without a gap or a duplicate (`Bus::attach`). With `after_seq` the editor keeps
-    /// what it drew: no transcript is sent.
+    /// what it drew: no transcript is sent, unless the events after `after_seq` are no
+    /// longer all kept (the log holds the last [`EVENT_LOG_CAP`] of a session): then the
+    /// editor is sent the transcript as if it had given no `after_seq`, and when even the
+    /// running turn's first events are gone it is told so (`window/showMessage`), since
+    /// the finished turn will be whole in the transcript but not on its screen.
+    ///
+    /// [`EVENT_LOG_CAP`]: crate::server::hub::events::EVENT_LOG_CAP
     async fn attach(
         &self,
         hub: &Arc<Hub>,
@@ -272,6 +278,20 @@ impl Conn {
     ) {
         if renderer.watches_all() {
             return;
+        }
+        let mut after_seq = after_seq;
+        if was_live
+            && let Some(after) = after_seq
+            && let Some(first) = hub.bus().kept_from(id).await
+            && first > after.saturating_add(1)
+        {
+            tracing::warn!(
+                session = id,
+                after,
+                kept_from = first,
+                "the editor's afterSeq is older than the events kept: sending it the transcript again"
+            );
+            after_seq = None;
         }
         if was_live
             && after_seq.is_none()
@@ -289,6 +309,9 @@ impl Conn {
                     .attach(id, after, renderer.as_ref(), || renderer.watch(id))
                     .await;
                 tracing::info!(session = id, after, last, complete, "editor attached");
+                if !complete {
+                    renderer.replay_cut(id, after).await;
+                }
             }
             None => renderer.watch(id),
         }

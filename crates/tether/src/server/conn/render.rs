@@ -193,6 +193,28 @@ impl Renderer {
         .await;
     }
 
+    /// Tells this editor (`window/showMessage`, a warning) that the replay of the running
+    /// turn of `session_id` it was just sent lacks the events after `after` that the event
+    /// log no longer keeps (`EVENT_LOG_CAP`).
+    pub async fn replay_cut(&self, session_id: &str, after: u64) {
+        tracing::warn!(
+            session = session_id,
+            after,
+            "the running turn's first events are no longer kept: the editor is told"
+        );
+        let message = format!(
+            "Tether: the first updates of the running turn of session {session_id} were more \
+             than the daemon keeps for an editor that attaches, so they are not shown here. \
+             The whole turn will be in the transcript when it ends: resume the session then \
+             to see it."
+        );
+        let params = ShowMessageParams {
+            typ: MessageType::WARNING,
+            message,
+        };
+        self.send(ShowMessage::METHOD, &params).await;
+    }
+
     /// The `seq` of the last event of `session_id` this editor was sent (0: none).
     #[must_use]
     pub fn delivered(&self, session_id: &str) -> u64 {

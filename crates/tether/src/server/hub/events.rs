@@ -590,6 +590,15 @@ impl Bus {
         (slot.last, complete)
     }
 
+    /// The `seq` of the oldest event kept for `session_id` ([`EVENT_LOG_CAP`]), `None`
+    /// when none is kept. An editor whose `afterSeq` is below it minus one missed events
+    /// the log no longer holds.
+    pub async fn kept_from(&self, session_id: &str) -> Option<u64> {
+        let slot = self.slot(Some(session_id));
+        let slot = slot.lock().await;
+        slot.log.front().map(Kept::seq)
+    }
+
     fn read(&self) -> Subscribers {
         self.subscribers
             .read()
