@@ -47,6 +47,22 @@ fn rss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
+/// CPU time (user + system) `pid` has used so far, from `/proc/<pid>/stat` (fields 14 and
+/// 15, in clock ticks).
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The command name (field 2) may hold spaces: count fields after its closing parenthesis.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+    let ticks: u64 = fields
+        .get(11..13)
+        .map_or(0, |f| f.iter().filter_map(|v| v.parse::<u64>().ok()).sum());
+    // SAFETY: sysconf has no preconditions.
+    let per_sec = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).unwrap_or(100);
+    Duration::from_secs_f64(ticks as f64 / per_sec as f64)
+}
+
 struct Editor {
     child: tokio::process::Child,
     client: Arc<LspClient>,
@@ -152,6 +168,7 @@ async fn load(bin: &Path, dir: &Path) {
     let mut options = options(dir, bin, "load");
     options["agents"]["scripted"]["args"][2] = json!(script);
     let mut tasks = Vec::new();
+    let mut daemon_cpu = None;
     for e in 0..editors {
         let mut child = Command::new(bin)
             .args(["serve", "--stdio", "--remote", "auto"])
@@ -182,6 +199,10 @@ async fn load(bin: &Path, dir: &Path) {
                 .await
                 .unwrap();
             sids.push(r["sessionId"].as_str().unwrap().to_owned());
+        }
+        if daemon_cpu.is_none() {
+            let pid = daemon_pid(dir, bin);
+            daemon_cpu = Some((pid, cpu_time(pid)));
         }
         tasks.push(tokio::spawn(async move {
             let mut turns = Vec::new();
@@ -262,15 +283,23 @@ async fn load(bin: &Path, dir: &Path) {
         pct(0.99),
         pct(1.0)
     );
+    let (pid, cpu_before) = daemon_cpu.expect("a daemon served the load");
+    let cpu = cpu_time(pid).saturating_sub(cpu_before);
     println!(
-        "daemon RSS after the load     {:>6.2} MB",
-        rss_kib(daemon_pid(dir, bin)) as f64 / 1024.0
+        "daemon CPU during the load   {:>6.2} s  ({:.2} µs per update)   RSS after {:>6.2} MB",
+        cpu.as_secs_f64(),
+        cpu.as_secs_f64() * 1e6 / expected as f64,
+        rss_kib(pid) as f64 / 1024.0
     );
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let bin = PathBuf::from(env!("CARGO_BIN_EXE_tether"));
+    // `TETHER_BENCH_BIN`: another build of `tether` to measure (side-by-side comparisons).
+    let bin = std::env::var_os("TETHER_BENCH_BIN").map_or_else(
+        || PathBuf::from(env!("CARGO_BIN_EXE_tether")),
+        PathBuf::from,
+    );
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
     std::fs::create_dir_all(dir.join("workspace")).unwrap();
