@@ -155,6 +155,7 @@ impl Subscriber for Recorder {
                     }
                     _ => "update".to_owned(),
                 },
+                Event::KeptUpdate { .. } => "keptUpdate".to_owned(),
                 Event::Permission { answer, .. } => {
                     if let Some(p) = &self.permission {
                         answer.send(Some(p.clone()));

@@ -99,11 +99,19 @@ pub const KEEP_WAITING: &str = "Keep Waiting";
 /// update), serialized exactly as [`crate::protocol::UpdateParams`].
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct UpdateRef<'a> {
+struct UpdateRef<'a, U: Serialize + ?Sized> {
     session_id: &'a str,
-    update: &'a Value,
+    /// A `Value`, or the kept JSON text of a replayed update (written as it is).
+    update: &'a U,
     replay: bool,
     seq: u64,
+}
+
+/// The kind of a kept update (`sessionUpdate`), read without building the rest.
+#[derive(serde::Deserialize)]
+struct UpdateKind<'a> {
+    #[serde(rename = "sessionUpdate", borrow)]
+    session_update: Option<&'a str>,
 }
 
 impl Renderer {
@@ -215,6 +223,16 @@ impl Renderer {
         self.send(ShowMessage::METHOD, &params).await;
     }
 
+    /// Whether `envelope`, an update that `is_prompt_echo` says is a prompt's
+    /// `user_message_chunk`, echoes a prompt of a request of this editor (other editors
+    /// show it; this one drew it when it sent it).
+    fn is_own_echo(&self, envelope: &Envelope, is_prompt_echo: impl FnOnce() -> bool) -> bool {
+        envelope
+            .origin
+            .is_some_and(|o| lock(&self.requests).contains_key(&o))
+            && is_prompt_echo()
+    }
+
     /// The `seq` of the last event of `session_id` this editor was sent (0: none).
     #[must_use]
     pub fn delivered(&self, session_id: &str) -> u64 {
@@ -309,12 +327,24 @@ impl Renderer {
                 };
                 self.send(notify::EXPIRED, &params).await;
             }
+            Event::KeptUpdate { update, replay } => {
+                if self.is_own_echo(envelope, || {
+                    // Parsed only for this editor's own requests: its prompt's echo.
+                    serde_json::from_str::<UpdateKind<'_>>(update.get())
+                        .is_ok_and(|k| k.session_update == Some("user_message_chunk"))
+                }) {
+                    return;
+                }
+                let params = UpdateRef {
+                    session_id: session,
+                    update: update.as_ref(),
+                    replay: *replay,
+                    seq: envelope.seq,
+                };
+                self.send(notify::UPDATE, &params).await;
+            }
             Event::Update { update, replay } => {
-                if envelope
-                    .origin
-                    .is_some_and(|o| lock(&self.requests).contains_key(&o))
-                    && update["sessionUpdate"] == "user_message_chunk"
-                {
+                if self.is_own_echo(envelope, || update["sessionUpdate"] == "user_message_chunk") {
                     // The echo of this editor's own prompt (other editors show it).
                     return;
                 }
