@@ -6,8 +6,9 @@
 //!    bytes on, reading only each frame's id and method).
 //! 2. Idle RSS of the daemon (goal ≤ 10 MB) and of a forwarder (goal ≤ 4 MB) after
 //!    `initialize`.
-//! 3. Reattach: a session with 10,000 kept events; a new editor resumes it with
-//!    `afterSeq: 0`: time from the request to the last replayed event (goal p50 ≤ 50 ms).
+//! 3. Reattach: a session with 10,000 kept events; a new editor resumes it with the
+//!    `afterSeq` just before the oldest: time from the request to the last replayed event
+//!    (goal p50 ≤ 50 ms).
 //! 4. The daemon killed (SIGKILL) under an editor with a live session: time from the kill
 //!    to the forwarder's `session/reattached` (a new daemon started, `initialize` replayed,
 //!    the session resumed on a new agent; goal ≤ 2 s, R-DAEMON-8).
@@ -387,7 +388,10 @@ async fn main() {
         let mut e = editor(&bin, dir, "auto").await;
         let t0 = Instant::now();
         let client = e.client.clone();
-        let params = json!({"workspace": {"root": ws}, "sessionId": sid, "afterSeq": 0});
+        // Every kept event after `afterSeq`: the log holds the session's last 10,000
+        // (an older `afterSeq` gets the transcript instead of a replay).
+        let after = last_seq.saturating_sub(10_000);
+        let params = json!({"workspace": {"root": ws}, "sessionId": sid, "afterSeq": after});
         let answer = tokio::spawn(async move { client.request("session/resume", params).await });
         let mut count = 0;
         loop {
