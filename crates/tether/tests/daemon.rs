@@ -1,24 +1,132 @@
-//! The per-user daemon and its forwarders, as real processes: `tether serve --stdio
-//! --remote=auto` (what an editor starts) forwarding to `tether daemon run`, each test with
-//! a private runtime folder so that parallel tests never share a daemon.
+//! The per-user daemon and its forwarders: `tether serve --stdio` (what an editor starts,
+//! forwarding by default) as real processes, each test with a private runtime folder so
+//! that parallel tests never share a daemon.
+//!
+//! gopls' three modes: the server in the editor's process is `tests/server.rs`; here every
+//! scenario that does not depend on the daemon being a process of its own runs twice, with
+//! its forwarders reaching a daemon in a separate process (`tether daemon run`, started by
+//! the first forwarder: `…::separate_daemon`) and one hosted in this test's runtime
+//! (`…::in_process_daemon`, [`DaemonKind`]). Starting, killing and idling the daemon
+//! process are tested with the separate daemon only.
 
 mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::{Mode, STEP, World, processes_in_group, processes_mentioning, tether_bin};
+use tether::daemon::paths::{build_id_of, socket_path_for};
+use tether::daemon::server::{DaemonOptions, bind_at, run};
 use tether::editor::{Answers, Editor, ServerProcess};
+use tokio_util::sync::CancellationToken;
 
-/// A private runtime folder and a world (workspace, cache, scripted agent).
+/// Where the daemon the forwarders reach runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DaemonKind {
+    /// `tether daemon run`, a process of its own that the first forwarder starts.
+    Process,
+    /// [`run`] in this test's runtime, bound before any forwarder starts at the socket the
+    /// `tether` binary looks for, so that the forwarders reach it instead of starting one.
+    InProcess,
+}
+
+/// Runs the scenario `async fn $name(kind: DaemonKind)` as two tests, `$name::separate_daemon`
+/// and `$name::in_process_daemon`.
+macro_rules! with_either_daemon {
+    ($name:ident) => {
+        mod $name {
+            use super::DaemonKind;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn separate_daemon() {
+                super::$name(DaemonKind::Process).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn in_process_daemon() {
+                super::$name(DaemonKind::InProcess).await;
+            }
+        }
+    };
+}
+
+/// A daemon hosted in this test's runtime ([`DaemonKind::InProcess`]).
+struct Hosted {
+    /// Cancelling it stops the daemon.
+    stop: CancellationToken,
+    /// Ends once [`run`] has returned and its `tether daemon stop` clients are let go (what
+    /// the end of a daemon process is to them); `None` once awaited.
+    ended: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Hosted {
+    /// Binds the socket of the `tether` binary's build in `runtime` and serves there, with
+    /// `idle` as its idle time and, as `tether daemon run`, each hub's registry in its cache
+    /// folder.
+    async fn start(runtime: &Path, idle: Duration) -> Self {
+        let build = build_id_of(&tether_bin());
+        let socket = socket_path_for(runtime, &build);
+        let listener = bind_at(&socket).await.expect("the in-process daemon binds");
+        let stop = CancellationToken::new();
+        let options = DaemonOptions {
+            socket,
+            build,
+            idle,
+            registry_file: None,
+            handle_signals: false,
+            stop: stop.clone(),
+        };
+        let ended = tokio::spawn(async move {
+            drop(run(listener, options, || {}).await);
+        });
+        Self {
+            stop,
+            ended: Some(ended),
+        }
+    }
+
+    /// Waits at most [`STEP`] for [`run`] to return; whether it did.
+    async fn ended(&mut self) -> bool {
+        let Some(ended) = self.ended.take() else {
+            return true;
+        };
+        tokio::time::timeout(STEP, ended)
+            .await
+            .is_ok_and(|joined| joined.is_ok())
+    }
+}
+
+impl Drop for Hosted {
+    fn drop(&mut self) {
+        // A failed test's daemon stops with it (its agents shut down as far as the runtime
+        // lets them before it is dropped).
+        self.stop.cancel();
+    }
+}
+
+/// A private runtime folder, a world (workspace, cache, scripted agent) and, in process,
+/// the daemon.
 struct Setup {
     world: World,
     runtime: PathBuf,
+    kind: DaemonKind,
+    /// The daemon's idle time.
+    idle: Duration,
+    hosted: Option<Hosted>,
 }
 
 impl Setup {
-    fn new() -> Self {
+    async fn new(kind: DaemonKind) -> Self {
+        // A daemon a failed test leaves behind exits soon by itself (the tests stop theirs
+        // explicitly; a session or an editor keeps it busy meanwhile).
+        Self::with_idle(kind, Duration::from_secs(30)).await
+    }
+
+    /// [`Self::new`] whose daemon exits after `idle` (whole seconds) with no editor and no
+    /// live session.
+    async fn with_idle(kind: DaemonKind, idle: Duration) -> Self {
         assert!(
             std::env::var_os("TETHER_REMOTE").is_none(),
             "unset TETHER_REMOTE: these tests start `tether serve --stdio` as editors do and \
@@ -26,7 +134,17 @@ impl Setup {
         );
         let world = World::new(Mode::Binary);
         let runtime = world.path().join("run");
-        Self { world, runtime }
+        let hosted = match kind {
+            DaemonKind::Process => None,
+            DaemonKind::InProcess => Some(Hosted::start(&runtime, idle).await),
+        };
+        Self {
+            world,
+            runtime,
+            kind,
+            idle,
+            hosted,
+        }
     }
 
     fn env(&self) -> Vec<(String, String)> {
@@ -36,9 +154,10 @@ impl Setup {
                 self.runtime.display().to_string(),
             ),
             ("TETHER_LOG".into(), "debug".into()),
-            // A daemon a failed test leaves behind exits soon by itself (the tests stop
-            // theirs explicitly; a session or an editor keeps it busy meanwhile).
-            ("TETHER_DAEMON_IDLE_SECS".into(), "30".into()),
+            (
+                "TETHER_DAEMON_IDLE_SECS".into(),
+                self.idle.as_secs().to_string(),
+            ),
         ]
     }
 
@@ -55,6 +174,24 @@ impl Setup {
 
     /// [`Self::editor_answering`] whose forwarder has `extra` in its environment.
     async fn editor_with(&self, answers: Answers, extra: &[(&str, &str)]) -> Editor {
+        self.editor_configured(
+            answers,
+            extra,
+            self.world.options(),
+            json!({"tether": {"recoveryDialog": true, "banners": true, "status": true}}),
+        )
+        .await
+    }
+
+    /// [`Self::editor_with`] initialized with `options` (`initializationOptions`) and
+    /// `experimental` (client capabilities).
+    async fn editor_configured(
+        &self,
+        answers: Answers,
+        extra: &[(&str, &str)],
+        options: Value,
+        experimental: Value,
+    ) -> Editor {
         let mut env = self.env();
         env.extend(
             extra
@@ -83,10 +220,7 @@ impl Setup {
         )
         .expect("forwarder starts");
         editor
-            .initialize(
-                self.world.options(),
-                json!({"tether": {"recoveryDialog": true, "banners": true, "status": true}}),
-            )
+            .initialize(options, experimental)
             .await
             .expect("initialize through the daemon");
         editor
@@ -106,10 +240,59 @@ impl Setup {
         )
     }
 
+    /// `tether daemon status --json`; in process, asserts it is this process's daemon that
+    /// answers (no forwarder started one of its own).
     fn status(&self) -> Value {
         let (code, out) = self.daemon(&["status", "--json"]);
         assert_eq!(code, 0, "daemon status: {out}");
-        serde_json::from_str(&out).expect("status JSON")
+        let status: Value = serde_json::from_str(&out).expect("status JSON");
+        if self.kind == DaemonKind::InProcess {
+            assert_eq!(
+                status["pid"].as_u64(),
+                Some(u64::from(std::process::id())),
+                "the in-process daemon answers: {status}"
+            );
+        }
+        status
+    }
+
+    /// The daemon's process id: a `tether daemon run` of this runtime folder, or this
+    /// process.
+    fn daemon_pid(&self) -> i32 {
+        match self.kind {
+            DaemonKind::Process => *self.daemon_processes().first().expect("the daemon"),
+            DaemonKind::InProcess => std::process::id() as i32,
+        }
+    }
+
+    /// Waits at most [`STEP`] for the daemon `pid` ([`Self::daemon_pid`]) to be gone: its
+    /// process to exit, or in process [`run`] to return. Whether it is.
+    async fn daemon_gone(&mut self, pid: i32) -> bool {
+        match &mut self.hosted {
+            None => tokio::time::timeout(STEP, process_exit(pid)).await.is_ok(),
+            Some(hosted) => hosted.ended().await,
+        }
+    }
+
+    /// The end of every test: the in-process daemon is stopped (a no-op when `tether daemon
+    /// stop` did already) and [`run`] has returned; no daemon process of this runtime folder
+    /// and no agent of this world is left.
+    async fn finish(mut self) {
+        if let Some(hosted) = &mut self.hosted {
+            hosted.stop.cancel();
+            assert!(hosted.ended().await, "the in-process daemon stops");
+        }
+        assert_eq!(
+            self.daemon_processes(),
+            Vec::<i32>::new(),
+            "no daemon is left"
+        );
+        let script = self.world.path().join("script.json");
+        assert_eq!(
+            processes_mentioning(&script.display().to_string()),
+            Vec::<i32>::new(),
+            "no agent is left"
+        );
     }
 
     /// The forwarders' and daemons' logs, for a failure's message.
@@ -201,9 +384,10 @@ fn mode_of(path: &Path) -> u32 {
     std::fs::metadata(path).unwrap().permissions().mode() & 0o777
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_session_outlives_its_editor_and_the_next_editor_takes_it_back() {
-    let setup = Setup::new();
+with_either_daemon!(a_session_outlives_its_editor_and_the_next_editor_takes_it_back);
+
+async fn a_session_outlives_its_editor_and_the_next_editor_takes_it_back(kind: DaemonKind) {
+    let mut setup = Setup::new(kind).await;
     let first = setup.editor().await;
     let sid = new_session(&setup, &first).await;
     assert_eq!(
@@ -216,6 +400,7 @@ async fn a_session_outlives_its_editor_and_the_next_editor_takes_it_back() {
         .as_i64()
         .expect("an agent") as i32;
     assert_eq!(status["sessions"][0]["sessionId"], sid.as_str());
+    let daemon = setup.daemon_pid();
 
     // The editor quits: its forwarder ends, the daemon keeps the session and its agent.
     first.shutdown(STEP).await.unwrap();
@@ -256,14 +441,15 @@ async fn a_session_outlives_its_editor_and_the_next_editor_takes_it_back() {
         processes_in_group(pgid).is_empty(),
         "stop shuts the agents down before it answers"
     );
-    assert!(setup.daemon_processes().is_empty(), "the daemon is gone");
+    assert!(setup.daemon_gone(daemon).await, "the daemon is gone");
     let (code, _) = setup.daemon(&["status"]);
     assert_eq!(code, 1, "no daemon runs");
+    setup.finish().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forwarders_starting_at_once_start_exactly_one_daemon() {
-    let setup = Setup::new();
+    let setup = Setup::new(DaemonKind::Process).await;
     let (a, b, c) = tokio::join!(setup.editor(), setup.editor(), setup.editor());
     let status = setup.status();
     assert_eq!(status["clients"], 3, "{status}");
@@ -283,11 +469,12 @@ async fn forwarders_starting_at_once_start_exactly_one_daemon() {
         .and_then(|p| std::fs::read_to_string(p).ok())
         .unwrap_or_default();
     assert_eq!(code, 0, "{out}\n{log}");
+    setup.finish().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_daemon_exits_when_idle_with_no_editor_and_no_session() {
-    let setup = Setup::new();
+    let setup = Setup::new(DaemonKind::Process).await;
     std::fs::create_dir_all(&setup.runtime).unwrap();
     let mut daemon = tokio::process::Command::new(tether_bin())
         .args(["daemon", "run", "--idle-secs", "1", "--runtime-dir"])
@@ -302,19 +489,21 @@ async fn the_daemon_exits_when_idle_with_no_editor_and_no_session() {
         "exits by itself"
     );
     assert_eq!(setup.daemon(&["status"]).0, 1, "and its socket is gone");
+    setup.finish().await;
 }
+
+with_either_daemon!(another_user_is_refused);
 
 /// SO_PEERCRED: a process of another user is refused by the daemon itself, even when it
 /// can reach the socket. Needs root to run the client as `nobody` (CI runs as root).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn another_user_is_refused() {
+async fn another_user_is_refused(kind: DaemonKind) {
     // SAFETY: geteuid has no preconditions.
     assert_eq!(
         unsafe { libc::geteuid() },
         0,
         "this test needs root to run a client as another user (setpriv); run the suite as root"
     );
-    let setup = Setup::new();
+    let setup = Setup::new(kind).await;
     let editor = setup.editor().await;
     // Open the way to the socket for the test only, so the daemon's own check is what
     // refuses (its folder is 0700 otherwise).
@@ -364,6 +553,7 @@ async fn another_user_is_refused() {
     );
     editor.shutdown(STEP).await.unwrap();
     assert_eq!(setup.daemon(&["stop"]).0, 0);
+    setup.finish().await;
 }
 
 /// The agent text and the `seq`s of the `session/update`s an editor received for `sid`.
@@ -389,9 +579,12 @@ fn updates_of(editor: &Editor, sid: &str) -> (String, Vec<u64>) {
     (text, seqs)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_editor_killed_mid_turn_is_followed_by_one_that_gets_the_rest_exactly_once() {
-    let setup = Setup::new();
+with_either_daemon!(an_editor_killed_mid_turn_is_followed_by_one_that_gets_the_rest_exactly_once);
+
+async fn an_editor_killed_mid_turn_is_followed_by_one_that_gets_the_rest_exactly_once(
+    kind: DaemonKind,
+) {
+    let setup = Setup::new(kind).await;
     // Two reply chunks, 1 s apart: the first editor dies between them.
     setup
         .world
@@ -445,14 +638,16 @@ async fn an_editor_killed_mid_turn_is_followed_by_one_that_gets_the_rest_exactly
     );
     second.shutdown(STEP).await.unwrap();
     assert_eq!(setup.daemon(&["stop"]).0, 0);
+    setup.finish().await;
 }
+
+with_either_daemon!(a_new_editor_gets_the_transcript_then_the_running_turn_once);
 
 /// Issue 11 item 3 for an editor that comes without `afterSeq` (a new window): it is sent
 /// the session's transcript first (the finished turns, `stale: false`), then the running
 /// turn from its prompt on, then live: every turn exactly once.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_new_editor_gets_the_transcript_then_the_running_turn_once() {
-    let setup = Setup::new();
+async fn a_new_editor_gets_the_transcript_then_the_running_turn_once(kind: DaemonKind) {
+    let setup = Setup::new(kind).await;
     // The second prompt's two reply chunks come 1 s apart: the first editor dies between.
     setup.world.script(
         json!([{"method": "session/prompt", "calls": [2], "action": {"kind": "delay", "ms": 1000}}]),
@@ -545,16 +740,18 @@ async fn a_new_editor_gets_the_transcript_then_the_running_turn_once() {
     );
     second.shutdown(STEP).await.unwrap();
     assert_eq!(setup.daemon(&["stop"]).0, 0);
+    setup.finish().await;
 }
+
+with_either_daemon!(a_forwarder_ended_by_any_signal_leaves_its_session_and_turn_running);
 
 /// Issue 11 item 2: a forwarder ended by SIGTERM, SIGHUP or SIGKILL (a window closed,
 /// its terminal gone, an extension host killed) detaches its session without stopping it:
 /// the turn it was running goes on in the daemon, on the same agent, and the next editor
 /// takes the session back with that turn's answer (replayed live, or already in the
 /// transcript when the turn ended first).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_forwarder_ended_by_any_signal_leaves_its_session_and_turn_running() {
-    let setup = Setup::new();
+async fn a_forwarder_ended_by_any_signal_leaves_its_session_and_turn_running(kind: DaemonKind) {
+    let setup = Setup::new(kind).await;
     // Every turn's two reply chunks come 2 s apart: each forwarder dies between them.
     setup
         .world
@@ -615,12 +812,13 @@ async fn a_forwarder_ended_by_any_signal_leaves_its_session_and_turn_running() {
     assert!(processes_in_group(pgid as i32).is_empty(), "no agent left");
 }
 
+with_either_daemon!(two_editors_one_turn_at_a_time_and_cancel_from_either);
+
 /// R-DAEMON-5 with two editors on one session: the one that did not prompt sees the prompt
 /// and the turn's updates, its own prompt is refused naming the running turn, and its
 /// cancel ends the other's turn; both learn how the turn ended.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_editors_one_turn_at_a_time_and_cancel_from_either() {
-    let setup = Setup::new();
+async fn two_editors_one_turn_at_a_time_and_cancel_from_either(kind: DaemonKind) {
+    let setup = Setup::new(kind).await;
     // A minute between reply chunks: the turn runs until it is cancelled.
     setup
         .world
@@ -712,14 +910,18 @@ async fn two_editors_one_turn_at_a_time_and_cancel_from_either() {
     assert_eq!(status["sessions"][0]["clients"], 1, "{status}");
     b.shutdown(STEP).await.unwrap();
     assert_eq!(setup.daemon(&["stop"]).0, 0);
+    setup.finish().await;
 }
+
+with_either_daemon!(a_permission_question_waits_for_the_next_editor_and_the_first_answer_wins);
 
 /// R-DAEMON-6: a permission question outlives the editor it was asked of. Its editor quits
 /// before answering; the question is asked again of each editor that attaches; the first
 /// answer wins, the agent gets it, and the other editor is told it was resolved.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_permission_question_waits_for_the_next_editor_and_the_first_answer_wins() {
-    let setup = Setup::new();
+async fn a_permission_question_waits_for_the_next_editor_and_the_first_answer_wins(
+    kind: DaemonKind,
+) {
+    let setup = Setup::new(kind).await;
     setup.world.script(
         json!([{"method": "session/prompt", "calls": [1], "action": {"kind": "permission"}}]),
     );
@@ -799,6 +1001,7 @@ async fn a_permission_question_waits_for_the_next_editor_and_the_first_answer_wi
     watcher.shutdown(STEP).await.unwrap();
     decider.shutdown(STEP).await.unwrap();
     assert_eq!(setup.daemon(&["stop"]).0, 0);
+    setup.finish().await;
 }
 
 /// `(seq, n)` of the numbered chunks (`"17\n"`, from the scripted `stream` action) an
@@ -817,14 +1020,15 @@ fn numbered(editor: &Editor, sid: &str) -> Vec<(u64, u64)> {
         .collect()
 }
 
+with_either_daemon!(a_hundred_detach_reattach_cycles_mid_turn_lose_and_repeat_nothing);
+
 /// One hundred editors in turn attach mid-turn and are killed (SIGKILL of their forwarder)
 /// while the agent streams 1,000 updates a second; each resumes after the last `seq` its
 /// predecessor recorded. Together they receive every update exactly once and in order, as
 /// does an editor attached throughout; the agent process is the same from start to end.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_hundred_detach_reattach_cycles_mid_turn_lose_and_repeat_nothing() {
+async fn a_hundred_detach_reattach_cycles_mid_turn_lose_and_repeat_nothing(kind: DaemonKind) {
     const CYCLES: usize = 100;
-    let setup = Setup::new();
+    let setup = Setup::new(kind).await;
     setup
         .world
         .script(json!([{"method": "session/prompt", "calls": [1],
@@ -915,13 +1119,15 @@ async fn a_hundred_detach_reattach_cycles_mid_turn_lose_and_repeat_nothing() {
     observer.shutdown(STEP).await.unwrap();
     editor.shutdown(STEP).await.unwrap();
     assert_eq!(setup.daemon(&["stop"]).0, 0);
+    setup.finish().await;
 }
+
+with_either_daemon!(agents_get_the_environment_of_the_editor_they_are_started_for);
 
 /// R-DAEMON-7: an agent the daemon starts for an editor gets that editor's environment (as
 /// its forwarder sent it), not the daemon's, which the first editor's forwarder started.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn agents_get_the_environment_of_the_editor_they_are_started_for() {
-    let setup = Setup::new();
+async fn agents_get_the_environment_of_the_editor_they_are_started_for(kind: DaemonKind) {
+    let setup = Setup::new(kind).await;
     let first = setup.editor().await;
     let second = setup
         .editor_with(Answers::default(), &[("TETHER_T_EDITOR", "the-second-one")])
@@ -941,7 +1147,7 @@ async fn agents_get_the_environment_of_the_editor_they_are_started_for() {
         environ(agent).contains(&"TETHER_T_EDITOR=the-second-one".to_owned()),
         "the agent has its editor's environment"
     );
-    let daemon = *setup.daemon_processes().first().expect("the daemon");
+    let daemon = setup.daemon_pid();
     assert!(
         !environ(i64::from(daemon))
             .iter()
@@ -951,6 +1157,7 @@ async fn agents_get_the_environment_of_the_editor_they_are_started_for() {
     first.shutdown(STEP).await.unwrap();
     second.shutdown(STEP).await.unwrap();
     assert_eq!(setup.daemon(&["stop"]).0, 0);
+    setup.finish().await;
 }
 
 /// Resolves when process `pid` (not a child of ours) has exited: a pidfd becomes readable
@@ -971,62 +1178,39 @@ async fn process_exit(pid: i32) {
     let _ = fd.readable().await.expect("pidfd readable");
 }
 
+with_either_daemon!(an_abandoned_session_ends_after_its_ttl_then_the_daemon_exits);
+
 /// R-PROC-2 in the daemon: a session with no editor and no running turn is stopped after
 /// `connectionTtlSecs` (its agent shut down), and the daemon, then with neither editors nor
-/// sessions, exits after its idle time; no process of ours is left.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_abandoned_session_ends_after_its_ttl_then_the_daemon_exits() {
-    let setup = Setup::new();
-    let mut env = setup.env();
-    env.retain(|(k, _)| k != "TETHER_DAEMON_IDLE_SECS");
-    env.push(("TETHER_DAEMON_IDLE_SECS".into(), "1".into()));
+/// sessions, exits after its idle time (in process: [`run`] returns); no process of ours is
+/// left.
+async fn an_abandoned_session_ends_after_its_ttl_then_the_daemon_exits(kind: DaemonKind) {
+    let idle = match kind {
+        DaemonKind::Process => Duration::from_secs(1),
+        // Its idle time runs from its start, before the first forwarder reaches it (a
+        // daemon process is reached at once by the forwarder that started it): enough for
+        // a forwarder to start on a loaded machine.
+        DaemonKind::InProcess => Duration::from_secs(3),
+    };
+    let mut setup = Setup::with_idle(kind, idle).await;
     let mut options = setup.world.options();
     options["connectionTtlSecs"] = json!(1);
-    let editor = Editor::connect(
-        ServerProcess::Binary {
-            program: tether_bin(),
-            args: vec![
-                "serve".into(),
-                "--stdio".into(),
-                "--remote".into(),
-                "auto".into(),
-                "--log-file".into(),
-                setup
-                    .world
-                    .path()
-                    .join("logs/forwarder.log")
-                    .display()
-                    .to_string(),
-            ],
-            env,
-            quiet: false,
-        },
-        Answers::default(),
-    )
-    .expect("forwarder starts");
-    editor
-        .initialize(options, json!({}))
-        .await
-        .expect("initialize");
+    let editor = setup
+        .editor_configured(Answers::default(), &[], options, json!({}))
+        .await;
     let sid = new_session(&setup, &editor).await;
     assert_eq!(prompt(&editor, &sid, "hi").await["stopReason"], "end_turn");
     let pgid = setup.status()["sessions"][0]["agentPgid"].as_i64().unwrap() as i32;
-    let daemon = *setup.daemon_processes().first().expect("the daemon");
+    let daemon = setup.daemon_pid();
     editor.shutdown(STEP).await.unwrap();
-    let exited = tokio::time::timeout(STEP, process_exit(daemon)).await;
-    let logs: String = std::fs::read_dir(&setup.runtime)
-        .map(|d| {
-            d.filter_map(Result::ok)
-                .filter(|e| e.path().extension().is_some_and(|x| x == "log"))
-                .filter_map(|e| std::fs::read_to_string(e.path()).ok())
-                .collect()
-        })
-        .unwrap_or_default();
+    let exited = setup.daemon_gone(daemon).await;
     assert!(
-        exited.is_ok(),
-        "the session ends after its TTL, then the daemon exits; its log:\n{logs}"
+        exited,
+        "the session ends after its TTL, then the daemon exits; its log:\n{}",
+        setup.logs()
     );
     assert!(processes_in_group(pgid).is_empty(), "its agent is gone");
+    setup.finish().await;
 }
 
 /// R-DAEMON-8, fifty times: the daemon is killed (SIGKILL) while a turn streams. Each time
@@ -1038,7 +1222,7 @@ async fn an_abandoned_session_ends_after_its_ttl_then_the_daemon_exits() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_daemon_killed_mid_turn_fifty_times_is_replaced_and_nothing_acknowledged_is_lost() {
     const CYCLES: u64 = 50;
-    let setup = Setup::new();
+    let setup = Setup::new(DaemonKind::Process).await;
     // Prompts alternate: an answered one ("ack N"), then one that streams until the kill.
     let streaming: Vec<u64> = (1..=CYCLES).map(|n| 2 * n).collect();
     setup.world.script(json!([{
@@ -1163,46 +1347,20 @@ async fn a_daemon_killed_mid_turn_fifty_times_is_replaced_and_nothing_acknowledg
             "daemon {pid} is gone"
         );
     }
+    setup.finish().await;
 }
+
+with_either_daemon!(the_ttl_spares_a_session_an_editor_is_attached_to);
 
 /// R-PROC-2 counts only sessions no editor is attached to: of two idle sessions in one hub,
 /// the one whose editor left is stopped after the TTL, while the older one, whose editor is
 /// still attached, keeps its agent (the reaper would have taken it first, being idle
 /// longer).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_ttl_spares_a_session_an_editor_is_attached_to() {
-    let setup = Setup::new();
+async fn the_ttl_spares_a_session_an_editor_is_attached_to(kind: DaemonKind) {
+    let setup = Setup::new(kind).await;
     let mut options = setup.world.options();
     options["connectionTtlSecs"] = json!(1);
-    let connect = || async {
-        let editor = Editor::connect(
-            ServerProcess::Binary {
-                program: tether_bin(),
-                args: vec![
-                    "serve".into(),
-                    "--stdio".into(),
-                    "--remote".into(),
-                    "auto".into(),
-                    "--log-file".into(),
-                    setup
-                        .world
-                        .path()
-                        .join("logs/forwarder.log")
-                        .display()
-                        .to_string(),
-                ],
-                env: setup.env(),
-                quiet: false,
-            },
-            Answers::default(),
-        )
-        .expect("forwarder starts");
-        editor
-            .initialize(options.clone(), json!({}))
-            .await
-            .expect("initialize");
-        editor
-    };
+    let connect = || setup.editor_configured(Answers::default(), &[], options.clone(), json!({}));
     let watching = connect().await;
     let kept = new_session(&setup, &watching).await;
     let leaving = connect().await;
@@ -1245,6 +1403,7 @@ async fn the_ttl_spares_a_session_an_editor_is_attached_to() {
     );
     watching.shutdown(STEP).await.unwrap();
     assert_eq!(setup.daemon(&["stop"]).0, 0);
+    setup.finish().await;
 }
 
 /// An editor whose `afterSeq` is older than the events the daemon keeps (the last

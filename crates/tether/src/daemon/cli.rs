@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::forwarder::{ForwardError, connect};
 use super::handshake::{Purpose, read_line};
-use super::paths::{runtime_dir, socket_path};
+use super::paths::{build_id, runtime_dir, socket_path};
 use super::relay::{Reconnect, relay};
 use super::server::{DaemonOptions, Status, bind, run};
 
@@ -80,9 +80,12 @@ pub fn run_daemon(dir: Option<PathBuf>, idle_secs: u64, log_file: Option<PathBuf
             }
         };
         let options = DaemonOptions {
-            runtime_dir: dir.clone(),
+            socket: socket_path(&dir),
+            build: build_id(),
             idle: Duration::from_secs(idle_secs),
             registry_file: None,
+            handle_signals: true,
+            stop: tokio_util::sync::CancellationToken::new(),
         };
         Ok(run(listener, options, say_ready).await)
     });

@@ -102,13 +102,24 @@ pub fn ensure_private_dir(dir: &Path) -> Result<(), PathError> {
 
 /// A short hash of this build: the package version, the protocol version, and the size
 /// and modification time of the running binary (two builds of one version differ there).
-/// Hex, 12 characters.
+/// Hex, 12 characters. [`build_id_of`] the running executable.
 #[must_use]
 pub fn build_id() -> String {
+    build_id_of(&std::env::current_exe().unwrap_or_default())
+}
+
+/// The build hash of the `tether` binary at `exe`, as that binary computes it for itself
+/// ([`build_id`]) when this library is the one it was built from: the package version,
+/// the protocol version, and `exe`'s size (bytes) and modification time (seconds and
+/// nanoseconds). Hex, 12 characters. When `exe` cannot be read, the hash covers the two
+/// versions only. Lets a process host the daemon another binary's forwarders look for
+/// (the tests' in-process daemon).
+#[must_use]
+pub fn build_id_of(exe: &Path) -> String {
     let mut hasher = Sha256::new();
     hasher.update(env!("CARGO_PKG_VERSION").as_bytes());
     hasher.update(crate::protocol::PROTOCOL_VERSION.to_le_bytes());
-    if let Ok(meta) = std::env::current_exe().and_then(std::fs::metadata) {
+    if let Ok(meta) = std::fs::metadata(exe) {
         hasher.update(meta.len().to_le_bytes());
         hasher.update(meta.mtime().to_le_bytes());
         hasher.update(meta.mtime_nsec().to_le_bytes());
@@ -116,10 +127,17 @@ pub fn build_id() -> String {
     hex::encode(&hasher.finalize()[..6])
 }
 
-/// The daemon's socket in `dir`: `tether-<build id>.sock`.
+/// The daemon's socket in `dir`: `tether-<build id>.sock` for this build ([`build_id`]).
 #[must_use]
 pub fn socket_path(dir: &Path) -> PathBuf {
-    dir.join(format!("tether-{}.sock", build_id()))
+    socket_path_for(dir, &build_id())
+}
+
+/// The socket in `dir` of the daemon of build `build` (a [`build_id_of`] hash):
+/// `tether-<build>.sock`.
+#[must_use]
+pub fn socket_path_for(dir: &Path, build: &str) -> PathBuf {
+    dir.join(format!("tether-{build}.sock"))
 }
 
 /// The lock file that lets exactly one of several forwarders start the daemon.
@@ -173,10 +191,21 @@ mod tests {
         assert_eq!(id.len(), 12);
         assert!(id.chars().all(|c| c.is_ascii_hexdigit()));
         assert_eq!(build_id(), id, "stable within one build");
+        let exe = std::env::current_exe().unwrap();
+        assert_eq!(build_id_of(&exe), id, "the running binary's");
+        assert_ne!(
+            build_id_of(Path::new("/nonexistent/tether")),
+            id,
+            "another binary's differs"
+        );
         let path = socket_path(Path::new("/run/user/1000/tether"));
         assert_eq!(
             path,
             PathBuf::from(format!("/run/user/1000/tether/tether-{id}.sock"))
+        );
+        assert_eq!(
+            socket_path_for(Path::new("/run"), "0123456789ab"),
+            PathBuf::from("/run/tether-0123456789ab.sock")
         );
     }
 }

@@ -1,13 +1,16 @@
 //! The daemon: `tether daemon`, one per user and build, holding every hub (sessions,
 //! agents, breakers, caches) for all the editors that reach it through forwarders.
 //!
-//! It listens on the socket of [`super::paths::socket_path`]; each connection's peer must
-//! be this user (`SO_PEERCRED`; gopls only checks the socket file and fails open), then says
-//! [`Hello`]. An `editor` connection is served exactly as `tether serve --stdio` serves
+//! It listens on the socket of [`super::paths::socket_path`] (a process that hosts it for
+//! another binary's forwarders, such as a test, binds that binary's socket,
+//! [`super::paths::socket_path_for`], with [`bind_at`] and names its build in
+//! [`DaemonOptions::build`]); each connection's peer must be this user (`SO_PEERCRED`;
+//! gopls only checks the socket file and fails open), then says [`Hello`]. An `editor` connection is served exactly as `tether serve --stdio` serves
 //! stdio (the input guard, tower-lsp-server, the renderer), attached to the shared hub of
 //! its configuration: when it goes, its sessions stay (R-DAEMON-4). The daemon exits on
-//! `tether daemon stop`, on SIGTERM/SIGHUP/SIGINT (every agent shut down, caches flushed),
-//! or after `idle` with no editor and no live session.
+//! `tether daemon stop`, on SIGTERM/SIGHUP/SIGINT when it handles signals (every agent shut
+//! down, caches flushed), when its [`DaemonOptions::stop`] is cancelled, or after `idle`
+//! with no editor and no live session.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -31,12 +34,24 @@ pub const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 /// How the daemon runs.
 #[derive(Debug, Clone)]
 pub struct DaemonOptions {
-    /// The runtime folder holding its socket.
-    pub runtime_dir: PathBuf,
+    /// The socket its listener is bound to ([`bind`], [`bind_at`]): logged, and removed
+    /// when the daemon stops.
+    pub socket: PathBuf,
+    /// The build it serves, a [`super::paths::build_id_of`] hash (`tether daemon run`: its
+    /// own, [`super::paths::build_id`]): a client whose hello names another build is
+    /// refused, and `status` reports it.
+    pub build: String,
     /// Exit after this long with no editor connected and no live session.
     pub idle: Duration,
     /// Where agent process groups are recorded (tests); `None` = each hub's cache folder.
     pub registry_file: Option<PathBuf>,
+    /// Stop on SIGTERM, SIGHUP or SIGINT, as on `tether daemon stop` (`tether daemon
+    /// run`). False when the daemon is hosted in a process that owns its signals (the
+    /// tests' in-process daemon): no signal handler is installed then.
+    pub handle_signals: bool,
+    /// Cancelling it stops the daemon as `tether daemon stop` does (every hub shut down,
+    /// the socket removed, [`run`] returns). Only read: the daemon never cancels it.
+    pub stop: CancellationToken,
 }
 
 /// `tether daemon status` output.
@@ -45,7 +60,7 @@ pub struct DaemonOptions {
 pub struct Status {
     /// The daemon's process id.
     pub pid: u32,
-    /// Its build ([`super::paths::build_id`]).
+    /// The build it serves ([`DaemonOptions::build`]).
     pub build: String,
     /// Editors connected now.
     pub clients: usize,
@@ -57,6 +72,8 @@ struct Daemon {
     hubs: Arc<Hubs>,
     clients: AtomicUsize,
     stop: CancellationToken,
+    /// The build whose clients it serves ([`DaemonOptions::build`]).
+    build: String,
     /// Told whenever a client leaves (the idle timer restarts).
     left: tokio::sync::Notify,
     registry_file: Option<PathBuf>,
@@ -83,13 +100,29 @@ pub enum DaemonError {
     },
 }
 
-/// Binds the daemon's socket in `dir` (removing a stale one no daemon answers on).
+/// Binds this build's daemon socket in `dir` ([`super::paths::socket_path`]), as
+/// [`bind_at`] does.
 ///
 /// # Errors
 /// See [`DaemonError`].
 pub async fn bind(dir: &Path) -> Result<UnixListener, DaemonError> {
+    bind_at(&socket_path(dir)).await
+}
+
+/// Binds a daemon socket at `path` (mode 0600), first making its folder private
+/// ([`ensure_private_dir`]: created 0700 when missing) and removing a stale socket there
+/// that no daemon answers on.
+///
+/// # Errors
+/// [`DaemonError::Path`] when the folder is not private; [`DaemonError::AlreadyRunning`]
+/// when a daemon answers at `path`; [`DaemonError::Bind`] when binding fails.
+pub async fn bind_at(path: &Path) -> Result<UnixListener, DaemonError> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     ensure_private_dir(dir)?;
-    let path = socket_path(dir);
+    let path = path.to_owned();
     if path.exists() {
         if UnixStream::connect(&path).await.is_ok() {
             return Err(DaemonError::AlreadyRunning(path));
@@ -107,10 +140,12 @@ pub async fn bind(dir: &Path) -> Result<UnixListener, DaemonError> {
     Ok(listener)
 }
 
-/// Serves on `listener` until stopped or idle; then shuts every hub down and removes the
-/// socket. `ready` runs once the daemon accepts connections. Returns the connections of
-/// the `tether daemon stop` clients, already answered: the caller keeps them open until
-/// the process exits, so that their end of input tells them the daemon is gone.
+/// Serves on `listener` (bound at `options.socket`) until stopped (`tether daemon stop`,
+/// `options.stop`, a signal when `options.handle_signals`) or idle; then shuts every hub
+/// down and removes `options.socket`. `ready` runs once the daemon accepts connections.
+/// Returns the connections of the `tether daemon stop` clients, already answered: the
+/// caller keeps them open until the process exits (a hosting process: until it considers
+/// the daemon gone), so that their end of input tells them the daemon is gone.
 pub async fn run(
     listener: UnixListener,
     options: DaemonOptions,
@@ -119,19 +154,22 @@ pub async fn run(
     let daemon = Arc::new(Daemon {
         hubs: Arc::new(Hubs::default()),
         clients: AtomicUsize::new(0),
-        stop: CancellationToken::new(),
+        stop: options.stop.child_token(),
+        build: options.build.clone(),
         left: tokio::sync::Notify::new(),
         registry_file: options.registry_file.clone(),
         stop_waiters: tokio::sync::Mutex::new(Vec::new()),
     });
-    let signals = daemon.clone();
-    tokio::spawn(async move {
-        let name = crate::server::transport::first_termination_signal().await;
-        tracing::warn!(signal = name, "received {name}: stopping the daemon");
-        signals.stop.cancel();
-    });
+    if options.handle_signals {
+        let signals = daemon.clone();
+        tokio::spawn(async move {
+            let name = crate::server::transport::first_termination_signal().await;
+            tracing::warn!(signal = name, "received {name}: stopping the daemon");
+            signals.stop.cancel();
+        });
+    }
     ready();
-    tracing::info!(pid = std::process::id(), socket = %socket_path(&options.runtime_dir).display(), "tether daemon listening");
+    tracing::info!(pid = std::process::id(), build = %options.build, socket = %options.socket.display(), "tether daemon listening");
     loop {
         let idle = daemon.idle_wait(options.idle);
         tokio::select! {
@@ -149,7 +187,7 @@ pub async fn run(
             () = daemon.stop.cancelled() => break,
         }
     }
-    let _ = std::fs::remove_file(socket_path(&options.runtime_dir));
+    let _ = std::fs::remove_file(&options.socket);
     daemon.hubs.shutdown().await;
     tracing::info!("tether daemon stopped: agents shut down, caches flushed");
     let mut waiters: Vec<UnixStream> = daemon.stop_waiters.lock().await.drain(..).collect();
@@ -232,14 +270,13 @@ impl Daemon {
             }
         };
         tracing::info!(?hello, "client");
-        if hello.protocol_version != crate::protocol::PROTOCOL_VERSION
-            || hello.build != super::paths::build_id()
+        if hello.protocol_version != crate::protocol::PROTOCOL_VERSION || hello.build != self.build
         {
             let why = format!(
                 "build mismatch: client {} (protocol {}), daemon {} (protocol {})",
                 hello.build,
                 hello.protocol_version,
-                super::paths::build_id(),
+                self.build,
                 crate::protocol::PROTOCOL_VERSION
             );
             let _ = write_line(stream.get_mut(), &self.welcome(Some(why))).await;
@@ -255,7 +292,7 @@ impl Daemon {
             Purpose::Status => {
                 let status = Status {
                     pid: std::process::id(),
-                    build: super::paths::build_id(),
+                    build: self.build.clone(),
                     clients: self.clients.load(Ordering::SeqCst),
                     sessions: self.live_sessions(),
                 };
@@ -296,5 +333,68 @@ impl Daemon {
             daemon_pid: std::process::id(),
             error,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::daemon::paths::socket_path_for;
+
+    /// A status client's hello naming `build`, and the daemon's two answers.
+    async fn status_of(socket: &Path, build: &str) -> (Welcome, Option<Status>) {
+        let mut stream = BufReader::new(UnixStream::connect(socket).await.unwrap());
+        let mut hello = Hello::of_this_process(Purpose::Status);
+        hello.build = build.to_owned();
+        write_line(stream.get_mut(), &hello).await.unwrap();
+        let welcome: Welcome = read_line(&mut stream).await.unwrap();
+        let status = if welcome.ok {
+            Some(read_line(&mut stream).await.unwrap())
+        } else {
+            None
+        };
+        (welcome, status)
+    }
+
+    #[tokio::test]
+    async fn a_hosted_daemon_serves_the_build_it_is_given_and_stops_when_cancelled() {
+        let tmp = tempfile::tempdir().unwrap();
+        let build = "0123456789ab";
+        let socket = socket_path_for(&tmp.path().join("run"), build);
+        let listener = bind_at(&socket).await.unwrap();
+        let stop = CancellationToken::new();
+        let options = DaemonOptions {
+            socket: socket.clone(),
+            build: build.to_owned(),
+            idle: Duration::from_secs(600),
+            registry_file: None,
+            handle_signals: false,
+            stop: stop.clone(),
+        };
+        let daemon = tokio::spawn(run(listener, options, || {}));
+
+        let (welcome, status) = status_of(&socket, build).await;
+        assert!(welcome.ok, "{welcome:?}");
+        let status = status.unwrap();
+        assert_eq!(status.build, build);
+        assert_eq!(status.pid, std::process::id());
+        let (refused, _) = status_of(&socket, &crate::daemon::paths::build_id()).await;
+        assert!(!refused.ok);
+        assert!(
+            refused.error.unwrap().contains("build mismatch"),
+            "the host's own build is not the one served"
+        );
+        assert!(matches!(
+            bind_at(&socket).await,
+            Err(DaemonError::AlreadyRunning(_))
+        ));
+
+        stop.cancel();
+        let waiters = tokio::time::timeout(Duration::from_secs(20), daemon)
+            .await
+            .expect("run returns once cancelled")
+            .unwrap();
+        assert!(waiters.is_empty());
+        assert!(!socket.exists(), "the bound socket is removed");
     }
 }

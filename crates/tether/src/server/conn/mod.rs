@@ -201,16 +201,22 @@ impl Conn {
         let hub = self.sessions()?;
         let origin = hub.origin();
         let renderer = self.renderer()?;
-        if let Some(id) = &p.session_id {
+        // A session live here is attached to, not resumed: this editor is sent its
+        // transcript by `attach` (a resumed one gets the cache's through the bus).
+        let was_live = p.session_id.as_deref().is_some_and(|id| hub.is_live(id));
+        if let Some(id) = &p.session_id
+            && !was_live
+        {
+            // A session resumed here is this editor's from its first event on. A live one
+            // is watched only by `attach`, with its bus slot held: an event it published
+            // meanwhile would otherwise reach this editor first and, being the latest it
+            // was sent, keep the replay of the ones before it (after `afterSeq`) from it.
             renderer.watch(id);
         }
         renderer
             .begin_request(origin, p.work_done_token.clone(), "Resuming session")
             .await;
         let after_seq = p.after_seq;
-        // A session live here is attached to, not resumed: this editor is sent its
-        // transcript by `attach` (a resumed one gets the cache's through the bus).
-        let was_live = p.session_id.as_deref().is_some_and(|id| hub.is_live(id));
         let result = self.as_client(hub.resume(p, Some(origin))).await;
         let message = match &result {
             Ok(r) => {
