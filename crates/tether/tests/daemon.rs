@@ -1406,15 +1406,20 @@ async fn the_ttl_spares_a_session_an_editor_is_attached_to(kind: DaemonKind) {
     setup.finish().await;
 }
 
+with_either_daemon!(
+    an_editor_behind_the_kept_events_gets_the_transcript_again_and_is_told_what_is_cut
+);
+
 /// An editor whose `afterSeq` is older than the events the daemon keeps (the last
 /// `EVENT_LOG_CAP`, 10,000, of a session) cannot be sent only what it missed: it is sent
 /// the transcript of the finished turns again (`stale: false`), then what is kept of the
 /// running turn, in order and once, and is told (`window/showMessage`) that the turn's
 /// first updates are not shown.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_editor_behind_the_kept_events_gets_the_transcript_again_and_is_told_what_is_cut() {
+async fn an_editor_behind_the_kept_events_gets_the_transcript_again_and_is_told_what_is_cut(
+    kind: DaemonKind,
+) {
     const COUNT: u64 = 12_000;
-    let setup = Setup::new();
+    let setup = Setup::new(kind).await;
     setup
         .world
         .script(json!([{"method": "session/prompt", "calls": [2],
@@ -1502,4 +1507,5 @@ async fn an_editor_behind_the_kept_events_gets_the_transcript_again_and_is_told_
     observer.shutdown(STEP).await.unwrap();
     second.shutdown(STEP).await.unwrap();
     assert_eq!(setup.daemon(&["stop"]).0, 0);
+    setup.finish().await;
 }
