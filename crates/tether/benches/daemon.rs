@@ -388,17 +388,17 @@ async fn main() {
         let mut e = editor(&bin, dir, "auto").await;
         let t0 = Instant::now();
         let client = e.client.clone();
-        // Every kept event after `afterSeq`: the log holds the session's last 10,000
-        // (an older `afterSeq` gets the transcript instead of a replay).
-        let after = last_seq.saturating_sub(10_000);
+        // Kept events after `afterSeq`: the log holds the session's last 10,000 events,
+        // the turn's end and status among them (an `afterSeq` before the oldest gets the
+        // transcript instead of a replay).
+        let after = last_seq.saturating_sub(9_990);
         let params = json!({"workspace": {"root": ws}, "sessionId": sid, "afterSeq": after});
         let answer = tokio::spawn(async move { client.request("session/resume", params).await });
         let mut count = 0;
         loop {
-            match e
-                .incoming
-                .recv()
+            match tokio::time::timeout(Duration::from_secs(30), e.incoming.recv())
                 .await
+                .expect("the replay reaches its last event within 30 s")
                 .expect("the daemon's side stays open")
             {
                 Incoming::Notification { method, params } if method == "session/update" => {
