@@ -5,8 +5,9 @@
 //! another binary's forwarders, such as a test, binds that binary's socket,
 //! [`super::paths::socket_path_for`], with [`bind_at`] and names its build in
 //! [`DaemonOptions::build`]); each connection's peer must be this user (`SO_PEERCRED`;
-//! gopls only checks the socket file and fails open), then says [`Hello`]. An `editor` connection is served exactly as `tether serve --stdio` serves
-//! stdio (the input guard, tower-lsp-server, the renderer), attached to the shared hub of
+//! gopls only checks the socket file and fails open), then says [`Hello`]. An `editor`
+//! connection is served exactly as `tether serve --stdio` serves stdio (the input guard,
+//! tower-lsp-server, the renderer), attached to the shared hub of
 //! its configuration: when it goes, its sessions stay (R-DAEMON-4). The daemon exits on
 //! `tether daemon stop`, on SIGTERM/SIGHUP/SIGINT when it handles signals (every agent shut
 //! down, caches flushed), when its [`DaemonOptions::stop`] is cancelled, or after `idle`
