@@ -18,7 +18,9 @@
 //!    this process, so their own JSON decoding is part of the figure.
 //!
 //! Run: `cargo bench -p tether --bench daemon` (`TETHER_BENCH_QUICK=1` for fewer samples,
-//! `TETHER_BENCH_ONLY=load` for section 5 alone).
+//! `TETHER_BENCH_ONLY=load` for section 5 alone, `TETHER_BENCH_LOAD_SECS` and
+//! `TETHER_BENCH_LOAD_RATE` for its length and per-session rate, `TETHER_BENCH_BIN` to
+//! measure another build of `tether`).
 //! Every daemon started here has a private runtime folder and is stopped at the end.
 
 use std::path::{Path, PathBuf};
@@ -154,7 +156,13 @@ async fn load(bin: &Path, dir: &Path) {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(if quick() { 5 } else { 60 });
-    let (editors, per_editor, rate) = (5usize, 10usize, 1000u64);
+    // `TETHER_BENCH_LOAD_RATE`: updates per second per session (default 1,000), to see how
+    // latency grows with the offered load.
+    let rate = std::env::var("TETHER_BENCH_LOAD_RATE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000u64);
+    let (editors, per_editor) = (5usize, 10usize);
     let count = secs * rate;
     // Its own agent script (stamped streams), so its own configuration and hub.
     let script = dir.join("script-load.json");
