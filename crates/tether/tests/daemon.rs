@@ -465,6 +465,32 @@ async fn a_new_editor_gets_the_transcript_then_the_running_turn_once() {
     first_agent_chunk(&first, mark)
         .await
         .expect("the second turn's first chunk");
+    // The first editor saves what it drew so far, the running prompt and the start of its
+    // answer (VS Code does, on its timer and when its window reloads): the transcript sent
+    // to the next editor still leaves the running turn out.
+    let turn = |id: &str, role: &str, text: &str, complete: bool| json!({"id": id, "role": role, "text": text, "timestampUtc": "2026-11-25T00:00:00Z", "complete": complete});
+    let saved = first
+        .request(
+            "session/persist",
+            json!({
+                "sessionId": sid,
+                "workspace": setup.world.ws(),
+                "trigger": "turnFinalized",
+                "snapshot": {
+                    "chatTurns": [
+                        turn("u1", "user", "first question", true),
+                        turn("a1", "assistant", "echo: first question", true),
+                        turn("u2", "user", "second question", true),
+                        turn("a2", "assistant", "echo: ", false),
+                    ],
+                    "execTurns": [], "diffSessions": [], "approvals": {"pending": []},
+                    "uiState": {"isStreamErrorVisible": false}, "context": {"workingDir": "/"},
+                },
+            }),
+        )
+        .await
+        .expect("persist");
+    assert_eq!(saved["saved"], true, "{saved}");
     first.signal(libc::SIGKILL, STEP).await.unwrap();
     assert!(
         asked.await.unwrap().is_err(),
@@ -544,6 +570,65 @@ async fn a_new_editor_gets_the_transcript_then_the_running_turn_once() {
         "the running prompt once: {seen:?}"
     );
     second.shutdown(STEP).await.unwrap();
+    assert_eq!(setup.daemon(&["stop"]).0, 0);
+}
+
+/// An editor taking back by id a session whose turn streams fast (a window reloaded
+/// mid-turn that remembers its session): no live chunk reaches it before the transcript and
+/// the replay of the running turn, so the prompt and every chunk arrive once, in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn taking_back_by_id_mid_stream_loses_and_repeats_nothing() {
+    let setup = Setup::new();
+    setup
+        .world
+        .script(json!([{"method": "session/prompt", "calls": [1],
+        "action": {"kind": "stream", "count": 2000, "perSecond": 1000}}]));
+    let first = setup.editor().await;
+    let sid = new_session(&setup, &first).await;
+    let mark = first.mark();
+    let asked = prompt_in_background(&first, &sid, "count");
+    first_agent_chunk(&first, mark)
+        .await
+        .expect("the turn's first chunk");
+    first.signal(libc::SIGKILL, STEP).await.unwrap();
+    assert!(
+        asked.await.unwrap().is_err(),
+        "the dead editor got no answer"
+    );
+
+    let editor = setup.editor().await;
+    take_back(&setup, &editor, &sid, None).await;
+    editor
+        .wait_for(
+            0,
+            "session/turnEnded",
+            |p| p["sessionId"] == sid.as_str(),
+            STEP * 4,
+        )
+        .await
+        .expect("the turn's end");
+    let (text, seqs) = updates_of(&editor, &sid);
+    let expected: String = (1..=2000).map(|i| format!("{i}\n")).collect();
+    assert!(
+        text.starts_with(&expected),
+        "every chunk once, in order: {} characters, the first {} expected; starts {:?}",
+        text.len(),
+        expected.len(),
+        &text[..text.len().min(40)]
+    );
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "in order: {seqs:?}");
+    let prompts: Vec<Value> = editor
+        .received()
+        .into_iter()
+        .filter(|m| {
+            m.method() == "session/update"
+                && m.params()["sessionId"] == sid.as_str()
+                && m.params()["update"]["sessionUpdate"] == "user_message_chunk"
+        })
+        .map(|m| m.params()["update"]["content"]["text"].clone())
+        .collect();
+    assert_eq!(prompts, [json!("count")], "the prompt once");
+    editor.shutdown(STEP).await.unwrap();
     assert_eq!(setup.daemon(&["stop"]).0, 0);
 }
 

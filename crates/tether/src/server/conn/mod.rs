@@ -201,16 +201,22 @@ impl Conn {
         let hub = self.sessions()?;
         let origin = hub.origin();
         let renderer = self.renderer()?;
-        if let Some(id) = &p.session_id {
+        // A session live here is attached to, not resumed: this editor is sent its
+        // transcript by `attach` (a resumed one gets the cache's through the bus).
+        let was_live = p.session_id.as_deref().is_some_and(|id| hub.is_live(id));
+        // A live session's events start reaching this editor in `attach`, which replays
+        // what it missed and then goes live with the bus held: watching it here already
+        // would deliver live events first, and the replay would then start after them
+        // (the start of a running turn, or what came after `afterSeq`, lost).
+        if let Some(id) = &p.session_id
+            && !was_live
+        {
             renderer.watch(id);
         }
         renderer
             .begin_request(origin, p.work_done_token.clone(), "Resuming session")
             .await;
         let after_seq = p.after_seq;
-        // A session live here is attached to, not resumed: this editor is sent its
-        // transcript by `attach` (a resumed one gets the cache's through the bus).
-        let was_live = p.session_id.as_deref().is_some_and(|id| hub.is_live(id));
         let result = self.as_client(hub.resume(p, Some(origin))).await;
         let message = match &result {
             Ok(r) => {
