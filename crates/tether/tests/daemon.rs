@@ -582,7 +582,7 @@ async fn taking_back_by_id_mid_stream_loses_and_repeats_nothing() {
     setup
         .world
         .script(json!([{"method": "session/prompt", "calls": [1],
-        "action": {"kind": "stream", "count": 2000, "perSecond": 1000}}]));
+        "action": {"kind": "stream", "count": 4000, "perSecond": 1000}}]));
     let first = setup.editor().await;
     let sid = new_session(&setup, &first).await;
     let mark = first.mark();
@@ -590,6 +590,27 @@ async fn taking_back_by_id_mid_stream_loses_and_repeats_nothing() {
     first_agent_chunk(&first, mark)
         .await
         .expect("the turn's first chunk");
+    // A long saved transcript: reading it for the next editor takes a while, during which
+    // the turn keeps streaming (what that editor must not be sent before the replay).
+    let turns: Vec<Value> = (0..50)
+        .map(|i| {
+            json!({"id": format!("t{i}"), "role": if i % 2 == 0 { "user" } else { "assistant" },
+                "text": "x".repeat(200_000), "timestampUtc": "2026-11-25T00:00:00Z", "complete": true})
+        })
+        .collect();
+    let saved = first
+        .request(
+            "session/persist",
+            json!({
+                "sessionId": sid, "workspace": setup.world.ws(), "trigger": "turnFinalized",
+                "snapshot": {"chatTurns": turns, "execTurns": [], "diffSessions": [],
+                    "approvals": {"pending": []}, "uiState": {"isStreamErrorVisible": false},
+                    "context": {"workingDir": "/"}},
+            }),
+        )
+        .await
+        .expect("persist");
+    assert_eq!(saved["saved"], true, "{saved}");
     first.signal(libc::SIGKILL, STEP).await.unwrap();
     assert!(
         asked.await.unwrap().is_err(),
@@ -608,7 +629,7 @@ async fn taking_back_by_id_mid_stream_loses_and_repeats_nothing() {
         .await
         .expect("the turn's end");
     let (text, seqs) = updates_of(&editor, &sid);
-    let expected: String = (1..=2000).map(|i| format!("{i}\n")).collect();
+    let expected: String = (1..=4000).map(|i| format!("{i}\n")).collect();
     assert!(
         text.starts_with(&expected),
         "every chunk once, in order: {} characters, the first {} expected; starts {:?}",
