@@ -825,6 +825,8 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     // 1. Two sessions of the workspace, made the way editors make them: Older, then Newer
     //    (a new session started by "Start New Session").
     const seed = lspClient(tetherBin);
+    // Closed by the cleanups too when the test fails before it closes it (close runs once).
+    cleanups.push(() => seed.close());
     await seed.request('initialize', init);
     seed.notify('initialized', {});
     const a = await seed.request('session/resume', { workspace: { root: workspace } });
@@ -863,6 +865,7 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     // 3. Another editor on the same folder saves a session of its own (the window's server
     //    holds Older and Newer): that one is the workspace's most recent now.
     const other = lspClient(tetherBin);
+    cleanups.push(() => other.close());
     await other.request('initialize', init);
     other.notify('initialized', {});
     assert.equal((await persist(other, 'other-editor', turns('Newest'))).saved, true);
