@@ -660,6 +660,32 @@ async fn a_new_editor_gets_the_transcript_then_the_running_turn_once(kind: Daemo
     first_agent_chunk(&first, mark)
         .await
         .expect("the second turn's first chunk");
+    // The first editor saves what it drew so far, the running prompt and the start of its
+    // answer (VS Code does, on its timer and when its window reloads): the transcript sent
+    // to the next editor still leaves the running turn out.
+    let turn = |id: &str, role: &str, text: &str, complete: bool| json!({"id": id, "role": role, "text": text, "timestampUtc": "2026-11-25T00:00:00Z", "complete": complete});
+    let saved = first
+        .request(
+            "session/persist",
+            json!({
+                "sessionId": sid,
+                "workspace": setup.world.ws(),
+                "trigger": "turnFinalized",
+                "snapshot": {
+                    "chatTurns": [
+                        turn("u1", "user", "first question", true),
+                        turn("a1", "assistant", "echo: first question", true),
+                        turn("u2", "user", "second question", true),
+                        turn("a2", "assistant", "echo: ", false),
+                    ],
+                    "execTurns": [], "diffSessions": [], "approvals": {"pending": []},
+                    "uiState": {"isStreamErrorVisible": false}, "context": {"workingDir": "/"},
+                },
+            }),
+        )
+        .await
+        .expect("persist");
+    assert_eq!(saved["saved"], true, "{saved}");
     first.signal(libc::SIGKILL, STEP).await.unwrap();
     assert!(
         asked.await.unwrap().is_err(),
@@ -739,6 +765,88 @@ async fn a_new_editor_gets_the_transcript_then_the_running_turn_once(kind: Daemo
         "the running prompt once: {seen:?}"
     );
     second.shutdown(STEP).await.unwrap();
+    assert_eq!(setup.daemon(&["stop"]).0, 0);
+    setup.finish().await;
+}
+
+with_either_daemon!(taking_back_by_id_mid_stream_loses_and_repeats_nothing);
+
+/// An editor taking back by id a session whose turn streams fast (a window reloaded
+/// mid-turn that remembers its session): no live chunk reaches it before the transcript and
+/// the replay of the running turn, so the prompt and every chunk arrive once, in order.
+async fn taking_back_by_id_mid_stream_loses_and_repeats_nothing(kind: DaemonKind) {
+    let setup = Setup::new(kind).await;
+    setup
+        .world
+        .script(json!([{"method": "session/prompt", "calls": [1],
+        "action": {"kind": "stream", "count": 4000, "perSecond": 1000}}]));
+    let first = setup.editor().await;
+    let sid = new_session(&setup, &first).await;
+    let mark = first.mark();
+    let asked = prompt_in_background(&first, &sid, "count");
+    first_agent_chunk(&first, mark)
+        .await
+        .expect("the turn's first chunk");
+    // A long saved transcript: reading it for the next editor takes a while, during which
+    // the turn keeps streaming (what that editor must not be sent before the replay).
+    let turns: Vec<Value> = (0..50)
+        .map(|i| {
+            json!({"id": format!("t{i}"), "role": if i % 2 == 0 { "user" } else { "assistant" },
+                "text": "x".repeat(200_000), "timestampUtc": "2026-11-25T00:00:00Z", "complete": true})
+        })
+        .collect();
+    let saved = first
+        .request(
+            "session/persist",
+            json!({
+                "sessionId": sid, "workspace": setup.world.ws(), "trigger": "turnFinalized",
+                "snapshot": {"chatTurns": turns, "execTurns": [], "diffSessions": [],
+                    "approvals": {"pending": []}, "uiState": {"isStreamErrorVisible": false},
+                    "context": {"workingDir": "/"}},
+            }),
+        )
+        .await
+        .expect("persist");
+    assert_eq!(saved["saved"], true, "{saved}");
+    first.signal(libc::SIGKILL, STEP).await.unwrap();
+    assert!(
+        asked.await.unwrap().is_err(),
+        "the dead editor got no answer"
+    );
+
+    let editor = setup.editor().await;
+    take_back(&setup, &editor, &sid, None).await;
+    editor
+        .wait_for(
+            0,
+            "session/turnEnded",
+            |p| p["sessionId"] == sid.as_str(),
+            STEP * 4,
+        )
+        .await
+        .expect("the turn's end");
+    let (text, seqs) = updates_of(&editor, &sid);
+    let expected: String = (1..=4000).map(|i| format!("{i}\n")).collect();
+    assert!(
+        text.starts_with(&expected),
+        "every chunk once, in order: {} characters, the first {} expected; starts {:?}",
+        text.len(),
+        expected.len(),
+        &text[..text.len().min(40)]
+    );
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "in order: {seqs:?}");
+    let prompts: Vec<Value> = editor
+        .received()
+        .into_iter()
+        .filter(|m| {
+            m.method() == "session/update"
+                && m.params()["sessionId"] == sid.as_str()
+                && m.params()["update"]["sessionUpdate"] == "user_message_chunk"
+        })
+        .map(|m| m.params()["update"]["content"]["text"].clone())
+        .collect();
+    assert_eq!(prompts, [json!("count")], "the prompt once");
+    editor.shutdown(STEP).await.unwrap();
     assert_eq!(setup.daemon(&["stop"]).0, 0);
     setup.finish().await;
 }

@@ -16,14 +16,25 @@ import {
   type ServerOptions,
   type StaticFeature,
 } from 'vscode-languageclient/node';
-import { initializationOptions, readSettings, redactedForLog, RESTART_KEYS, serverArgs, type TetherSettings } from './core/config';
-import { SessionController, type ShutdownReport } from './core/controller';
+import {
+  forwardsToDaemon,
+  initializationOptions,
+  readSettings,
+  redactedForLog,
+  RESTART_KEYS,
+  serverArgs,
+  type TetherSettings,
+} from './core/config';
+import { SessionController, TurnDetachedError, type ShutdownReport } from './core/controller';
 import { PROTOCOL_VERSION, ServerMethods, type TetherClientCapabilities } from './core/protocol';
 import { resolveServer } from './core/serverPath';
 import { LocalStatus } from './core/status';
 import { TranscriptModel, type WebviewMessage } from './core/transcript';
 import { SessionPanel, VIEW_TYPE } from './sessionPanel';
 import { VscodeUi } from './vscodeUi';
+
+/** The `workspaceState` key of the session the view shows (resumed after a window reload). */
+const VIEW_SESSION_KEY = 'tether.viewSession';
 
 /** How long deactivation waits for the `shutdown` persist before stopping the server. */
 const SHUTDOWN_PERSIST_TIMEOUT_MS = 5_000;
@@ -163,7 +174,11 @@ async function doStart(context: vscode.ExtensionContext): Promise<void> {
     });
     return;
   }
-  out.info(`server: ${server.command} (from ${server.source}); tether.server.remote=${settings.server.remote}`);
+  const daemon = forwardsToDaemon(settings, process.env);
+  out.info(
+    `server: ${server.command} (from ${server.source}); tether.server.remote=${settings.server.remote}` +
+      `${daemon ? ' (forwarding to the Tether daemon)' : ' (in process)'}`,
+  );
 
   fs.mkdirSync(context.logUri.fsPath, { recursive: true });
   const logFile = path.join(context.logUri.fsPath, 'tether-serve.log');
@@ -198,6 +213,14 @@ async function doStart(context: vscode.ExtensionContext): Promise<void> {
       workspaceRoot: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath,
       persistenceEnabled: settings.persistence.enabled,
       ...(panel ? { view: panel } : {}),
+      daemon,
+      memory: {
+        get: () => context.workspaceState.get<unknown>(VIEW_SESSION_KEY),
+        set: (value) =>
+          void Promise.resolve(context.workspaceState.update(VIEW_SESSION_KEY, value)).catch((err: unknown) =>
+            ui?.log(`remembering the view's session failed: ${errorText(err)}`),
+          ),
+      },
     },
   );
   const run: Running = { logDir: context.logUri.fsPath, started: false, client, controller, countdown: undefined };
@@ -296,7 +319,11 @@ function onViewMessage(controller: SessionController, m: WebviewMessage): void {
   switch (m.type) {
     case 'send':
       if (typeof m.text === 'string' && m.text.trim()) {
-        controller.prompt(m.text).catch((err: unknown) => ui?.log(`prompt from the session view failed: ${errorText(err)}`));
+        controller
+          .prompt(m.text)
+          .catch((err: unknown) =>
+            ui?.log(err instanceof TurnDetachedError ? `prompt from the session view: ${err.message}` : `prompt from the session view failed: ${errorText(err)}`),
+          );
       }
       return;
     case 'cancel':
@@ -375,7 +402,10 @@ async function sendPrompt(): Promise<void> {
     const { stopReason, stale } = await running.controller.prompt(text);
     ui?.log(`Send Prompt: the agent answered (${stopReason}${stale ? ', from the cache' : ''})`);
   } catch (err) {
-    void vscode.window.showErrorMessage(`Tether: the prompt failed: ${err instanceof Error ? err.message : String(err)}`);
+    // The connection was lost while the turn runs in the daemon: not a failure; the view
+    // says it is reconnecting and the re-attach ends the turn.
+    if (err instanceof TurnDetachedError) ui?.log(`Send Prompt: ${err.message}`);
+    else void vscode.window.showErrorMessage(`Tether: the prompt failed: ${err instanceof Error ? err.message : String(err)}`);
   }
 }
 

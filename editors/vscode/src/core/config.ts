@@ -103,6 +103,15 @@ export function serverArgs(s: TetherSettings, logFile: string): string[] {
   return ['serve', '--log-file', logFile, ...(s.server.remote === 'off' ? ['--remote=off'] : [])];
 }
 
+/**
+ * Whether `tether serve` will forward to the per-user daemon: `tether.server.remote` is `auto`
+ * and the environment the server inherits does not say `TETHER_REMOTE=off` (the server's
+ * own default is `auto`). Then a prompt turn outlives this window's server connection.
+ */
+export function forwardsToDaemon(s: TetherSettings, env: Record<string, string | undefined>): boolean {
+  return s.server.remote === 'auto' && env.TETHER_REMOTE !== 'off';
+}
+
 export function initializationOptions(s: TetherSettings): InitializationOptions {
   const opts: InitializationOptions = {
     storage: {

@@ -37,7 +37,7 @@ import {
 import { choiceForClick, outcomeIntent, REOFFER, type DialogIntent } from './recovery';
 import { SnapshotModel } from './snapshot';
 import { LocalStatus, shortId, StatusTracker, type ProgressIntent, type StatusView } from './status';
-import { historyPage, isMethodNotFound, sessionPicks, type SessionPick } from './sessions';
+import { historyPage, isConnectionLost, isMethodNotFound, listedSession, sessionPicks, type SessionPick } from './sessions';
 import { TranscriptModel, type ViewOp } from './transcript';
 
 /** What the controller asks of the editor. Every method must not throw. */
@@ -64,6 +64,19 @@ export interface ServerPort {
   notify?(method: string, params: unknown): void;
 }
 
+/**
+ * Where the session the view shows is remembered across window reloads (VS Code's
+ * `workspaceState`): a reloaded window resumes that session, not the workspace's most recent
+ * one, which may be another editor's. Only the id is kept: a reloaded view has drawn
+ * nothing, so no `afterSeq` would mean anything.
+ */
+export interface SessionMemory {
+  /** What was stored (checked here: `{sessionId}`), `undefined` when nothing is. */
+  get(): unknown;
+  /** Stores `{sessionId}`; `undefined` forgets it. Must not throw. */
+  set(value: { sessionId: string } | undefined): void;
+}
+
 /** The session view (a webview panel): the transcript model's ops, and opening it. */
 export interface ViewPort {
   post(op: ViewOp): void;
@@ -82,7 +95,34 @@ export interface ControllerOptions {
   persistIntervalMs?: number;
   /** The session view; without one the transcript is kept but not drawn. */
   view?: ViewPort;
+  /**
+   * The server forwards to the per-user daemon (`tether.server.remote` is `auto`): a prompt
+   * turn goes on there when this window's connection to the server is lost, and the
+   * restarted server re-attaches to it.
+   */
+  daemon?: boolean;
+  /** Where the view's session is remembered across reloads; without one nothing is. */
+  memory?: SessionMemory;
 }
+
+/**
+ * `prompt` lost its server connection while the turn runs in the daemon: the turn stays open
+ * in the view and the re-attach after the server's restart brings its rest and its end.
+ * Not a failure of the prompt: callers log it instead of showing an error.
+ */
+export class TurnDetachedError extends Error {
+  constructor(
+    readonly sessionId: string,
+    cause: string,
+  ) {
+    super(`the connection to tether serve was lost (${cause}); the turn goes on in the Tether daemon and is re-attached`);
+    this.name = 'TurnDetachedError';
+  }
+}
+
+/** What the view says when a turn that lost its connection did not survive. */
+export const TURN_LOST =
+  'the connection to the Tether server was lost and the turn is no longer running in the Tether daemon; its end was not received';
 
 interface PendingChoice {
   result: ResumeResult;
@@ -116,6 +156,16 @@ export class SessionController {
   private lastSeqValue: number | undefined;
   /** The session of this controller's own `session/prompt` in flight (its answer ends the turn). */
   private promptInFlight: string | undefined;
+  /**
+   * The session of this controller's own turn whose `session/prompt` lost the server
+   * connection (daemon only): the turn stays open until its `session/turnEnded` arrives
+   * after the re-attach, or the re-attach finds it gone.
+   */
+  private detachedTurn: string | undefined;
+  /** How many times the server was restarted (`serverRestarted`). */
+  private restarts = 0;
+  /** The session id last given to `opts.memory`. */
+  private remembered: string | undefined;
 
   constructor(
     private readonly ui: UiPort,
@@ -199,7 +249,12 @@ export class SessionController {
    */
   resumeParams(root: string): ResumeParams {
     const sessionId = this.transcript.sessionId;
-    if (!sessionId) return { workspace: { root } };
+    if (!sessionId) {
+      // A view with nothing drawn (a reloaded window): the session it showed before, by id
+      // and without `afterSeq`, so the daemon sends its transcript and then its running turn.
+      const remembered = this.rememberedSession();
+      return remembered ? { workspace: { root }, sessionId: remembered } : { workspace: { root } };
+    }
     return { workspace: { root }, sessionId, ...(this.lastSeqValue !== undefined ? { afterSeq: this.lastSeqValue } : {}) };
   }
 
@@ -207,15 +262,85 @@ export class SessionController {
    * The server process was restarted (after a crash): it knows no live session and no open
    * dialog, so forget both, then resume the view's session again (after the last event drawn).
    */
-  serverRestarted(): Promise<void> {
+  async serverRestarted(): Promise<void> {
     this.ui.log('tether serve restarted: forgetting the live session and any outstanding choice, resuming again');
+    this.restarts++;
+    // This window's own turn whose answer was lost with the old connection goes on in the
+    // daemon: the re-attach brings the rest of it and its `session/turnEnded`.
+    if (this.promptInFlight && this.opts.daemon) this.detach(this.promptInFlight);
+    this.promptInFlight = undefined;
     this.pending = undefined;
     this.activeSessionId = undefined;
     this.persist.stop();
     this.ui.progress(this.status.close());
-    this.ui.setStatus(LocalStatus.idle());
-    this.transcript.setLive(undefined);
-    return this.opts.workspaceRoot ? this.resume() : Promise.resolve();
+    const detached = this.openDetachedTurn();
+    if (detached) {
+      this.ui.setStatus(LocalStatus.reconnecting(detached));
+      this.transcript.reconnecting();
+    } else {
+      this.ui.setStatus(LocalStatus.idle());
+      this.transcript.setLive(undefined);
+    }
+    if (!this.opts.workspaceRoot) return;
+    await this.resume();
+    await this.settleDetachedTurn();
+  }
+
+  /** Marks `sessionId`'s running turn (this window's own) as going on in the daemon. */
+  private detach(sessionId: string): void {
+    if (this.detachedTurn === sessionId) return;
+    this.detachedTurn = sessionId;
+    this.ui.log(`the turn of ${sessionId} goes on in the Tether daemon; it is re-attached when tether serve is back`);
+  }
+
+  /** The session whose detached turn the view still shows running, if any. */
+  private openDetachedTurn(): string | undefined {
+    const sid = this.detachedTurn;
+    if (sid && this.transcript.turnRunning && this.transcript.sessionId === sid) return sid;
+    this.detachedTurn = undefined;
+    return undefined;
+  }
+
+  /**
+   * After the re-attach of a restarted server: a detached turn still open is kept only when
+   * the daemon says the session is live and runs a turn (its end then arrives as
+   * `session/turnEnded`); otherwise it is closed, saying the turn was lost. Notifications
+   * are handled in the order they come, so a `session/turnEnded` sent before the
+   * `session/list` answer has already ended the turn here.
+   */
+  private async settleDetachedTurn(): Promise<void> {
+    const sid = this.openDetachedTurn();
+    const root = this.opts.workspaceRoot;
+    if (!sid || !root) return;
+    if (this.activeSessionId !== sid) return this.endDetachedTurn(sid, `${TURN_LOST} (the session was not re-attached)`);
+    let entry: { live: boolean; turnRunning: boolean } | undefined;
+    try {
+      entry = listedSession(await this.server.request(Methods.list, { workspace: { root } }), sid);
+    } catch (err) {
+      this.ui.log(`session/list after the re-attach failed: ${errText(err)}`);
+      return this.endDetachedTurn(sid, `${TURN_LOST} (the Tether server could not say whether it still runs: ${errText(err)})`);
+    }
+    if (this.openDetachedTurn() !== sid) return;
+    if (entry?.live && entry.turnRunning) {
+      this.ui.log(`re-attached to ${sid}: its turn still runs in the daemon`);
+      return;
+    }
+    this.endDetachedTurn(sid, TURN_LOST);
+  }
+
+  /** Closes the detached turn, if one is open (a resume that ended without the session live). */
+  private endAnyDetachedTurn(message: string): void {
+    const sid = this.openDetachedTurn();
+    if (sid) this.endDetachedTurn(sid, message);
+  }
+
+  /** Closes the detached turn of `sid` (if the view still shows it running) with `message`. */
+  private endDetachedTurn(sid: string, message: string): void {
+    if (this.openDetachedTurn() !== sid) return;
+    this.detachedTurn = undefined;
+    this.ui.log(`the detached turn of ${sid} is closed: ${message}`);
+    this.snapshot.finishTurn();
+    this.transcript.turnEnded(undefined, message);
   }
 
   /** The server is up and no session is live yet (start-up, before any resume). */
@@ -234,7 +359,9 @@ export class SessionController {
    * permission question arrives as `session/requestPermission` meanwhile. Resolves to the stop
    * reason and the agent's reply text, then persists with trigger `turnFinalized`.
    *
-   * @throws when no session is live, or the server rejects the prompt.
+   * @throws when no session is live, or the server rejects the prompt; `TurnDetachedError`
+   * when the server connection was lost while the turn runs in the daemon (the turn stays
+   * open in the view and the re-attach ends it).
    */
   async prompt(text: string): Promise<{ stopReason: string; reply: string; stale: boolean }> {
     const sessionId = this.activeSessionId;
@@ -244,13 +371,30 @@ export class SessionController {
     this.ui.log(`session/prompt ${sessionId} (${text.length} characters)`);
     let raw: Record<string, unknown> | null;
     this.promptInFlight = sessionId;
+    const restarts = this.restarts;
     try {
       raw = (await this.server.request(Methods.prompt, { sessionId, prompt: [{ type: 'text', text }] })) as Record<
         string,
         unknown
       > | null;
     } catch (err) {
-      this.promptInFlight = undefined;
+      if (this.promptInFlight === sessionId) this.promptInFlight = undefined;
+      if (this.opts.daemon && isConnectionLost(err)) {
+        // Not the server's answer: the connection went (the forwarder died). The daemon
+        // still runs the turn; the restarted server re-attaches and its end arrives then.
+        this.ui.log(`session/prompt ${sessionId}: the connection was lost (${errText(err)}); not ending the turn`);
+        if (this.transcript.turnRunning && this.transcript.sessionId === sessionId) {
+          this.detach(sessionId);
+          if (restarts === this.restarts) {
+            this.ui.setStatus(LocalStatus.reconnecting(sessionId));
+            this.transcript.reconnecting();
+          } else {
+            // The restarted server's re-attach came first: check the turn once it is done.
+            void Promise.resolve(this.resumeInFlight).then(() => this.settleDetachedTurn());
+          }
+        }
+        throw new TurnDetachedError(sessionId, errText(err));
+      }
       this.snapshot.finishTurn();
       this.transcript.turnEnded(undefined, errText(err));
       throw err;
@@ -343,6 +487,8 @@ export class SessionController {
     const raw = (await this.server.request(Methods.clear, { workspace: { root } })) as Partial<ClearResult> | null;
     const removed = typeof raw?.removed === 'number' ? raw.removed : 0;
     this.ui.log(`session/clear removed ${removed}`);
+    // The remembered session may be gone with them: a reload resumes the most recent again.
+    if (removed > 0) this.forgetSession();
     return removed;
   }
 
@@ -366,6 +512,7 @@ export class SessionController {
     switch (intent.kind) {
       case 'dialog':
         this.pending = { result, sessionId: intent.sessionId };
+        this.endAnyDetachedTurn(`${TURN_LOST} (the session could not be resumed: ${intent.dialog.message})`);
         this.ui.setStatus(LocalStatus.needsChoice(intent.dialog.message));
         this.transcript.needsChoice(intent.dialog.message);
         await this.offerChoice();
@@ -382,12 +529,14 @@ export class SessionController {
           this.transcript.startedSession(intent.sessionId);
         }
         this.transcript.setLive(intent.sessionId);
+        this.rememberView();
         if (!intent.stale) this.transcript.confirmed();
         this.opts.view?.reveal();
         if (this.opts.persistenceEnabled) this.persist.start();
         return;
       case 'failed':
         this.pending = undefined;
+        this.endAnyDetachedTurn(`${TURN_LOST} (the session could not be resumed: ${intent.message})`);
         this.ui.setStatus(LocalStatus.failed(intent.message));
         this.transcript.failed(intent.message);
         void this.ui
@@ -557,6 +706,7 @@ export class SessionController {
     this.lastSeqValue = undefined;
     this.snapshot.reset();
     this.transcript.startedSession(sessionId);
+    this.rememberView();
     // Banners about the session that ended end with it.
     for (const b of this.banners.clearSession(previousSessionId)) this.ui.log(`banner ${b.id} ended with its session`);
     this.afterBannerChange();
@@ -587,6 +737,7 @@ export class SessionController {
     this.lastSeqValue = undefined;
     this.snapshot.restore(p.value.snapshot);
     this.transcript.restored(p.value.sessionId, p.value.snapshot, source, stale);
+    this.rememberView();
     this.opts.view?.reveal();
     this.afterBannerChange();
     this.ui.setStatus(stale ? LocalStatus.restoredStale(p.value.sessionId, source) : LocalStatus.live(p.value.sessionId, false));
@@ -597,6 +748,7 @@ export class SessionController {
     if (!p.ok) return this.ui.log(`ignored: ${p.error}`);
     this.noteSeq(p.value.sessionId, p.value.seq);
     this.transcript.update(p.value);
+    this.rememberView();
     const milestone = this.snapshot.apply(p.value);
     if (milestone && this.activeSessionId) void this.persist.milestone(milestone);
   }
@@ -614,6 +766,7 @@ export class SessionController {
     this.ui.log(`session/turnEnded ${sessionId} seq=${seq}: ${stopReason ?? `error ${error ?? '?'}`}`);
     if (this.transcript.sessionId !== undefined && sessionId !== this.transcript.sessionId) return;
     this.noteSeq(sessionId, seq);
+    if (this.detachedTurn === sessionId) this.detachedTurn = undefined;
     if (this.promptInFlight === sessionId || !this.transcript.turnRunning) return;
     this.snapshot.finishTurn();
     this.transcript.turnEnded(stopReason, error);
@@ -638,6 +791,29 @@ export class SessionController {
     this.ui.setStatus(LocalStatus.failed(p.value.error ?? 'the new Tether daemon refused the session'));
     this.transcript.failed(p.value.error ?? 'the new Tether daemon refused the session');
     return Promise.resolve();
+  }
+
+  /** The remembered session of the view (see `SessionMemory`), if one is stored and well-formed. */
+  private rememberedSession(): string | undefined {
+    const v = this.opts.memory?.get();
+    const id = typeof v === 'object' && v !== null && 'sessionId' in v ? v.sessionId : undefined;
+    return typeof id === 'string' && id ? id : undefined;
+  }
+
+  /** Remembers the session the view shows (a new one replaces what was remembered). */
+  private rememberView(): void {
+    const sid = this.transcript.sessionId;
+    if (!sid || !this.opts.memory || sid === this.remembered) return;
+    this.remembered = sid;
+    this.opts.memory.set({ sessionId: sid });
+    this.ui.log(`remembered ${sid} as this window's session (resumed after a reload)`);
+  }
+
+  private forgetSession(): void {
+    if (!this.opts.memory) return;
+    this.remembered = undefined;
+    this.opts.memory.set(undefined);
+    this.ui.log("forgot this window's session");
   }
 
   /** Keeps `seq` as the last event drawn when it is about the view's session. */

@@ -77,3 +77,21 @@ export function historyPage(raw: unknown): HistoryPage | undefined {
 export function isMethodNotFound(err: unknown): boolean {
   return isObj(err) && err.code === -32601;
 }
+
+/**
+ * Whether a request failed because the connection to the server was lost, not because the
+ * server answered with an error: vscode-jsonrpc rejects the requests still waiting when the
+ * connection is disposed with -32097 (`PendingResponseRejected`), and the language client
+ * refuses new ones while it is not running with -32096 (`ConnectionInactive`). Both codes
+ * are the client library's own; a server never sends them.
+ */
+export function isConnectionLost(err: unknown): boolean {
+  return isObj(err) && (err.code === -32097 || err.code === -32096);
+}
+
+/** What a `session/list` answer says of one session: whether it is live and runs a turn. */
+export function listedSession(raw: unknown, sessionId: string): { live: boolean; turnRunning: boolean } | undefined {
+  const sessions = isObj(raw) && Array.isArray(raw.sessions) ? raw.sessions : [];
+  const s = sessions.filter(isObj).find((e) => e.sessionId === sessionId);
+  return s ? { live: s.live === true, turnRunning: s.turnRunning === true } : undefined;
+}

@@ -161,6 +161,14 @@ export const LocalStatus = {
     severity: 'normal',
     command: 'tether.showLogs',
   }),
+  /** The server connection was lost mid-turn; the turn goes on in the daemon until the window re-attaches. */
+  reconnecting: (sessionId: string): StatusView => ({
+    icon: 'sync~spin',
+    text: 'Tether: reconnecting…',
+    tooltip: `Session ${shortId(sessionId)}: the connection to tether serve was lost; the turn goes on in the Tether daemon and is re-attached when the server is back`,
+    severity: 'normal',
+    command: 'tether.showLogs',
+  }),
   failed: (message: string): StatusView => ({
     icon: 'error',
     text: 'Tether: resume failed',

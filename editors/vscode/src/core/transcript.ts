@@ -109,6 +109,9 @@ export type WebviewMessage =
   | { type: 'loadOlder' }
   | { type: 'permission'; requestId: number; optionId: string | null };
 
+/** The status line while the view's turn waits for the server connection to come back. */
+export const RECONNECTING = 'Reconnecting to the Tether daemon; the turn goes on there';
+
 /** Tool output kept per tool call (the tail). */
 export const MAX_TOOL_OUTPUT = 32 * 1024;
 /** Turns asked per `session/history` page. */
@@ -360,6 +363,16 @@ export class TranscriptModel {
     this.live = sessionId !== undefined;
     this.statusAt = undefined;
     this.setStatus(sessionId ? { state: 'live', text: 'Session is live' } : { state: 'idle', text: 'No session' });
+    this.refreshPrompt();
+  }
+  /**
+   * The server connection was lost while this view's turn runs in the daemon: the turn stays
+   * open (Cancel is offered once the session is back) and the status line says so.
+   */
+  reconnecting(): void {
+    this.live = false;
+    this.statusAt = undefined;
+    this.setStatus({ state: 'resuming', text: RECONNECTING });
     this.refreshPrompt();
   }
   needsChoice(message: string): void {

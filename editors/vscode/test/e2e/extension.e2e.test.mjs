@@ -17,6 +17,7 @@ import {
   findLog,
   findLogs,
   lspClient,
+  notificationTexts,
   sessionViewFrame,
   pidsWithArg,
   openBrowser,
@@ -586,7 +587,9 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     const endedAt = second.search(new RegExp(`session/turnEnded ${sid} seq=\\d+: end_turn`));
     assert.ok(resumedAt >= 0, `the reloaded window resumed ${sid}:\n${second}`);
     assert.ok(endedAt > resumedAt, `the turn ended after the re-attach (end_turn):\n${second}`);
-    assert.match(second, /session\/resume \S+\n/, 'the reloaded window knew no seq: no afterSeq (the daemon replays the running turn)');
+    // The session the view showed (remembered in workspaceState), by id; the reloaded view
+    // has drawn nothing, so no afterSeq: the daemon sends the transcript, then the running turn.
+    assert.match(second, new RegExp(`session/resume \\S+ ${sid}\n`), 'the reloaded window resumed its own session, without afterSeq');
 
     // 6. The same agent process, and no other.
     const after = status();
@@ -610,6 +613,289 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     assert.deepEqual(left, [], `processes of this run still alive: ${left.map((p) => `${p}: ${readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' ')}`)}`);
     assert.equal(daemonCli(['status'], daemonEnv).status, 1, 'no daemon answers any more');
   });
+  e2e('the forwarder alone is killed mid-turn: the turn goes on in the daemon, the restarted server re-attaches, every chunk once, no error', async () => {
+    await requireHarness();
+    requireExecutable(tetherBin, 'the tether server (env TETHER_BIN)', 'build it with `cargo build -p tether --bin tether`, or point TETHER_BIN at it');
+    requireExecutable(
+      scriptedAgentBin,
+      'the scripted agent (env TETHER_SCRIPTED_AGENT)',
+      'build it with `cargo build -p tether-host --bin tether-scripted-agent`, or point TETHER_SCRIPTED_AGENT at it',
+    );
+    // The first prompt streams TOTAL numbered chunks at RATE a second (20 s): long enough to
+    // outlast the language client's restart of the server on a loaded machine. If it ends
+    // first, the re-attach replays its end: the checks below hold either way.
+    const TOTAL = 1000;
+    const RATE = 50;
+    const agentDir = tempDir('agent-fwd');
+    const script = path.join(agentDir, 'script.json');
+    writeFileSync(
+      script,
+      JSON.stringify({
+        loadSession: true,
+        resume: true,
+        stateDir: path.join(agentDir, 'state'),
+        reply: 'the end',
+        faults: [{ method: 'session/prompt', calls: [1], action: { kind: 'stream', count: TOTAL, perSecond: RATE } }],
+      }),
+    );
+    // A daemon in this code-server's own XDG_RUNTIME_DIR (see the reload test above).
+    const { cs, page, workspace } = await launch(
+      'fwd-kill',
+      {
+        'tether.serverPath': tetherBin,
+        'tether.persistence.directory': tempDir('storage-fwd'),
+        'tether.agent.name': 'scripted',
+        'tether.agent.command': scriptedAgentBin,
+        'tether.agent.args': [script],
+      },
+      undefined,
+      { TETHER_REMOTE: undefined },
+    );
+    const daemonEnv = cs.env;
+    cleanups.push(async () => {
+      await cs.kill();
+      daemonCli(['stop'], daemonEnv);
+    });
+    const status = () => {
+      const r = daemonCli(['status', '--json'], daemonEnv);
+      assert.equal(r.status, 0, `tether daemon status: ${r.stderr}`);
+      return JSON.parse(r.stdout);
+    };
+    const extLog = () => readFileSync(findLogs(cs.dirs.userData, 'Tether.log').at(-1), 'utf8');
+    // This window's forwarders: `tether serve --stdio` with its --log-file under this
+    // code-server's temp folder, whose environment names this test's runtime folder.
+    const forwarders = (daemonPid) =>
+      pidsWithArg(`${cs.root}/`).filter((pid) => {
+        if (pid === daemonPid) return false;
+        try {
+          const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+          const env = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+          return args.includes('serve') && args.includes('--stdio') && env.includes(`XDG_RUNTIME_DIR=${daemonEnv.XDG_RUNTIME_DIR}`);
+        } catch {
+          return false;
+        }
+      });
+    const numbersShown = (frame) =>
+      frame.evaluate(() =>
+        [...document.querySelectorAll('#items .turn.agent .md')].flatMap((el) => (el.textContent ?? '').match(/\d+/g) ?? []).map(Number),
+      );
+
+    // 1. Start-up: a new session, in the daemon.
+    const view = await sessionViewFrame(page, 60_000);
+    await view.locator('#send:not([disabled])').waitFor({ timeout: 60_000 });
+    const sid = /result: started session=(\S+) /.exec(extLog())?.[1];
+    assert.ok(sid, `the start-up resume started a session:\n${extLog()}`);
+    const before = status();
+    const daemonPid = before.pid;
+    assert.ok(typeof daemonPid === 'number' && alive(daemonPid), `a daemon runs: ${JSON.stringify(before)}`);
+
+    const recorded = await recordTexts(async () => {
+      // 2. "Tether: Send Prompt"; the turn streams into the view.
+      await runCommand(page, 'Tether: Send Prompt');
+      await page.locator('.quick-input-widget', { hasText: 'Tether: Send Prompt' }).waitFor({ timeout: 10_000 });
+      await page.locator('.quick-input-widget input').fill('count');
+      await page.keyboard.press('Enter');
+      await view.waitForFunction(
+        () => ((document.querySelector('#items .turn.agent .md')?.textContent ?? '').match(/\d+/g) ?? []).length >= 20,
+        undefined,
+        { timeout: 60_000 },
+      );
+      const running = status();
+      assert.equal(running.sessions[0].turnRunning, true, `the turn runs: ${JSON.stringify(running)}`);
+      const agentPgid = running.sessions[0].agentPgid;
+      const agentsBefore = pidsWithArg(script);
+      assert.equal(agentsBefore.length, 1, `one agent process: ${agentsBefore}`);
+      const fwd = forwarders(daemonPid);
+      assert.equal(fwd.length, 1, `one forwarder of this window: ${fwd}`);
+
+      // 3. The forwarder alone dies (as the OOM killer would end it): the language client
+      //    restarts it; the new one re-attaches after the last event drawn.
+      process.kill(fwd[0], 'SIGKILL');
+      const drawnAtKill = (await numbersShown(view)).length;
+      await view
+        .waitForFunction(
+          (total) => new RegExp(`(^|\\D)${total}\\s+the end\\s*$`).test([...document.querySelectorAll('#items .turn.agent .md')].at(-1)?.textContent ?? ''),
+          TOTAL,
+          { timeout: 120_000 },
+        )
+        .catch(async (err) => {
+          const tail = await view.evaluate(() => [...document.querySelectorAll('#items .turn')].map((el) => `${el.className}: …${(el.textContent ?? '').slice(-80)}`));
+          throw new Error(`the turn's end never reached the view; items: ${JSON.stringify(tail)}`, { cause: err });
+        });
+      await view.locator('#send:not([disabled])').waitFor({ timeout: 30_000 });
+      assert.equal(await view.locator('#cancel').isDisabled(), true, 'no turn runs any more');
+      await screenshot(page, '22-forwarder-killed-turn-ended');
+      return { agentPgid, agentsBefore, fwd: fwd[0], drawnAtKill };
+    });
+    {
+      // 4. The view: the prompt once, every chunk exactly once, in order, no failure.
+      const users = await view.locator('#items .turn.user').allTextContents();
+      assert.deepEqual(users.map((t) => t.replace(/^You/, '').trim()), ['count'], 'the prompt once');
+      const shown = await numbersShown(view);
+      const expected = Array.from({ length: TOTAL }, (_, i) => i + 1);
+      const firstBad = shown.findIndex((n, i) => n !== expected[i]);
+      assert.ok(
+        shown.length === TOTAL && firstBad === -1,
+        `chunks 1..${TOTAL} exactly once, in order: got ${shown.length}, first difference at index ${firstBad} (${shown.slice(Math.max(0, firstBad - 3), firstBad + 3)})`,
+      );
+      assert.equal(await view.locator('.turn.status').count(), 0, `no status line in the conversation: ${await view.locator('.turn.status').allTextContents()}`);
+      const { agentPgid, agentsBefore, fwd, drawnAtKill } = recorded.result;
+
+      // 5. The extension: the lost answer did not end the turn, the restarted server resumed
+      //    the session after the last event drawn, and the turn's end came after that.
+      const log = extLog();
+      const lostAt = log.search(new RegExp(`session/prompt ${sid}: the connection was lost \\(.*\\); not ending the turn`));
+      const resumeAt = log.search(new RegExp(`session/resume ${workspace.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} ${sid} afterSeq=\\d+\\n`));
+      const resumedAt = log.lastIndexOf(`result: resumed session=${sid} `);
+      const endedAt = log.search(new RegExp(`session/turnEnded ${sid} seq=\\d+: end_turn`));
+      assert.ok(lostAt >= 0, `the prompt's lost answer was not taken as its end:\n${log}`);
+      assert.ok(resumeAt > lostAt && resumedAt > resumeAt, `re-attached with afterSeq:\n${log}`);
+      assert.ok(endedAt > resumedAt, `the turn ended (end_turn) after the re-attach:\n${log}`);
+      assert.doesNotMatch(log, /Send Prompt: the agent answered|prompt failed/i);
+      const newFwd = forwarders(daemonPid);
+      assert.equal(newFwd.length, 1, `one new forwarder: ${newFwd}`);
+      assert.notEqual(newFwd[0], fwd);
+
+      // 6. The daemon and the agent process are the ones from before.
+      const after = status();
+      assert.equal(after.pid, daemonPid, 'the same daemon');
+      assert.equal(after.sessions.length, 1, JSON.stringify(after));
+      assert.equal(after.sessions[0].sessionId, sid);
+      assert.equal(after.sessions[0].turnRunning, false);
+      assert.equal(after.sessions[0].agentPgid, agentPgid, 'the same agent process group');
+      assert.deepEqual(pidsWithArg(script), agentsBefore, 'the same agent process, and none added');
+      console.log(`forwarder killed: ${drawnAtKill} chunks drawn at the kill, ${TOTAL} after; forwarder ${fwd} -> ${newFwd[0]}, daemon ${daemonPid}, agent ${agentsBefore[0]}`);
+    }
+    // 7. No error notification, no "prompt failed" anywhere on screen meanwhile.
+    const seen = recorded.seen;
+    const failures = seen.filter((t) => /prompt failed|the prompt failed/i.test(t));
+    assert.deepEqual(failures, [], `no failure was shown: ${JSON.stringify(seen)}`);
+    assert.deepEqual((await notificationTexts(page)).filter((t) => /prompt|failed|error/i.test(t)), []);
+
+    // 8. Stop everything: code-server, then the daemon; nothing of this run is left.
+    const agents = pidsWithArg(script);
+    await page.context().browser()?.close();
+    await cs.kill();
+    const stopped = daemonCli(['stop'], daemonEnv);
+    assert.equal(stopped.status, 0, `tether daemon stop: ${stopped.stdout}${stopped.stderr}`);
+    const left = await waitGone([daemonPid, ...agents, ...pidsWithArg(`${cs.root}/`), ...pidsWithArg(agentDir)]);
+    assert.deepEqual(left, [], `processes of this run still alive: ${left.map((p) => `${p}: ${readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' ')}`)}`);
+    assert.equal(daemonCli(['status'], daemonEnv).status, 1, 'no daemon answers any more');
+  });
+
+  e2e("Developer: Reload Window resumes the session the view showed, not the workspace's newer one", async () => {
+    await requireHarness();
+    requireExecutable(tetherBin, 'the tether server (env TETHER_BIN)', 'build it with `cargo build -p tether --bin tether`, or point TETHER_BIN at it');
+    requireExecutable(
+      scriptedAgentBin,
+      'the scripted agent (env TETHER_SCRIPTED_AGENT)',
+      'build it with `cargo build -p tether-host --bin tether-scripted-agent`, or point TETHER_SCRIPTED_AGENT at it',
+    );
+    const agentDir = tempDir('agent-two');
+    const script = path.join(agentDir, 'script.json');
+    writeFileSync(script, JSON.stringify({ loadSession: true, resume: true, stateDir: path.join(agentDir, 'state'), faults: [] }));
+    const storage = tempDir('storage-two');
+    const workspace = tempDir('two-ws');
+    const init = {
+      processId: null,
+      rootUri: null,
+      capabilities: { experimental: { tether: { recoveryDialog: true, banners: true, status: true } } },
+      initializationOptions: {
+        storage: { dir: storage },
+        agents: { scripted: { command: scriptedAgentBin, args: [script], protocol: 'acp' } },
+        defaultAgent: 'scripted',
+      },
+    };
+    const turns = (name, n = 1) =>
+      Array.from({ length: n }, (_, i) => [
+        { id: `${name}-u${i}`, role: 'user', text: `${name} session question ${i + 1}`, timestampUtc: new Date().toISOString(), complete: true },
+        { id: `${name}-a${i}`, role: 'assistant', text: `${name} session answer ${i + 1}`, timestampUtc: new Date().toISOString(), complete: true },
+      ]).flat();
+    const snapshot = (chatTurns) => ({
+      chatTurns,
+      execTurns: [],
+      diffSessions: [],
+      approvals: { pending: [] },
+      uiState: { isStreamErrorVisible: false },
+      context: { workingDir: workspace },
+    });
+    const persist = (client, sessionId, chatTurns) =>
+      client.request('session/persist', { sessionId, workspace: { root: workspace }, trigger: 'turnFinalized', snapshot: snapshot(chatTurns) });
+
+    // 1. Two sessions of the workspace, made the way editors make them: Older, then Newer
+    //    (a new session started by "Start New Session").
+    const seed = lspClient(tetherBin);
+    // Closed by the cleanups too when the test fails before it closes it (close runs once).
+    cleanups.push(() => seed.close());
+    await seed.request('initialize', init);
+    seed.notify('initialized', {});
+    const a = await seed.request('session/resume', { workspace: { root: workspace } });
+    assert.equal(a.outcome, 'started', JSON.stringify(a));
+    assert.equal((await persist(seed, a.sessionId, turns('Older'))).saved, true);
+    const ask = await seed.request('session/resume', { workspace: { root: workspace }, sessionId: 'sess-404' });
+    assert.equal(ask.outcome, 'needsChoice', JSON.stringify(ask));
+    const b = await seed.request('session/recoveryChoice', { sessionId: 'sess-404', choice: 'new' });
+    assert.equal(b.outcome, 'started', JSON.stringify(b));
+    assert.notEqual(b.sessionId, a.sessionId);
+    assert.equal((await persist(seed, b.sessionId, turns('Newer'))).saved, true);
+    await seed.close();
+
+    // 2. The window opens on the most recent, Newer; the user opens Older from "Show Sessions".
+    const { cs, page } = await launch(
+      'two-sessions',
+      {
+        'tether.serverPath': tetherBin,
+        'tether.persistence.directory': storage,
+        'tether.agent.name': 'scripted',
+        'tether.agent.command': scriptedAgentBin,
+        'tether.agent.args': [script],
+      },
+      workspace,
+    );
+    const view = await sessionViewFrame(page, 60_000);
+    await view.locator('.turn.agent', { hasText: 'Newer session answer 1' }).waitFor({ timeout: 60_000 });
+    await runCommand(page, 'Tether: Show Sessions');
+    const sessions = page.locator('.quick-input-widget', { hasText: 'Tether: Show Sessions' });
+    await sessions.waitFor({ timeout: 10_000 });
+    await sessions.locator('.quick-input-list .monaco-list-row', { hasText: 'Older session question 1' }).click();
+    await view.locator('.turn.agent', { hasText: 'Older session answer 1' }).waitFor({ timeout: 60_000 });
+    await view.locator('#send:not([disabled])').waitFor({ timeout: 60_000 });
+    assert.equal(await view.locator('.turn', { hasText: 'Newer session' }).count(), 0);
+
+    // 3. Another editor on the same folder saves a session of its own (the window's server
+    //    holds Older and Newer): that one is the workspace's most recent now.
+    const other = lspClient(tetherBin);
+    cleanups.push(() => other.close());
+    await other.request('initialize', init);
+    other.notify('initialized', {});
+    assert.equal((await persist(other, 'other-editor', turns('Newest'))).saved, true);
+    const listed = await other.request('session/list', { workspace: { root: workspace } });
+    assert.equal(listed.sessions[0]?.sessionId, 'other-editor', `the other editor's session is the most recent: ${JSON.stringify(listed)}`);
+    await other.close();
+
+    // 4. Reload: the new extension host resumes Older by its id (remembered in the
+    //    workspace's state), without afterSeq (its view has drawn nothing). (The old host's
+    //    shutdown persist of Older may make it the most recent again meanwhile, so what
+    //    tells the fix is the id in the request, not which session the server would pick.)
+    const reloaded = page.waitForEvent('framenavigated', { predicate: (f) => f === page.mainFrame(), timeout: 60_000 });
+    await runCommand(page, 'Developer: Reload Window');
+    await reloaded;
+    await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
+    const view2 = await sessionViewFrame(page, 90_000);
+    await view2.locator('.turn.agent', { hasText: 'Older session answer 1' }).waitFor({ timeout: 60_000 });
+    await view2.locator('#send:not([disabled])').waitFor({ timeout: 60_000 });
+    assert.equal(await view2.locator('.turn', { hasText: /Newe(r|st) session/ }).count(), 0, 'nothing of the other sessions is shown');
+    const logs = findLogs(cs.dirs.userData, 'Tether.log').map((f) => readFileSync(f, 'utf8'));
+    assert.equal(logs.length, 2, 'one Tether.log per extension host');
+    assert.match(logs[0], new RegExp(`remembered ${a.sessionId} as this window's session`));
+    const second = logs[1];
+    const root = workspace.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    assert.match(second, new RegExp(`session/resume ${root} ${a.sessionId}\\n`), `resumed Older by id, without afterSeq:\n${second}`);
+    assert.match(second, new RegExp(`result: resumed session=${a.sessionId} `), second);
+    assert.doesNotMatch(second, new RegExp(`session=(${b.sessionId}|other-editor) `), second);
+    await screenshot(page, '23-reload-resumes-its-own-session');
+  });
+
   e2e('the session view: restored turns, the stale mark, live answers, an inline permission, older turns', async () => {
     await requireHarness();
     requireExecutable(tetherBin, 'the tether server (env TETHER_BIN)', 'build it with `cargo build -p tether --bin tether`, or point TETHER_BIN at it');

@@ -450,13 +450,17 @@ export function lspClient(bin, logFile) {
       pending.set(id, { resolve, reject, method });
       send({ id, method, params });
     });
-  const close = async () => {
-    await request('shutdown', null).catch(() => undefined);
-    send({ method: 'exit' });
-    child.stdin.end();
-    for (let i = 0; i < 50 && child.exitCode === null; i++) await sleep(100);
-    if (child.exitCode === null) child.kill('SIGKILL');
-  };
+  // Once, however often it is called (a test's own close and its cleanup after a failure).
+  let closing;
+  const close = () =>
+    (closing ??= (async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      await request('shutdown', null).catch(() => undefined);
+      send({ method: 'exit' });
+      child.stdin.end();
+      for (let i = 0; i < 50 && child.exitCode === null; i++) await sleep(100);
+      if (child.exitCode === null) child.kill('SIGKILL');
+    })());
   return { request, notify: (method, params) => send({ method, params }), close };
 }
 

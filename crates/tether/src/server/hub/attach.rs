@@ -37,14 +37,21 @@ impl Hub {
         };
         let mut snapshot = loaded.snapshot;
         if let Some((_, prompt)) = live.running_turn() {
-            // The prompt is appended to the cache just after it is published; when it is
-            // there already, the replay of the running turn sends it again.
+            // The prompt is appended to the cache just after it is published, and an
+            // editor's `session/persist` during the turn (VS Code's timer, or its shutdown
+            // save when its window reloads) adds what it drew of the answer so far: when the
+            // last user turn is the running prompt, it and everything after it are left out,
+            // since the replay of the running turn sends them again, whole.
             let mut redacted = prompt.clone();
             tether_store::redact::redact_str(&mut redacted);
-            if snapshot.chat_turns.last().is_some_and(|t| {
-                t.role == ChatRole::User && (t.text == prompt || t.text == redacted)
-            }) {
-                snapshot.chat_turns.pop();
+            if let Some(at) = snapshot
+                .chat_turns
+                .iter()
+                .rposition(|t| t.role == ChatRole::User)
+                && (snapshot.chat_turns[at].text == prompt
+                    || snapshot.chat_turns[at].text == redacted)
+            {
+                snapshot.chat_turns.truncate(at);
             }
         }
         serde_json::to_value(&snapshot).ok()
