@@ -367,6 +367,49 @@ async fn first_agent_chunk(editor: &Editor, mark: usize) -> Option<tether::edito
         .await
 }
 
+/// The `session/turnEnded` of session `sid` that `editor` receives (waiting at most
+/// `within`).
+async fn turn_ended(
+    editor: &Editor,
+    sid: &str,
+    within: std::time::Duration,
+) -> Option<tether::editor::Received> {
+    editor
+        .wait_for(0, "session/turnEnded", |p| p["sessionId"] == sid, within)
+        .await
+}
+
+/// Kills `editor`'s forwarder (SIGKILL: a window reloaded) while its `session/prompt`
+/// `asked` waits: that prompt gets no answer, and the turn goes on in the daemon.
+async fn kill_mid_turn(
+    editor: Editor,
+    asked: tokio::task::JoinHandle<Result<Value, tether::lsp_client::RpcError>>,
+) {
+    editor.signal(libc::SIGKILL, STEP).await.unwrap();
+    assert!(
+        asked.await.unwrap().is_err(),
+        "the dead editor got no answer"
+    );
+}
+
+/// `session/persist` from `editor` of a transcript of `chat_turns` for session `sid` (as
+/// an editor saves what it drew); asserts it was saved.
+async fn save_turns(setup: &Setup, editor: &Editor, sid: &str, chat_turns: Value) {
+    let saved = editor
+        .request(
+            "session/persist",
+            json!({
+                "sessionId": sid, "workspace": setup.world.ws(), "trigger": "turnFinalized",
+                "snapshot": {"chatTurns": chat_turns, "execTurns": [], "diffSessions": [],
+                    "approvals": {"pending": []}, "uiState": {"isStreamErrorVisible": false},
+                    "context": {"workingDir": "/"}},
+            }),
+        )
+        .await
+        .expect("persist");
+    assert_eq!(saved["saved"], true, "{saved}");
+}
+
 /// `session/resume` of session `sid`, live in the daemon (after `after_seq` when given),
 /// from `editor`; asserts it was taken back (`resumed`) and returns the result.
 async fn take_back(setup: &Setup, editor: &Editor, sid: &str, after_seq: Option<u64>) -> Value {
@@ -597,21 +640,11 @@ async fn an_editor_killed_mid_turn_is_followed_by_one_that_gets_the_rest_exactly
     let (seen_text, seen_seqs) = updates_of(&first, &sid);
     let last_seen = chunk.params()["seq"].as_u64().unwrap();
     // The window reloads: its forwarder is killed, mid-turn.
-    first.signal(libc::SIGKILL, STEP).await.unwrap();
-    assert!(
-        asked.await.unwrap().is_err(),
-        "the dead editor got no answer"
-    );
+    kill_mid_turn(first, asked).await;
 
     let second = setup.editor().await;
     take_back(&setup, &second, &sid, Some(last_seen)).await;
-    let ended = second
-        .wait_for(
-            0,
-            "session/turnEnded",
-            |p| p["sessionId"] == sid.as_str(),
-            STEP,
-        )
+    let ended = turn_ended(&second, &sid, STEP)
         .await
         .expect("the turn's end reaches the new editor");
     assert_eq!(ended.params()["stopReason"], "end_turn");
@@ -664,43 +697,23 @@ async fn a_new_editor_gets_the_transcript_then_the_running_turn_once(kind: Daemo
     // answer (VS Code does, on its timer and when its window reloads): the transcript sent
     // to the next editor still leaves the running turn out.
     let turn = |id: &str, role: &str, text: &str, complete: bool| json!({"id": id, "role": role, "text": text, "timestampUtc": "2026-11-25T00:00:00Z", "complete": complete});
-    let saved = first
-        .request(
-            "session/persist",
-            json!({
-                "sessionId": sid,
-                "workspace": setup.world.ws(),
-                "trigger": "turnFinalized",
-                "snapshot": {
-                    "chatTurns": [
-                        turn("u1", "user", "first question", true),
-                        turn("a1", "assistant", "echo: first question", true),
-                        turn("u2", "user", "second question", true),
-                        turn("a2", "assistant", "echo: ", false),
-                    ],
-                    "execTurns": [], "diffSessions": [], "approvals": {"pending": []},
-                    "uiState": {"isStreamErrorVisible": false}, "context": {"workingDir": "/"},
-                },
-            }),
-        )
-        .await
-        .expect("persist");
-    assert_eq!(saved["saved"], true, "{saved}");
-    first.signal(libc::SIGKILL, STEP).await.unwrap();
-    assert!(
-        asked.await.unwrap().is_err(),
-        "the dead editor got no answer"
-    );
+    save_turns(
+        &setup,
+        &first,
+        &sid,
+        json!([
+            turn("u1", "user", "first question", true),
+            turn("a1", "assistant", "echo: first question", true),
+            turn("u2", "user", "second question", true),
+            turn("a2", "assistant", "echo: ", false),
+        ]),
+    )
+    .await;
+    kill_mid_turn(first, asked).await;
 
     let second = setup.editor().await;
     take_back(&setup, &second, &sid, None).await;
-    second
-        .wait_for(
-            0,
-            "session/turnEnded",
-            |p| p["sessionId"] == sid.as_str(),
-            STEP,
-        )
+    turn_ended(&second, &sid, STEP)
         .await
         .expect("the running turn's end reaches the new editor");
     let seen: Vec<(String, Value)> = second
@@ -795,34 +808,12 @@ async fn taking_back_by_id_mid_stream_loses_and_repeats_nothing(kind: DaemonKind
                 "text": "x".repeat(200_000), "timestampUtc": "2026-11-25T00:00:00Z", "complete": true})
         })
         .collect();
-    let saved = first
-        .request(
-            "session/persist",
-            json!({
-                "sessionId": sid, "workspace": setup.world.ws(), "trigger": "turnFinalized",
-                "snapshot": {"chatTurns": turns, "execTurns": [], "diffSessions": [],
-                    "approvals": {"pending": []}, "uiState": {"isStreamErrorVisible": false},
-                    "context": {"workingDir": "/"}},
-            }),
-        )
-        .await
-        .expect("persist");
-    assert_eq!(saved["saved"], true, "{saved}");
-    first.signal(libc::SIGKILL, STEP).await.unwrap();
-    assert!(
-        asked.await.unwrap().is_err(),
-        "the dead editor got no answer"
-    );
+    save_turns(&setup, &first, &sid, Value::Array(turns)).await;
+    kill_mid_turn(first, asked).await;
 
     let editor = setup.editor().await;
     take_back(&setup, &editor, &sid, None).await;
-    editor
-        .wait_for(
-            0,
-            "session/turnEnded",
-            |p| p["sessionId"] == sid.as_str(),
-            STEP * 4,
-        )
+    turn_ended(&editor, &sid, STEP * 4)
         .await
         .expect("the turn's end");
     let (text, seqs) = updates_of(&editor, &sid);
@@ -996,13 +987,7 @@ async fn two_editors_one_turn_at_a_time_and_cancel_from_either(kind: DaemonKind)
         .expect("an answer");
     assert_eq!(answered["stopReason"], "cancelled");
     for editor in [&a, &b] {
-        let ended = editor
-            .wait_for(
-                0,
-                "session/turnEnded",
-                |p| p["sessionId"] == sid.as_str(),
-                STEP,
-            )
+        let ended = turn_ended(editor, &sid, STEP)
             .await
             .expect("both learn the turn's end");
         assert_eq!(ended.params()["stopReason"], "cancelled");
@@ -1052,11 +1037,7 @@ async fn a_permission_question_waits_for_the_next_editor_and_the_first_answer_wi
     let question_seq = question.params()["questionSeq"].clone();
     assert!(question_seq.is_u64(), "{:?}", question.params());
     // The window goes away without answering.
-    first.signal(libc::SIGKILL, STEP).await.unwrap();
-    assert!(
-        asked.await.unwrap().is_err(),
-        "the dead editor got no answer"
-    );
+    kill_mid_turn(first, asked).await;
 
     let resume = json!({"workspace": setup.world.ws(), "sessionId": sid});
     let watcher = setup.editor_answering(undecided).await;
@@ -1093,13 +1074,7 @@ async fn a_permission_question_waits_for_the_next_editor_and_the_first_answer_wi
             .expect("every attached editor learns it was resolved");
         assert_eq!(resolved.params()["reason"], "answered");
         assert_eq!(resolved.params()["outcome"]["optionId"], "allow");
-        let ended = editor
-            .wait_for(
-                0,
-                "session/turnEnded",
-                |p| p["sessionId"] == sid.as_str(),
-                STEP,
-            )
+        let ended = turn_ended(editor, &sid, STEP)
             .await
             .expect("the turn's end reaches both");
         assert_eq!(ended.params()["stopReason"], "end_turn");
@@ -1190,13 +1165,7 @@ async fn a_hundred_detach_reattach_cycles_mid_turn_lose_and_repeat_nothing(kind:
         .await
         .unwrap();
     for watcher in [&editor, &observer] {
-        let ended = watcher
-            .wait_for(
-                0,
-                "session/turnEnded",
-                |p| p["sessionId"] == sid.as_str(),
-                STEP,
-            )
+        let ended = turn_ended(watcher, &sid, STEP)
             .await
             .expect("the turn's end");
         assert_eq!(ended.params()["stopReason"], "cancelled");
@@ -1564,13 +1533,7 @@ async fn an_editor_behind_the_kept_events_gets_the_transcript_again_and_is_told_
 
     let second = setup.editor().await;
     take_back(&setup, &second, &sid, Some(drawn)).await;
-    let ended = second
-        .wait_for(
-            0,
-            "session/turnEnded",
-            |p| p["sessionId"] == sid.as_str(),
-            STEP,
-        )
+    let ended = turn_ended(&second, &sid, STEP)
         .await
         .expect("the turn's end");
     assert_eq!(ended.params()["stopReason"], "end_turn");
