@@ -142,6 +142,131 @@ async function launch(name, settings, workspace = tempDir(`${name}-ws`), env = {
  * A test that, when it fails, leaves what is needed to see why: a screenshot
  * `FAILED-<name>.png` and the tails of the extension's and the server's logs in the output.
  */
+/** Fails naming what is missing when the tether server or the scripted agent is not built. */
+function requireServerAndAgent() {
+  requireExecutable(tetherBin, 'the tether server (env TETHER_BIN)', 'build it with `cargo build -p tether --bin tether`, or point TETHER_BIN at it');
+  requireExecutable(
+    scriptedAgentBin,
+    'the scripted agent (env TETHER_SCRIPTED_AGENT)',
+    'build it with `cargo build -p tether-host --bin tether-scripted-agent`, or point TETHER_SCRIPTED_AGENT at it',
+  );
+}
+
+/**
+ * A scripted agent whose first prompt streams `total` numbered chunks ("1\n", "2\n", …) at
+ * `rate` a second, then replies "the end" (no digits): its script and folder.
+ */
+function streamingAgent(name, total, rate) {
+  const agentDir = tempDir(name);
+  const script = path.join(agentDir, 'script.json');
+  writeFileSync(
+    script,
+    JSON.stringify({
+      loadSession: true,
+      resume: true,
+      stateDir: path.join(agentDir, 'state'),
+      reply: 'the end',
+      faults: [{ method: 'session/prompt', calls: [1], action: { kind: 'stream', count: total, perSecond: rate } }],
+    }),
+  );
+  return { agentDir, script };
+}
+
+/**
+ * code-server with the extension running `script`'s agent through a daemon: no
+ * TETHER_REMOTE=off, so `tether serve --stdio` forwards to a daemon in this code-server's own
+ * XDG_RUNTIME_DIR (the harness's private folder), started by the first forwarder. Whatever
+ * happens, code-server goes first at cleanup (else languageclient would restart the
+ * forwarder, which would start a new daemon), then the daemon is stopped.
+ */
+async function launchWithDaemon(name, script) {
+  const launched = await launch(
+    name,
+    {
+      'tether.serverPath': tetherBin,
+      'tether.persistence.directory': tempDir(`storage-${name}`),
+      'tether.agent.name': 'scripted',
+      'tether.agent.command': scriptedAgentBin,
+      'tether.agent.args': [script],
+    },
+    undefined,
+    { TETHER_REMOTE: undefined },
+  );
+  const daemonEnv = launched.cs.env;
+  cleanups.push(async () => {
+    await launched.cs.kill();
+    daemonCli(['stop'], daemonEnv);
+  });
+  const status = () => {
+    const r = daemonCli(['status', '--json'], daemonEnv);
+    assert.equal(r.status, 0, `tether daemon status: ${r.stderr}`);
+    return JSON.parse(r.stdout);
+  };
+  return { ...launched, daemonEnv, status };
+}
+
+/** The numbers of the streamed chunks the view draws, in order. */
+function numbersShown(frame) {
+  return frame.evaluate(() =>
+    [...document.querySelectorAll('#items .turn.agent .md')].flatMap((el) => (el.textContent ?? '').match(/\d+/g) ?? []).map(Number),
+  );
+}
+
+/** Waits until the view draws at least 20 streamed chunks: the turn is under way. */
+function streaming(view) {
+  return view.waitForFunction(
+    () => ((document.querySelector('#items .turn.agent .md')?.textContent ?? '').match(/\d+/g) ?? []).length >= 20,
+    undefined,
+    { timeout: 60_000 },
+  );
+}
+
+/**
+ * Waits until the view draws chunk `total` and the reply, then the turn's end opens the
+ * prompt box; on a timeout the error lists what the view shows.
+ */
+async function streamEnded(view, total) {
+  await view
+    .waitForFunction(
+      (n) => new RegExp(`(^|\\D)${n}\\s+the end\\s*$`).test([...document.querySelectorAll('#items .turn.agent .md')].at(-1)?.textContent ?? ''),
+      total,
+      { timeout: 120_000 },
+    )
+    .catch(async (err) => {
+      const tail = await view.evaluate(() => [...document.querySelectorAll('#items .turn')].map((el) => `${el.className}: …${(el.textContent ?? '').slice(-80)}`));
+      throw new Error(`the turn's end never reached the view; items: ${JSON.stringify(tail)}`, { cause: err });
+    });
+  await view.locator('#send:not([disabled])').waitFor({ timeout: 30_000 });
+  assert.equal(await view.locator('#cancel').isDisabled(), true, 'no turn runs any more');
+}
+
+/** The view shows the prompt `prompt` once and chunks 1..`total` exactly once, in order. */
+async function assertStreamedOnce(view, prompt, total) {
+  const users = await view.locator('#items .turn.user').allTextContents();
+  assert.deepEqual(users.map((t) => t.replace(/^You/, '').trim()), [prompt], 'the prompt once');
+  const shown = await numbersShown(view);
+  const expected = Array.from({ length: total }, (_, i) => i + 1);
+  const firstBad = shown.findIndex((n, i) => n !== expected[i]);
+  assert.ok(
+    shown.length === total && firstBad === -1,
+    `chunks 1..${total} exactly once, in order: got ${shown.length}, first difference at index ${firstBad} (${shown.slice(Math.max(0, firstBad - 3), firstBad + 3)})`,
+  );
+}
+
+/**
+ * Stops everything of a daemon run: code-server (its forwarder detaches), then the daemon;
+ * then nothing of the run is left: `pids`, code-server's processes, the agent's.
+ */
+async function stopDaemonRun(page, cs, daemonEnv, agentDir, pids) {
+  await page.context().browser()?.close();
+  await cs.kill();
+  const stopped = daemonCli(['stop'], daemonEnv);
+  assert.equal(stopped.status, 0, `tether daemon stop: ${stopped.stdout}${stopped.stderr}`);
+  const left = await waitGone([...pids, ...pidsWithArg(`${cs.root}/`), ...pidsWithArg(agentDir)]);
+  assert.deepEqual(left, [], `processes of this run still alive: ${left.map((p) => `${p}: ${readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' ')}`)}`);
+  assert.equal(daemonCli(['status'], daemonEnv).status, 1, 'no daemon answers any more');
+}
+
 function e2e(title, fn) {
   it(title, async () => {
     current = undefined;
@@ -191,12 +316,7 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
 
   e2e('shows the recovery modal; "Try Again" and "Start New Session" reach the server', async () => {
     await requireHarness();
-    requireExecutable(tetherBin, 'the tether server (env TETHER_BIN)', 'build it with `cargo build -p tether --bin tether`, or point TETHER_BIN at it');
-    requireExecutable(
-      scriptedAgentBin,
-      'the scripted agent (env TETHER_SCRIPTED_AGENT)',
-      'build it with `cargo build -p tether-host --bin tether-scripted-agent`, or point TETHER_SCRIPTED_AGENT at it',
-    );
+    requireServerAndAgent();
     const init = await probeServer(tetherBin);
     assert.equal(init?.capabilities?.experimental?.tether?.protocolVersion, 1, 'initialize advertises protocolVersion 1');
 
@@ -343,12 +463,7 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
 
   e2e('restarts a crashed server and resumes the session again', async () => {
     await requireHarness();
-    requireExecutable(tetherBin, 'the tether server (env TETHER_BIN)', 'build it with `cargo build -p tether --bin tether`, or point TETHER_BIN at it');
-    requireExecutable(
-      scriptedAgentBin,
-      'the scripted agent (env TETHER_SCRIPTED_AGENT)',
-      'build it with `cargo build -p tether-host --bin tether-scripted-agent`, or point TETHER_SCRIPTED_AGENT at it',
-    );
+    requireServerAndAgent();
     const agentDir = tempDir('agent-ok');
     const script = path.join(agentDir, 'script.json');
     writeFileSync(script, JSON.stringify({ loadSession: true, resume: true, stateDir: path.join(agentDir, 'state'), faults: [] }));
@@ -395,12 +510,7 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
 
   e2e("asks the agent's permission question as a quick pick and answers it", async () => {
     await requireHarness();
-    requireExecutable(tetherBin, 'the tether server (env TETHER_BIN)', 'build it with `cargo build -p tether --bin tether`, or point TETHER_BIN at it');
-    requireExecutable(
-      scriptedAgentBin,
-      'the scripted agent (env TETHER_SCRIPTED_AGENT)',
-      'build it with `cargo build -p tether-host --bin tether-scripted-agent`, or point TETHER_SCRIPTED_AGENT at it',
-    );
+    requireServerAndAgent();
     // Every prompt asks session/request_permission (options Allow / Reject) and replies
     // "permission: <optionId>", or ends the turn cancelled when the answer is cancelled.
     const agentDir = tempDir('agent-perm');
@@ -459,56 +569,14 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
   });
   e2e('Developer: Reload Window mid-turn through the daemon: re-attached, the rest of the turn and its end arrive, same agent process', async () => {
     await requireHarness();
-    requireExecutable(tetherBin, 'the tether server (env TETHER_BIN)', 'build it with `cargo build -p tether --bin tether`, or point TETHER_BIN at it');
-    requireExecutable(
-      scriptedAgentBin,
-      'the scripted agent (env TETHER_SCRIPTED_AGENT)',
-      'build it with `cargo build -p tether-host --bin tether-scripted-agent`, or point TETHER_SCRIPTED_AGENT at it',
-    );
-    // The first prompt streams TOTAL numbered chunks ("1\n", "2\n", …) at RATE a second: a
-    // turn long enough to outlast a window reload on a loaded machine.
+    requireServerAndAgent();
+    // The first prompt streams TOTAL numbered chunks at RATE a second: a turn long enough to
+    // outlast a window reload on a loaded machine.
     const TOTAL = 3000;
     const RATE = 50;
-    const agentDir = tempDir('agent-daemon');
-    const script = path.join(agentDir, 'script.json');
-    writeFileSync(
-      script,
-      JSON.stringify({
-        loadSession: true,
-        resume: true,
-        stateDir: path.join(agentDir, 'state'),
-        // After the stream, the reply (no digits in it): the turn's last words.
-        reply: 'the end',
-        faults: [{ method: 'session/prompt', calls: [1], action: { kind: 'stream', count: TOTAL, perSecond: RATE } }],
-      }),
-    );
-    // No TETHER_REMOTE=off: `tether serve --stdio` forwards to a daemon in this code-server's
-    // own XDG_RUNTIME_DIR (the harness's private folder), started by the first forwarder.
-    const { cs, page } = await launch(
-      'daemon-reload',
-      {
-        'tether.serverPath': tetherBin,
-        'tether.persistence.directory': tempDir('storage-daemon'),
-        'tether.agent.name': 'scripted',
-        'tether.agent.command': scriptedAgentBin,
-        'tether.agent.args': [script],
-      },
-      undefined,
-      { TETHER_REMOTE: undefined },
-    );
-    const daemonEnv = cs.env;
-    const status = () => {
-      const r = daemonCli(['status', '--json'], daemonEnv);
-      assert.equal(r.status, 0, `tether daemon status: ${r.stderr}`);
-      return JSON.parse(r.stdout);
-    };
+    const { agentDir, script } = streamingAgent('agent-daemon', TOTAL, RATE);
+    const { cs, page, daemonEnv, status } = await launchWithDaemon('daemon-reload', script);
     let daemonPid;
-    // Whatever happens, code-server goes first (else languageclient would restart the
-    // forwarder, which would start a new daemon), then the daemon is stopped.
-    cleanups.push(async () => {
-      await cs.kill();
-      daemonCli(['stop'], daemonEnv);
-    });
     const agentPids = () => pidsWithArg(script);
     const extLogs = () => findLogs(cs.dirs.userData, 'Tether.log').map((f) => readFileSync(f, 'utf8'));
 
@@ -527,15 +595,7 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     // 2. The prompt, from the view; the turn streams.
     await view.locator('#prompt').fill('count');
     await view.locator('#prompt').press('Enter');
-    const numbersShown = (frame) =>
-      frame.evaluate(() =>
-        [...document.querySelectorAll('#items .turn.agent .md')].flatMap((el) => (el.textContent ?? '').match(/\d+/g) ?? []).map(Number),
-      );
-    await view.waitForFunction(
-      () => ((document.querySelector('#items .turn.agent .md')?.textContent ?? '').match(/\d+/g) ?? []).length >= 20,
-      undefined,
-      { timeout: 60_000 },
-    );
+    await streaming(view);
     const running = status();
     assert.equal(running.sessions[0].turnRunning, true, `the turn runs: ${JSON.stringify(running)}`);
     const agentPgid = running.sessions[0].agentPgid;
@@ -553,30 +613,11 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     const view2 = await sessionViewFrame(page, 90_000);
     // The turn's last chunk and its reply reach the reloaded view, then the turn's end opens
     // the prompt box.
-    await view2
-      .waitForFunction(
-        (total) => new RegExp(`(^|\\D)${total}\\s+the end\\s*$`).test([...document.querySelectorAll('#items .turn.agent .md')].at(-1)?.textContent ?? ''),
-        TOTAL,
-        { timeout: 120_000 },
-      )
-      .catch(async (err) => {
-        const tail = await view2.evaluate(() => [...document.querySelectorAll('#items .turn')].map((el) => `${el.className}: …${(el.textContent ?? '').slice(-80)}`));
-        throw new Error(`the turn's end never reached the reloaded view; items: ${JSON.stringify(tail)}`, { cause: err });
-      });
-    await view2.locator('#send:not([disabled])').waitFor({ timeout: 30_000 });
-    assert.equal(await view2.locator('#cancel').isDisabled(), true, 'no turn runs any more');
+    await streamEnded(view2, TOTAL);
     await screenshot(page, '21-daemon-reload-turn-ended');
 
     // 4. The reloaded view: the prompt once, every chunk exactly once, in order.
-    const users = await view2.locator('#items .turn.user').allTextContents();
-    assert.deepEqual(users.map((t) => t.replace(/^You/, '').trim()), ['count'], 'the prompt, replayed once');
-    const shown = await numbersShown(view2);
-    const expected = Array.from({ length: TOTAL }, (_, i) => i + 1);
-    const firstBad = shown.findIndex((n, i) => n !== expected[i]);
-    assert.ok(
-      shown.length === TOTAL && firstBad === -1,
-      `chunks 1..${TOTAL} exactly once, in order: got ${shown.length}, first difference at index ${firstBad} (${shown.slice(Math.max(0, firstBad - 3), firstBad + 3)})`,
-    );
+    await assertStreamedOnce(view2, 'count', TOTAL);
 
     // 5. The new extension host re-attached to the same session, live, before the turn
     //    ended, and the turn's end (its stop reason) reached it.
@@ -603,64 +644,19 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
       `daemon reload: ${seenBefore.length} chunks drawn before the reload, ${TOTAL} after; session ${sid}, agent pid ${agentsBefore[0]}, daemon pid ${daemonPid}`,
     );
 
-    // 7. Stop everything: code-server (its forwarder detaches), then the daemon; nothing of
-    //    this run is left.
-    await page.context().browser()?.close();
-    await cs.kill();
-    const stopped = daemonCli(['stop'], daemonEnv);
-    assert.equal(stopped.status, 0, `tether daemon stop: ${stopped.stdout}${stopped.stderr}`);
-    const left = await waitGone([daemonPid, ...agentsBefore, ...pidsWithArg(`${cs.root}/`), ...pidsWithArg(agentDir)]);
-    assert.deepEqual(left, [], `processes of this run still alive: ${left.map((p) => `${p}: ${readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' ')}`)}`);
-    assert.equal(daemonCli(['status'], daemonEnv).status, 1, 'no daemon answers any more');
+    // 7. Stop everything; nothing of this run is left.
+    await stopDaemonRun(page, cs, daemonEnv, agentDir, [daemonPid, ...agentsBefore]);
   });
   e2e('the forwarder alone is killed mid-turn: the turn goes on in the daemon, the restarted server re-attaches, every chunk once, no error', async () => {
     await requireHarness();
-    requireExecutable(tetherBin, 'the tether server (env TETHER_BIN)', 'build it with `cargo build -p tether --bin tether`, or point TETHER_BIN at it');
-    requireExecutable(
-      scriptedAgentBin,
-      'the scripted agent (env TETHER_SCRIPTED_AGENT)',
-      'build it with `cargo build -p tether-host --bin tether-scripted-agent`, or point TETHER_SCRIPTED_AGENT at it',
-    );
+    requireServerAndAgent();
     // The first prompt streams TOTAL numbered chunks at RATE a second (20 s): long enough to
     // outlast the language client's restart of the server on a loaded machine. If it ends
     // first, the re-attach replays its end: the checks below hold either way.
     const TOTAL = 1000;
     const RATE = 50;
-    const agentDir = tempDir('agent-fwd');
-    const script = path.join(agentDir, 'script.json');
-    writeFileSync(
-      script,
-      JSON.stringify({
-        loadSession: true,
-        resume: true,
-        stateDir: path.join(agentDir, 'state'),
-        reply: 'the end',
-        faults: [{ method: 'session/prompt', calls: [1], action: { kind: 'stream', count: TOTAL, perSecond: RATE } }],
-      }),
-    );
-    // A daemon in this code-server's own XDG_RUNTIME_DIR (see the reload test above).
-    const { cs, page, workspace } = await launch(
-      'fwd-kill',
-      {
-        'tether.serverPath': tetherBin,
-        'tether.persistence.directory': tempDir('storage-fwd'),
-        'tether.agent.name': 'scripted',
-        'tether.agent.command': scriptedAgentBin,
-        'tether.agent.args': [script],
-      },
-      undefined,
-      { TETHER_REMOTE: undefined },
-    );
-    const daemonEnv = cs.env;
-    cleanups.push(async () => {
-      await cs.kill();
-      daemonCli(['stop'], daemonEnv);
-    });
-    const status = () => {
-      const r = daemonCli(['status', '--json'], daemonEnv);
-      assert.equal(r.status, 0, `tether daemon status: ${r.stderr}`);
-      return JSON.parse(r.stdout);
-    };
+    const { agentDir, script } = streamingAgent('agent-fwd', TOTAL, RATE);
+    const { cs, page, workspace, daemonEnv, status } = await launchWithDaemon('fwd-kill', script);
     const extLog = () => readFileSync(findLogs(cs.dirs.userData, 'Tether.log').at(-1), 'utf8');
     // This window's forwarders: `tether serve --stdio` with its --log-file under this
     // code-server's temp folder, whose environment names this test's runtime folder.
@@ -675,10 +671,6 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
           return false;
         }
       });
-    const numbersShown = (frame) =>
-      frame.evaluate(() =>
-        [...document.querySelectorAll('#items .turn.agent .md')].flatMap((el) => (el.textContent ?? '').match(/\d+/g) ?? []).map(Number),
-      );
 
     // 1. Start-up: a new session, in the daemon.
     const view = await sessionViewFrame(page, 60_000);
@@ -695,11 +687,7 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
       await page.locator('.quick-input-widget', { hasText: 'Tether: Send Prompt' }).waitFor({ timeout: 10_000 });
       await page.locator('.quick-input-widget input').fill('count');
       await page.keyboard.press('Enter');
-      await view.waitForFunction(
-        () => ((document.querySelector('#items .turn.agent .md')?.textContent ?? '').match(/\d+/g) ?? []).length >= 20,
-        undefined,
-        { timeout: 60_000 },
-      );
+      await streaming(view);
       const running = status();
       assert.equal(running.sessions[0].turnRunning, true, `the turn runs: ${JSON.stringify(running)}`);
       const agentPgid = running.sessions[0].agentPgid;
@@ -712,32 +700,13 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
       //    restarts it; the new one re-attaches after the last event drawn.
       process.kill(fwd[0], 'SIGKILL');
       const drawnAtKill = (await numbersShown(view)).length;
-      await view
-        .waitForFunction(
-          (total) => new RegExp(`(^|\\D)${total}\\s+the end\\s*$`).test([...document.querySelectorAll('#items .turn.agent .md')].at(-1)?.textContent ?? ''),
-          TOTAL,
-          { timeout: 120_000 },
-        )
-        .catch(async (err) => {
-          const tail = await view.evaluate(() => [...document.querySelectorAll('#items .turn')].map((el) => `${el.className}: …${(el.textContent ?? '').slice(-80)}`));
-          throw new Error(`the turn's end never reached the view; items: ${JSON.stringify(tail)}`, { cause: err });
-        });
-      await view.locator('#send:not([disabled])').waitFor({ timeout: 30_000 });
-      assert.equal(await view.locator('#cancel').isDisabled(), true, 'no turn runs any more');
+      await streamEnded(view, TOTAL);
       await screenshot(page, '22-forwarder-killed-turn-ended');
       return { agentPgid, agentsBefore, fwd: fwd[0], drawnAtKill };
     });
     {
       // 4. The view: the prompt once, every chunk exactly once, in order, no failure.
-      const users = await view.locator('#items .turn.user').allTextContents();
-      assert.deepEqual(users.map((t) => t.replace(/^You/, '').trim()), ['count'], 'the prompt once');
-      const shown = await numbersShown(view);
-      const expected = Array.from({ length: TOTAL }, (_, i) => i + 1);
-      const firstBad = shown.findIndex((n, i) => n !== expected[i]);
-      assert.ok(
-        shown.length === TOTAL && firstBad === -1,
-        `chunks 1..${TOTAL} exactly once, in order: got ${shown.length}, first difference at index ${firstBad} (${shown.slice(Math.max(0, firstBad - 3), firstBad + 3)})`,
-      );
+      await assertStreamedOnce(view, 'count', TOTAL);
       assert.equal(await view.locator('.turn.status').count(), 0, `no status line in the conversation: ${await view.locator('.turn.status').allTextContents()}`);
       const { agentPgid, agentsBefore, fwd, drawnAtKill } = recorded.result;
 
@@ -772,25 +741,13 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     assert.deepEqual(failures, [], `no failure was shown: ${JSON.stringify(seen)}`);
     assert.deepEqual((await notificationTexts(page)).filter((t) => /prompt|failed|error/i.test(t)), []);
 
-    // 8. Stop everything: code-server, then the daemon; nothing of this run is left.
-    const agents = pidsWithArg(script);
-    await page.context().browser()?.close();
-    await cs.kill();
-    const stopped = daemonCli(['stop'], daemonEnv);
-    assert.equal(stopped.status, 0, `tether daemon stop: ${stopped.stdout}${stopped.stderr}`);
-    const left = await waitGone([daemonPid, ...agents, ...pidsWithArg(`${cs.root}/`), ...pidsWithArg(agentDir)]);
-    assert.deepEqual(left, [], `processes of this run still alive: ${left.map((p) => `${p}: ${readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' ')}`)}`);
-    assert.equal(daemonCli(['status'], daemonEnv).status, 1, 'no daemon answers any more');
+    // 8. Stop everything; nothing of this run is left.
+    await stopDaemonRun(page, cs, daemonEnv, agentDir, [daemonPid, ...pidsWithArg(script)]);
   });
 
   e2e("Developer: Reload Window resumes the session the view showed, not the workspace's newer one", async () => {
     await requireHarness();
-    requireExecutable(tetherBin, 'the tether server (env TETHER_BIN)', 'build it with `cargo build -p tether --bin tether`, or point TETHER_BIN at it');
-    requireExecutable(
-      scriptedAgentBin,
-      'the scripted agent (env TETHER_SCRIPTED_AGENT)',
-      'build it with `cargo build -p tether-host --bin tether-scripted-agent`, or point TETHER_SCRIPTED_AGENT at it',
-    );
+    requireServerAndAgent();
     const agentDir = tempDir('agent-two');
     const script = path.join(agentDir, 'script.json');
     writeFileSync(script, JSON.stringify({ loadSession: true, resume: true, stateDir: path.join(agentDir, 'state'), faults: [] }));
@@ -898,12 +855,7 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
 
   e2e('the session view: restored turns, the stale mark, live answers, an inline permission, older turns', async () => {
     await requireHarness();
-    requireExecutable(tetherBin, 'the tether server (env TETHER_BIN)', 'build it with `cargo build -p tether --bin tether`, or point TETHER_BIN at it');
-    requireExecutable(
-      scriptedAgentBin,
-      'the scripted agent (env TETHER_SCRIPTED_AGENT)',
-      'build it with `cargo build -p tether-host --bin tether-scripted-agent`, or point TETHER_SCRIPTED_AGENT at it',
-    );
+    requireServerAndAgent();
     // The agent: its first session/load is rate limited (6 s), so the saved transcript is
     // shown stale meanwhile; its first prompt streams its two chunks 1.5 s apart; its second
     // asks permission; its third starts a tool call and dies. Replies are Markdown.
