@@ -1,72 +1,11 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import type { BannerView } from '../../src/core/banners';
-import {
-  SessionController,
-  TURN_LOST,
-  TurnDetachedError,
-  type ServerPort,
-  type SessionMemory,
-  type UiPort,
-  type ViewPort,
-} from '../../src/core/controller';
+import { SessionController, TURN_LOST, TurnDetachedError, type SessionMemory } from '../../src/core/controller';
 import type { ResumeResult } from '../../src/core/protocol';
 import { isConnectionLost, listedSession } from '../../src/core/sessions';
-import { LocalStatus, type StatusView } from '../../src/core/status';
-import { RECONNECTING, type ViewItem, type ViewOp } from '../../src/core/transcript';
-
-class Ui implements UiPort {
-  logs: string[] = [];
-  statuses: StatusView[] = [];
-  notifications: BannerView[] = [];
-  showDialog() {
-    return Promise.resolve(undefined);
-  }
-  showNotification(v: BannerView) {
-    this.notifications.push(v);
-    return Promise.resolve(undefined);
-  }
-  showTransient() {}
-  setStatus(v: StatusView) {
-    this.statuses.push(v);
-  }
-  setBannerIndicator() {}
-  progress() {}
-  pick() {
-    return Promise.resolve(undefined);
-  }
-  showLogs() {}
-  log(line: string) {
-    this.logs.push(line);
-  }
-}
-
-class View implements ViewPort {
-  ops: ViewOp[] = [];
-  post(op: ViewOp) {
-    this.ops.push(op);
-  }
-  reveal() {}
-  last(kind: ViewOp['op']) {
-    return this.ops.filter((o) => o.op === kind).at(-1);
-  }
-}
-
-/** An answer, or a function giving it from the params. */
-type Answer = unknown;
-
-/** Answers each request from its queue (a function answers from the params); records them. */
-class Server implements ServerPort {
-  requests: { method: string; params: unknown }[] = [];
-  constructor(private readonly answers: Record<string, Answer[]>) {}
-  request(method: string, params: unknown): Promise<unknown> {
-    this.requests.push({ method, params });
-    const next = this.answers[method]?.shift();
-    if (next === undefined) return Promise.reject(new Error(`unexpected ${method}`));
-    return typeof next === 'function' ? (next as (p: unknown) => Promise<unknown>)(params) : Promise.resolve(next);
-  }
-  notify() {}
-}
+import { LocalStatus } from '../../src/core/status';
+import { RECONNECTING } from '../../src/core/transcript';
+import { type Answer, closed, live, Server, Ui, View, chunk, drawn } from './fakes';
 
 /** A memory that keeps what it is given, like `workspaceState`. */
 class Memory implements SessionMemory {
@@ -80,9 +19,6 @@ class Memory implements SessionMemory {
     this.value = value;
   }
 }
-
-const closed = { status: 'closed' as const, attempts: 0, maxAttempts: 3, userRetries: 0 };
-const live = (sessionId: string): ResumeResult => ({ outcome: 'resumed', sessionId, breaker: closed, stale: false });
 
 function make(answers: Record<string, Answer[]>, opts: { daemon?: boolean; memory?: Memory } = {}) {
   const ui = new Ui();
@@ -116,22 +52,6 @@ function deferred() {
   return { promise, resolve, reject, answer: () => promise };
 }
 
-const chunk = (sessionId: string, n: number, seq: number) => ({
-  sessionId,
-  update: { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: `${n}\n` } },
-  replay: false,
-  seq,
-});
-
-function drawn(ops: ViewOp[]): ViewItem[] {
-  let items: ViewItem[] = [];
-  for (const op of ops) {
-    if (op.op === 'reset') items = [...op.items];
-    if (op.op === 'append') items.push(op.item);
-    if (op.op === 'replace') items = items.map((i) => (i.id === op.item.id ? op.item : i));
-  }
-  return items;
-}
 
 const listing = (sessionId: string, live: boolean, turnRunning: boolean) => ({
   sessions: [{ sessionId, agent: 'scripted', updatedUtc: '', turnCount: 1, live, turnRunning, clients: 1 }],

@@ -1,65 +1,10 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import type { BannerView } from '../../src/core/banners';
-import { SessionController, type ServerPort, type UiPort, type ViewPort } from '../../src/core/controller';
+import { SessionController } from '../../src/core/controller';
 import { parseRestored, parseTurnEnded, parseUpdate } from '../../src/core/guards';
-import type { ResumeResult } from '../../src/core/protocol';
 import { staleText } from '../../src/core/render';
-import { LocalStatus, type StatusView } from '../../src/core/status';
-import type { ViewItem, ViewOp } from '../../src/core/transcript';
-
-/** A UI that records the status item and the log. */
-class Ui implements UiPort {
-  logs: string[] = [];
-  statuses: StatusView[] = [];
-  showDialog() {
-    return Promise.resolve(undefined);
-  }
-  showNotification(v: BannerView) {
-    void v;
-    return Promise.resolve(undefined);
-  }
-  showTransient() {}
-  setStatus(v: StatusView) {
-    this.statuses.push(v);
-  }
-  setBannerIndicator() {}
-  progress() {}
-  pick() {
-    return Promise.resolve(undefined);
-  }
-  showLogs() {}
-  log(line: string) {
-    this.logs.push(line);
-  }
-}
-
-class View implements ViewPort {
-  ops: ViewOp[] = [];
-  post(op: ViewOp) {
-    this.ops.push(op);
-  }
-  reveal() {}
-  last(kind: ViewOp['op']) {
-    return this.ops.filter((o) => o.op === kind).at(-1);
-  }
-}
-
-/** Answers each request from its queue (a function answers from the params); records them. */
-class Server implements ServerPort {
-  requests: { method: string; params: unknown }[] = [];
-  constructor(private readonly answers: Record<string, unknown[]>) {}
-  request(method: string, params: unknown): Promise<unknown> {
-    this.requests.push({ method, params });
-    const next = this.answers[method]?.shift();
-    if (next === undefined) return Promise.reject(new Error(`unexpected ${method}`));
-    return Promise.resolve(next);
-  }
-  notify() {}
-}
-
-const closed = { status: 'closed' as const, attempts: 0, maxAttempts: 3, userRetries: 0 };
-const live = (sessionId: string): ResumeResult => ({ outcome: 'resumed', sessionId, breaker: closed, stale: false });
+import { LocalStatus } from '../../src/core/status';
+import { live, Server, Ui, View, chunk, drawn } from './fakes';
 
 function make(answers: Record<string, unknown[]>) {
   const ui = new Ui();
@@ -70,13 +15,6 @@ function make(answers: Record<string, unknown[]>) {
   return { ui, view, server, c };
 }
 
-/** A numbered chunk as the scripted agent streams it, with the daemon's `seq`. */
-const chunk = (sessionId: string, n: number, seq: number) => ({
-  sessionId,
-  update: { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: `${n}\n` } },
-  replay: false,
-  seq,
-});
 const echo = (sessionId: string, text: string, seq: number) => ({
   sessionId,
   update: { sessionUpdate: 'user_message_chunk', content: { type: 'text', text } },
@@ -84,16 +22,6 @@ const echo = (sessionId: string, text: string, seq: number) => ({
   seq,
 });
 
-/** The items the view shows after replaying every op (reset, append, replace). */
-function drawn(ops: ViewOp[]): ViewItem[] {
-  let items: ViewItem[] = [];
-  for (const op of ops) {
-    if (op.op === 'reset') items = [...op.items];
-    if (op.op === 'append') items.push(op.item);
-    if (op.op === 'replace') items = items.map((i) => (i.id === op.item.id ? op.item : i));
-  }
-  return items;
-}
 
 describe('re-attaching to a session live in the daemon (issue 11)', () => {
   it('a reloaded window resumes without afterSeq, draws the replayed running turn, and ends it on session/turnEnded', async () => {
