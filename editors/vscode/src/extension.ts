@@ -103,10 +103,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('tether.showSessions', () => showSessions()),
     vscode.commands.registerCommand('tether.showBanners', () => showBanners()),
     vscode.workspace.onDidChangeConfiguration(async (e) => {
-      // After a window reload VS Code can activate the extension (restoring the session
-      // view) before the user's settings have reached this extension host; they arrive
-      // later as a change event whose affectsConfiguration('tether') is false. So compare
-      // what the settings now say with what the last start read.
+      // A change event's affectsConfiguration('tether') can be false although what this
+      // window reads changed (a machine-scoped value appearing once VS Code has re-read the
+      // settings files), so compare what the settings now say with what the last start read.
       const now = JSON.stringify(readSettings(setting).settings);
       const changed = now !== startedWith || RESTART_KEYS.some((k) => e.affectsConfiguration(k));
       if (!changed) return;
@@ -160,15 +159,22 @@ async function doStart(context: vscode.ExtensionContext): Promise<void> {
     envPath: process.env.PATH,
   });
   if (!server.ok) {
-    out.error(server.error);
-    // Where VS Code looked for the setting: tells a missing user setting from a settings
-    // file the window could not read.
+    // Where VS Code looked for the setting: tells a missing setting from one this window
+    // does not read. In a remote window (Remote-SSH, WSL, code-server) VS Code ignores local
+    // user values of machine-scoped settings such as tether.serverPath; they belong in the
+    // Remote settings.
     const seen = vscode.workspace.getConfiguration('tether').inspect('serverPath');
+    const remote = vscode.env.remoteName;
+    const hint =
+      remote !== undefined && !settings.serverPath && seen?.globalValue === undefined
+        ? ` In this remote window (${remote}) tether.serverPath is read from the Remote settings, not from your local User settings.`
+        : '';
+    out.error(server.error + hint);
     out.info(
-      `tether.serverPath as this window sees it: ${JSON.stringify({ global: seen?.globalValue, workspace: seen?.workspaceValue, folder: seen?.workspaceFolderValue, default: seen?.defaultValue })}`,
+      `tether.serverPath as this window sees it: ${JSON.stringify({ remoteName: remote, global: seen?.globalValue, workspace: seen?.workspaceValue, folder: seen?.workspaceFolderValue, default: seen?.defaultValue })}`,
     );
     ui.setStatus(LocalStatus.serverUnavailable(server.error));
-    void vscode.window.showErrorMessage(`Tether: ${server.error}`, 'Open Settings', 'Show Logs').then((a) => {
+    void vscode.window.showErrorMessage(`Tether: ${server.error}${hint}`, 'Open Settings', 'Show Logs').then((a) => {
       if (a === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'tether.serverPath');
       if (a === 'Show Logs') out.show(true);
     });

@@ -624,6 +624,7 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     const logs = extLogs();
     assert.equal(logs.length, 2, 'one Tether.log per extension host');
     const second = logs[1];
+    assert.doesNotMatch(second, /no tether server found/, 'the reloaded window found its server at once');
     const resumedAt = second.search(new RegExp(`result: resumed session=${sid} `));
     const endedAt = second.search(new RegExp(`session/turnEnded ${sid} seq=\\d+: end_turn`));
     assert.ok(resumedAt >= 0, `the reloaded window resumed ${sid}:\n${second}`);
@@ -846,6 +847,7 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     assert.equal(logs.length, 2, 'one Tether.log per extension host');
     assert.match(logs[0], new RegExp(`remembered ${a.sessionId} as this window's session`));
     const second = logs[1];
+    assert.doesNotMatch(second, /no tether server found/, 'the reloaded window found its server at once');
     const root = workspace.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
     assert.match(second, new RegExp(`session/resume ${root} ${a.sessionId}\\n`), `resumed Older by id, without afterSeq:\n${second}`);
     assert.match(second, new RegExp(`result: resumed session=${a.sessionId} `), second);

@@ -67,8 +67,9 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Starts code-server with a fresh user-data and extensions folder, the .vsix installed, the
- * given user settings, and `workspace` open. `env` changes the environment code-server (and
- * so the extension host and `tether serve`) gets: a key set to `undefined` is removed, e.g.
+ * given settings (as the remote machine's settings), and `workspace` open. `env` changes the
+ * environment code-server (and so the extension host and `tether serve`) gets: a key set to
+ * `undefined` is removed, e.g.
  * `{TETHER_REMOTE: undefined}` for the default, a daemon in this run's own XDG_RUNTIME_DIR.
  * Returns `{url, root, dirs, env, logs, kill, stop}`: `kill` ends code-server's process group,
  * `stop` does that and removes the temp folder.
@@ -110,26 +111,28 @@ export async function startCodeServer({ name, settings, workspace, env: envChang
   const installed = readdirSync(dirs.extensions).filter((d) => d.startsWith(`${extensionId}-`));
   if (installed.length !== 1) throw new Error(`expected ${extensionId}-<version> in ${dirs.extensions}, found ${readdirSync(dirs.extensions)}`);
 
-  mkdirSync(path.join(dirs.userData, 'User'), { recursive: true });
-  writeFileSync(
-    path.join(dirs.userData, 'User', 'settings.json'),
-    JSON.stringify(
-      {
-        'workbench.startupEditor': 'none',
-        'workbench.tips.enabled': false,
-        'workbench.welcomePage.walkthroughs.openOnInstall': false,
-        'security.workspace.trust.enabled': false,
-        'extensions.autoCheckUpdates': false,
-        'extensions.autoUpdate': false,
-        'update.mode': 'none',
-        'telemetry.telemetryLevel': 'off',
-        'chat.disableAIFeatures': true,
-        ...settings,
-      },
-      null,
-      2,
-    ),
-  );
+  // The workbench's own preferences go in the user settings. The test's `settings` go in the
+  // remote machine's settings (<user-data>/Machine/settings.json), where a remote window reads
+  // them: in code-server the extension host is remote, and VS Code ignores user (local)
+  // values of machine-scoped settings there, such as tether.serverPath. Written to the user
+  // settings, they reached the extension only while its schema was not yet registered: after a
+  // window reload, now and then not at all.
+  const write = (folder, values) => {
+    mkdirSync(path.join(dirs.userData, folder), { recursive: true });
+    writeFileSync(path.join(dirs.userData, folder, 'settings.json'), JSON.stringify(values, null, 2));
+  };
+  write('User', {
+    'workbench.startupEditor': 'none',
+    'workbench.tips.enabled': false,
+    'workbench.welcomePage.walkthroughs.openOnInstall': false,
+    'security.workspace.trust.enabled': false,
+    'extensions.autoCheckUpdates': false,
+    'extensions.autoUpdate': false,
+    'update.mode': 'none',
+    'telemetry.telemetryLevel': 'off',
+    'chat.disableAIFeatures': true,
+  });
+  write('Machine', settings);
 
   const port = await freePort();
   const logs = [];
