@@ -229,6 +229,22 @@ impl World {
 
     /// [`Self::hub`] with `extra` options set over the defaults (top-level keys replaced).
     async fn hub_with(&self, recorder: &Arc<Recorder>, extra: Value) -> Arc<Hub> {
+        self.start_hub(recorder, extra, None).await
+    }
+
+    /// [`Self::hub`] as the daemon starts one: it keeps each session's events for the
+    /// editors that attach later.
+    async fn daemon_hub(&self, recorder: &Arc<Recorder>) -> Arc<Hub> {
+        let hubs = Arc::new(tether::server::hubs::Hubs::default());
+        self.start_hub(recorder, json!({}), Some(hubs)).await
+    }
+
+    async fn start_hub(
+        &self,
+        recorder: &Arc<Recorder>,
+        extra: Value,
+        hubs: Option<Arc<tether::server::hubs::Hubs>>,
+    ) -> Arc<Hub> {
         let mut options = json!({
             "storage": {"dir": self.path().join("cache")},
             "agents": {"scripted": {
@@ -247,7 +263,7 @@ impl World {
         let serve = ServeOptions {
             registry_file: Some(self.path().join("children.json")),
             handle_signals: false,
-            hubs: None,
+            hubs,
             client_env: None,
         };
         let hub = Hub::start(config, &serve).expect("hub starts");
@@ -1400,6 +1416,131 @@ async fn a_second_prompt_while_a_turn_runs_is_refused_naming_it() {
         .expect("the next prompt runs");
     assert_eq!(third.stop_reason, "end_turn");
     assert!(recorder.agent_text(&sid).ends_with("echo: third"));
+    hub.shutdown().await;
+}
+
+/// The `(role, text)` of each chat turn of an attach point's transcript.
+fn transcript_turns(point: &tether::server::hub::AttachPoint) -> Vec<(String, String)> {
+    let transcript = point.transcript.as_ref().expect("the session has a cache");
+    transcript["chatTurns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["role"].as_str().unwrap().to_owned(),
+                t["text"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The `seq`s of the events a replay sends (what an editor draws: updates, statuses,
+/// banners, turn ends; not questions, their settling or logs) that `seen` holds after `after`.
+fn replayable_after(seen: &[Seen], after: u64) -> Vec<u64> {
+    seen.iter()
+        .filter(|s| s.seq > after)
+        .filter(|s| {
+            [
+                "update",
+                "keptUpdate",
+                "status:",
+                "banner:",
+                "bannerCleared",
+                "expired:",
+                "turnEnded:",
+            ]
+            .iter()
+            .any(|p| s.what.starts_with(p))
+        })
+        .map(|s| s.seq)
+        .collect()
+}
+
+/// Issue 11 item 3: an editor that attaches without `afterSeq` is sent the transcript,
+/// then the bus's events after the attach point. Taken mid-turn, the point leaves the
+/// running turn out of the transcript and replays it whole from its prompt, even when the
+/// turn ends before the editor is attached (before, such a turn was in neither). Taken
+/// between turns, the transcript holds every turn and the next turn is replayed whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attach_point_misses_no_turn_that_ends_or_starts_before_the_editor_is_attached() {
+    // The second turn waits on a permission question nobody answers.
+    let world = World::new(
+        json!([{"method": "session/prompt", "calls": [2], "action": {"kind": "permission"}}]),
+    );
+    let recorder = Recorder::new(None, None);
+    let hub = world.daemon_hub(&recorder).await;
+    let started = hub.resume(world.resume(None), None).await.expect("started");
+    let sid = started.session_id.clone().unwrap();
+    hub.prompt(prompt(&sid, "first"), None)
+        .await
+        .expect("the first turn");
+    let first_turn = vec![
+        ("user".to_owned(), "first".to_owned()),
+        ("assistant".to_owned(), "echo: first".to_owned()),
+    ];
+
+    // Between turns: every turn is in the transcript; the replay starts after the last event.
+    let between = hub.attach_point(&sid).await.expect("the session is live");
+    assert_eq!(transcript_turns(&between), first_turn);
+    let last = recorder.of(&sid).last().unwrap().seq;
+    assert_eq!(between.after, last);
+
+    let second = tokio::spawn({
+        let hub = hub.clone();
+        let sid = sid.clone();
+        async move { hub.prompt(prompt(&sid, "second turn"), None).await }
+    });
+    recorder.wait_for("permission").await;
+    let echo = recorder
+        .of(&sid)
+        .into_iter()
+        .find(|s| s.seq > last && s.what == "update")
+        .expect("the second prompt's echo")
+        .seq;
+
+    // Mid-turn: the running prompt is left out, and the replay starts at it.
+    let mid = hub.attach_point(&sid).await.expect("the session is live");
+    assert_eq!(
+        transcript_turns(&mid),
+        first_turn,
+        "the running prompt is left out"
+    );
+    assert_eq!(mid.after, echo - 1);
+
+    // The turn ends before the editors attach.
+    hub.cancel(serde_json::from_value(json!({"sessionId": sid})).unwrap())
+        .await;
+    let second = tokio::time::timeout(STEP, second)
+        .await
+        .expect("the turn ends after the cancel")
+        .unwrap()
+        .expect("a cancelled turn is an answer");
+    assert_eq!(second.stop_reason, "cancelled");
+    let ended = recorder.wait_for("turnEnded:cancelled").await.seq;
+
+    // Each point replays the whole second turn, from its prompt to its end, once, in order.
+    let published = replayable_after(&recorder.of(&sid), echo - 1);
+    assert_eq!(published.first(), Some(&echo));
+    assert_eq!(published.last(), Some(&ended));
+    for point in [&mid, &between] {
+        let editor = Recorder::new(None, None);
+        let (_, complete) = hub
+            .bus()
+            .attach(&sid, point.after, editor.as_ref(), || {})
+            .await;
+        assert!(complete, "every event after {} is kept", point.after);
+        let replayed = editor.of(&sid);
+        assert_eq!(replayable_after(&replayed, point.after), published);
+        assert_eq!(
+            replayed.first().map(|s| s.what.as_str()),
+            Some("keptUpdate")
+        );
+        assert_eq!(
+            replayed.last().map(|s| s.what.as_str()),
+            Some("turnEnded:cancelled")
+        );
+    }
     hub.shutdown().await;
 }
 

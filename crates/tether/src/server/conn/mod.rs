@@ -265,8 +265,8 @@ impl Conn {
 
     /// Starts rendering session `id` for this editor. Attached to the daemon's hub, the
     /// events it missed are sent first: those after `after_seq`, else (for a session that
-    /// `was_live`) its transcript without the running turn, then that turn from its prompt
-    /// on, without a gap or a duplicate (`Bus::attach`). With `after_seq` the editor keeps
+    /// `was_live`) its transcript and every event after it (`Hub::attach_point`: the
+    /// running turn from its prompt on), without a gap or a duplicate (`Bus::attach`). With `after_seq` the editor keeps
     /// what it drew: no transcript is sent, unless the events after `after_seq` are no
     /// longer all kept (the log holds the last [`EVENT_LOG_CAP`] of a session): then the
     /// editor is sent the transcript as if it had given no `after_seq`, and when even the
@@ -301,9 +301,12 @@ impl Conn {
         }
         if was_live
             && after_seq.is_none()
-            && let Some(snapshot) = hub.live_transcript(id).await
+            && let Some(point) = hub.attach_point(id).await
         {
-            renderer.restored_live(id, &snapshot).await;
+            if let Some(transcript) = &point.transcript {
+                renderer.restored_live(id, transcript).await;
+            }
+            after_seq = Some(point.after);
         }
         let after = after_seq
             .or_else(|| hub.running_turn_start(id).map(|s| s - 1))

@@ -600,6 +600,13 @@ impl Bus {
         (slot.last, complete)
     }
 
+    /// The last `seq` published for `session_id` (0 before its first event).
+    pub async fn last_seq(&self, session_id: &str) -> u64 {
+        let slot = self.slot(Some(session_id));
+        let slot = slot.lock().await;
+        slot.last
+    }
+
     /// The `seq` of the oldest event kept for `session_id` ([`EVENT_LOG_CAP`]), `None`
     /// when none is kept. An editor whose `afterSeq` is below it minus one missed events
     /// the log no longer holds.

@@ -32,6 +32,10 @@ pub struct Live {
     turn: Arc<Mutex<TurnText>>,
     /// Serialises prompt turns of this session.
     pub turn_lock: tokio::sync::Mutex<()>,
+    /// Held while a turn publishes its prompt and appends it to the cache, and while an
+    /// attaching editor's transcript is read ([`super::Hub::attach_point`]): the two
+    /// agree on which turns the transcript holds.
+    pub transcript_lock: tokio::sync::Mutex<()>,
     /// Cancels the running turn's rate-limit wait (`session/cancel`).
     pub cancel: Mutex<CancellationToken>,
     /// The `seq` of the running turn's first event (its prompt), 0 when no turn runs.
@@ -85,6 +89,7 @@ impl Live {
             barrier: Mutex::new(barrier_tx),
             turn: Arc::default(),
             turn_lock: tokio::sync::Mutex::new(()),
+            transcript_lock: tokio::sync::Mutex::new(()),
             cancel: Mutex::new(CancellationToken::new()),
             turn_start: std::sync::atomic::AtomicU64::new(0),
             turn_prompt: Mutex::new(String::new()),

@@ -23,6 +23,7 @@
 
 mod agent_list;
 mod attach;
+pub use attach::AttachPoint;
 mod attempt;
 mod background;
 mod carry;

@@ -85,10 +85,17 @@ impl Hub {
             Err(_) => None,
         };
         if let Some(ended) = ended {
-            if let Some(live) = self.live(&session_id) {
-                live.set_turn_start(None);
-            }
-            self.emit(Some(&session_id), ended).await;
+            // No turn runs from the turn end's `seq` on, atomically: an editor attaching
+            // sees either a running turn (replayed from its prompt, end included) or the
+            // end already published.
+            let live = self.live(&session_id);
+            self.bus
+                .publish_numbered(Some(&session_id), None, ended, |_| {
+                    if let Some(live) = &live {
+                        live.set_turn_start(None);
+                    }
+                })
+                .await;
         }
         result
     }
@@ -171,13 +178,18 @@ impl Hub {
             update: json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": user_text}}),
             replay: false,
         };
-        self.bus
-            .publish_numbered(Some(&live.id), origin, echo, |seq| {
-                live.set_turn_start(Some((seq, &user_text)));
-            })
-            .await;
-        self.append_turn(TurnOf::live(live), ChatRole::User, &user_text)
-            .await;
+        {
+            // With the transcript lock: an editor attaching meanwhile reads a transcript
+            // that either ends before this prompt or holds it as its last user turn.
+            let _held = live.transcript_lock.lock().await;
+            self.bus
+                .publish_numbered(Some(&live.id), origin, echo, |seq| {
+                    live.set_turn_start(Some((seq, &user_text)));
+                })
+                .await;
+            self.append_turn(TurnOf::live(live), ChatRole::User, &user_text)
+                .await;
+        }
         let mut rate_limit =
             RateLimitWaiter::new(self.config.rate_limit, Some(&live.id), 0, self.seeded_rng());
         // The handoff question is asked once per turn, not at every wait.
