@@ -729,17 +729,7 @@ async fn a_new_editor_gets_the_transcript_then_the_running_turn_once(kind: Daemo
         .collect();
     assert_eq!(restored.len(), 1, "one transcript: {seen:?}");
     assert_eq!(restored[0]["stale"], false);
-    let turns: Vec<(String, String)> = restored[0]["snapshot"]["chatTurns"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| {
-            (
-                t["role"].as_str().unwrap().to_owned(),
-                t["text"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
+    let turns = support::chat_turns(&restored[0]["snapshot"]);
     assert_eq!(
         turns,
         [

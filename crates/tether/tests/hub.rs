@@ -14,6 +14,8 @@ use tether::server::hub::Hub;
 use tether::server::hub::events::{Delivery, Envelope, Event, Origin, Subscriber};
 use tokio::sync::watch;
 
+mod support;
+
 /// Long enough for any single step on a loaded 2-core machine.
 const STEP: Duration = Duration::from_secs(20);
 
@@ -1353,6 +1355,27 @@ async fn a_rate_limited_resume_dialog_offers_the_other_agent() {
     hub.shutdown().await;
 }
 
+/// Cancels the turn running in `sid` (`turn`: the task awaiting its `session/prompt`) and
+/// waits for its answer (`cancelled`) and its published end; the end's `seq`.
+async fn cancel_turn(
+    hub: &Hub,
+    recorder: &Recorder,
+    sid: &str,
+    turn: tokio::task::JoinHandle<
+        Result<tether::protocol::PromptResult, tether::server::hub::error::HubError>,
+    >,
+) -> u64 {
+    hub.cancel(serde_json::from_value(json!({"sessionId": sid})).unwrap())
+        .await;
+    let answer = tokio::time::timeout(STEP, turn)
+        .await
+        .expect("the turn ends after the cancel")
+        .unwrap()
+        .expect("a cancelled turn is an answer");
+    assert_eq!(answer.stop_reason, "cancelled");
+    recorder.wait_for("turnEnded:cancelled").await.seq
+}
+
 /// R-DAEMON-5: a prompt sent while a turn runs is refused at once, naming the running
 /// turn (never queued behind it); a cancel ends the running turn, and the next prompt runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1401,15 +1424,7 @@ async fn a_second_prompt_while_a_turn_runs_is_refused_naming_it() {
         "{:?}",
         recorder.seen()
     );
-    hub.cancel(serde_json::from_value(json!({"sessionId": sid})).unwrap())
-        .await;
-    let first = tokio::time::timeout(STEP, first)
-        .await
-        .expect("the first turn ends after the cancel")
-        .unwrap()
-        .expect("a cancelled turn is an answer");
-    assert_eq!(first.stop_reason, "cancelled");
-    recorder.wait_for("turnEnded:cancelled").await;
+    cancel_turn(&hub, &recorder, &sid, first).await;
     let third = hub
         .prompt(prompt(&sid, "third"), None)
         .await
@@ -1421,18 +1436,7 @@ async fn a_second_prompt_while_a_turn_runs_is_refused_naming_it() {
 
 /// The `(role, text)` of each chat turn of an attach point's transcript.
 fn transcript_turns(point: &tether::server::hub::AttachPoint) -> Vec<(String, String)> {
-    let transcript = point.transcript.as_ref().expect("the session has a cache");
-    transcript["chatTurns"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| {
-            (
-                t["role"].as_str().unwrap().to_owned(),
-                t["text"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect()
+    support::chat_turns(point.transcript.as_ref().expect("the session has a cache"))
 }
 
 /// The `seq`s of the events a replay sends (what an editor draws: updates, statuses,
@@ -1509,15 +1513,7 @@ async fn an_attach_point_misses_no_turn_that_ends_or_starts_before_the_editor_is
     assert_eq!(mid.after, echo - 1);
 
     // The turn ends before the editors attach.
-    hub.cancel(serde_json::from_value(json!({"sessionId": sid})).unwrap())
-        .await;
-    let second = tokio::time::timeout(STEP, second)
-        .await
-        .expect("the turn ends after the cancel")
-        .unwrap()
-        .expect("a cancelled turn is an answer");
-    assert_eq!(second.stop_reason, "cancelled");
-    let ended = recorder.wait_for("turnEnded:cancelled").await.seq;
+    let ended = cancel_turn(&hub, &recorder, &sid, second).await;
 
     // Each point replays the whole second turn, from its prompt to its end, once, in order.
     let published = replayable_after(&recorder.of(&sid), echo - 1);

@@ -1303,17 +1303,7 @@ async fn forgotten_session_continues_in_a_new_session_with_its_history(mode: Mod
         .iter()
         .find(|m| m.method() == "session/restored")
         .expect("session/restored");
-    let cached: Vec<(String, String)> = restored.params()["snapshot"]["chatTurns"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| {
-            (
-                t["role"].as_str().unwrap().to_owned(),
-                t["text"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
+    let cached = support::chat_turns(&restored.params()["snapshot"]);
     assert_eq!(
         cached[..2],
         [

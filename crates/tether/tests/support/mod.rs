@@ -14,6 +14,22 @@ pub fn tether_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_tether"))
 }
 
+/// The `(role, text)` of each of a snapshot's chat turns (`chatTurns`, as
+/// `session/restored` carries it).
+pub fn chat_turns(snapshot: &Value) -> Vec<(String, String)> {
+    snapshot["chatTurns"]
+        .as_array()
+        .expect("chatTurns")
+        .iter()
+        .map(|t| {
+            (
+                t["role"].as_str().unwrap().to_owned(),
+                t["text"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
 /// Where the server runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {

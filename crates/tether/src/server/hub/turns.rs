@@ -10,6 +10,17 @@ use super::live::Live;
 
 use super::{Hub, PrintSession, now_ms};
 
+/// A chat turn id no other turn this process appends has: the store replaces its last turn
+/// when the next one has the same id (a streaming turn finalized), so two turns appended
+/// within one millisecond (a prompt sent as the last answer is saved, or an answer that
+/// came within a millisecond of its prompt) must not share one. `turn-<ms>-<n>`, with `n`
+/// counting this process's turns.
+fn turn_id() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("turn-{}-{n}", now_ms())
+}
+
 impl Hub {
     /// Appends a finalized chat turn to the cache (a `turnFinalized` milestone) and keeps
     /// the session's metadata (agent, agent session id) current.
@@ -21,7 +32,7 @@ impl Hub {
             return;
         };
         let turn = ChatTurn {
-            id: format!("turn-{}", now_ms()),
+            id: turn_id(),
             role,
             text: text.to_owned(),
             timestamp_utc: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
@@ -134,5 +145,18 @@ impl<'a> TurnOf<'a> {
             workspace: &session.workspace,
             agent_session_id,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::turn_id;
+
+    /// Turns appended in the same millisecond get different ids (with the millisecond alone,
+    /// the store took the second for the first one finalized and replaced it).
+    #[test]
+    fn turn_ids_differ_within_one_millisecond() {
+        let ids: std::collections::HashSet<String> = (0..1000).map(|_| turn_id()).collect();
+        assert_eq!(ids.len(), 1000);
     }
 }
