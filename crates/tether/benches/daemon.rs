@@ -3,7 +3,10 @@
 //!
 //! 1. A coalesced `session/persist` round trip through the forwarder and the daemon vs the
 //!    same request to an in-process `tether serve` (goal ≤ 1.2x: the forwarder passes the
-//!    bytes on, reading only each frame's id and method).
+//!    bytes on, reading only each frame's id and method). Beside them, the floor of any
+//!    forwarder: the in-process server behind a minimal relay process (this binary run
+//!    with `TETHER_BENCH_RELAY`: two threads of blocking `read`/`write`, no parsing, no
+//!    event loop), i.e. the cost of one more process on the path and nothing else.
 //! 2. Idle RSS of the daemon (goal ≤ 10 MB) and of a forwarder (goal ≤ 4 MB) after
 //!    `initialize`.
 //! 3. Reattach: a session with 10,000 kept events; a new editor resumes it with the
@@ -67,7 +70,8 @@ fn cpu_time(pid: u32) -> Duration {
 }
 
 struct Editor {
-    child: tokio::process::Child,
+    /// The editor's server process (`None`: connected straight to the daemon's socket).
+    child: Option<tokio::process::Child>,
     client: Arc<LspClient>,
     incoming: IncomingStream,
 }
@@ -106,16 +110,129 @@ async fn editor(bin: &Path, dir: &Path, remote: &str) -> Editor {
         .expect("initialize");
     client.notify("initialized", json!({})).await.unwrap();
     Editor {
-        child,
+        child: Some(child),
         client,
         incoming,
     }
 }
 
+/// The in-process `tether serve` behind a minimal relay process (see [`relay_main`]),
+/// initialized: the baseline of one more process on the path.
+async fn relayed_editor(bin: &Path, dir: &Path) -> Editor {
+    let mut child = Command::new(std::env::current_exe().expect("this bench's binary"))
+        .env("TETHER_BENCH_RELAY", bin)
+        .env("TETHER_LOG", "warn")
+        .arg(dir.join("logs/relayed.log"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn the relay");
+    let (client, incoming) =
+        LspClient::new(child.stdout.take().unwrap(), child.stdin.take().unwrap());
+    client
+        .request(
+            "initialize",
+            json!({"capabilities": {}, "initializationOptions": options(dir, bin, "relayed")}),
+        )
+        .await
+        .expect("initialize through the relay");
+    client.notify("initialized", json!({})).await.unwrap();
+    Editor {
+        child: Some(child),
+        client,
+        incoming,
+    }
+}
+
+/// An editor connected straight to the daemon's socket (the handshake a forwarder makes,
+/// then LSP), initialized: the daemon without the forwarder's hop. The daemon runs already.
+async fn direct_editor(bin: &Path, dir: &Path) -> Editor {
+    use tether::daemon::handshake::{Hello, Purpose, Welcome};
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let build = tether::daemon::paths::build_id_of(bin);
+    let socket = tether::daemon::paths::socket_path_for(&dir.join("run"), &build);
+    let mut stream = tokio::io::BufReader::new(
+        tokio::net::UnixStream::connect(&socket)
+            .await
+            .expect("connect to the daemon"),
+    );
+    let hello = Hello {
+        protocol_version: tether::protocol::PROTOCOL_VERSION,
+        build,
+        purpose: Purpose::Editor,
+        pid: std::process::id(),
+        cwd: std::env::current_dir().unwrap(),
+        env: std::env::vars().collect(),
+    };
+    let mut line = serde_json::to_vec(&hello).unwrap();
+    line.push(b'\n');
+    stream.get_mut().write_all(&line).await.unwrap();
+    let mut answer = String::new();
+    stream.read_line(&mut answer).await.unwrap();
+    let welcome: Welcome = serde_json::from_str(&answer).expect("the daemon's welcome");
+    assert!(welcome.ok, "{answer}");
+    assert!(stream.buffer().is_empty(), "nothing after the welcome yet");
+    let (reader, writer) = stream.into_inner().into_split();
+    let (client, incoming) = LspClient::new(reader, writer);
+    client
+        .request(
+            "initialize",
+            json!({"capabilities": {}, "initializationOptions": options(dir, bin, "auto")}),
+        )
+        .await
+        .expect("initialize on the daemon's socket");
+    client.notify("initialized", json!({})).await.unwrap();
+    Editor {
+        child: None,
+        client,
+        incoming,
+    }
+}
+
+/// The relay process: starts `<TETHER_BENCH_RELAY> serve --stdio --remote off --log-file
+/// <first argument>` and copies stdin to its stdin and its stdout to stdout, each on a
+/// thread of its own with blocking reads and writes, until either side ends.
+fn relay_main(bin: &std::ffi::OsStr) {
+    use std::io::{Read, Write};
+    let log = std::env::args_os().nth(1).expect("the log file argument");
+    let mut server = std::process::Command::new(bin)
+        .args(["serve", "--stdio", "--remote", "off", "--log-file"])
+        .arg(log)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn tether serve");
+    let copy = |mut from: Box<dyn Read + Send>, mut to: Box<dyn Write + Send>| {
+        std::thread::spawn(move || {
+            let mut buf = vec![0u8; 64 << 10];
+            while let Ok(n) = from.read(&mut buf) {
+                if n == 0 || to.write_all(&buf[..n]).and_then(|()| to.flush()).is_err() {
+                    break;
+                }
+            }
+        })
+    };
+    let up = copy(
+        Box::new(std::io::stdin()),
+        Box::new(server.stdin.take().unwrap()),
+    );
+    let down = copy(
+        Box::new(server.stdout.take().unwrap()),
+        Box::new(std::io::stdout()),
+    );
+    let _ = up.join();
+    let _ = down.join();
+    let _ = server.wait();
+}
+
 async fn stop(mut e: Editor) {
     let _ = e.client.request("shutdown", Value::Null).await;
     let _ = e.client.notify("exit", Value::Null).await;
-    let _ = tokio::time::timeout(Duration::from_secs(5), e.child.wait()).await;
+    if let Some(child) = &mut e.child {
+        let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
+    }
 }
 
 async fn persist_rounds(e: &Editor, dir: &Path, rounds: usize) -> Duration {
@@ -302,8 +419,19 @@ async fn load(bin: &Path, dir: &Path) {
     );
 }
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() {
+fn main() {
+    if let Some(bin) = std::env::var_os("TETHER_BENCH_RELAY") {
+        return relay_main(&bin);
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("the bench's runtime")
+        .block_on(benches());
+}
+
+async fn benches() {
     // `TETHER_BENCH_BIN`: another build of `tether` to measure (side-by-side comparisons).
     let bin = std::env::var_os("TETHER_BENCH_BIN").map_or_else(
         || PathBuf::from(env!("CARGO_BIN_EXE_tether")),
@@ -332,24 +460,47 @@ async fn main() {
     // 1. Persist through the forwarder and the daemon vs in-process, interleaved.
     let local = editor(&bin, dir, "off").await;
     let remote = editor(&bin, dir, "auto").await;
+    let relayed = relayed_editor(&bin, dir).await;
+    let direct = direct_editor(&bin, dir).await;
     let rounds = if quick() { 200 } else { 2000 };
-    let (mut l, mut r) = (Vec::new(), Vec::new());
+    let (mut l, mut r, mut m, mut d) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..5 {
         l.push(persist_rounds(&local, dir, rounds / 5).await);
         r.push(persist_rounds(&remote, dir, rounds / 5).await);
+        m.push(persist_rounds(&relayed, dir, rounds / 5).await);
+        d.push(persist_rounds(&direct, dir, rounds / 5).await);
     }
-    let (l, r) = (median(l), median(r));
+    let (l, r, m, d) = (median(l), median(r), median(m), median(d));
     println!(
         "coalesced session/persist  via daemon {:>9.2?}   in-process {:>9.2?}   ratio {:.2}x (goal ≤ 1.2x)",
         r,
         l,
         r.as_secs_f64() / l.as_secs_f64()
     );
+    println!(
+        "  floor: in-process behind a minimal relay process {:>9.2?}   ratio {:.2}x; the forwarder and daemon vs it {:.2}x",
+        m,
+        m.as_secs_f64() / l.as_secs_f64(),
+        r.as_secs_f64() / m.as_secs_f64()
+    );
+    println!(
+        "  the daemon alone (an editor on its socket, no forwarder) {:>9.2?}   ratio {:.2}x",
+        d,
+        d.as_secs_f64() / l.as_secs_f64()
+    );
     stop(local).await;
+    stop(relayed).await;
+    stop(direct).await;
 
     // 2. Idle RSS.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let forwarder_rss = rss_kib(remote.child.id().unwrap());
+    let forwarder_rss = rss_kib(
+        remote
+            .child
+            .as_ref()
+            .and_then(tokio::process::Child::id)
+            .unwrap(),
+    );
     let daemon_rss = rss_kib(daemon_pid(dir, &bin));
     println!(
         "idle RSS after initialize  daemon {:>6.2} MB (goal ≤ 10 MB)   forwarder {:>6.2} MB (goal ≤ 4 MB)",
