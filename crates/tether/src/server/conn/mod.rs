@@ -266,12 +266,13 @@ impl Conn {
     /// Starts rendering session `id` for this editor. Attached to the daemon's hub, the
     /// events it missed are sent first: those after `after_seq`, else (for a session that
     /// `was_live`) its transcript and every event after it (`Hub::attach_point`: the
-    /// running turn from its prompt on), without a gap or a duplicate (`Bus::attach`). With `after_seq` the editor keeps
-    /// what it drew: no transcript is sent, unless the events after `after_seq` are no
-    /// longer all kept (the log holds the last [`EVENT_LOG_CAP`] of a session): then the
-    /// editor is sent the transcript as if it had given no `after_seq`, and when even the
-    /// running turn's first events are gone it is told so (`window/showMessage`), since
-    /// the finished turn will be whole in the transcript but not on its screen.
+    /// running turn from its prompt on), without a gap or a duplicate (`Bus::attach`).
+    /// With `after_seq` the editor keeps what it drew: no transcript is sent, unless the
+    /// events after `after_seq` are no longer all kept (the log holds the last
+    /// [`EVENT_LOG_CAP`] of a session): then the editor is sent the transcript as if it had
+    /// given no `after_seq`, and when even the running turn's first events are gone it is
+    /// told so (`window/showMessage`), since the finished turn will be whole in the
+    /// transcript but not on its screen.
     ///
     /// [`EVENT_LOG_CAP`]: crate::server::hub::events::EVENT_LOG_CAP
     async fn attach(

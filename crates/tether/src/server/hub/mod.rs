@@ -23,7 +23,6 @@
 
 mod agent_list;
 mod attach;
-pub use attach::AttachPoint;
 mod attempt;
 mod background;
 mod carry;
@@ -42,6 +41,7 @@ mod resume;
 pub mod silence;
 mod turns;
 
+pub use attach::AttachPoint;
 use attempt::Attached;
 use background::{flusher, idle_reaper};
 use carry::Carry;
