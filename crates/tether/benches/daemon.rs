@@ -86,6 +86,29 @@ fn options(dir: &Path, bin: &Path, remote: &str) -> Value {
     })
 }
 
+/// Says `initialize` (with `options`) and `initialized` on `client`: an editor ready to
+/// send requests.
+async fn initialized(
+    client: Arc<LspClient>,
+    incoming: IncomingStream,
+    child: Option<tokio::process::Child>,
+    options: Value,
+) -> Editor {
+    client
+        .request(
+            "initialize",
+            json!({"capabilities": {}, "initializationOptions": options}),
+        )
+        .await
+        .expect("initialize");
+    client.notify("initialized", json!({})).await.unwrap();
+    Editor {
+        child,
+        client,
+        incoming,
+    }
+}
+
 /// `tether serve --stdio --remote <remote>`, initialized.
 async fn editor(bin: &Path, dir: &Path, remote: &str) -> Editor {
     let mut child = Command::new(bin)
@@ -101,19 +124,7 @@ async fn editor(bin: &Path, dir: &Path, remote: &str) -> Editor {
         .expect("spawn tether serve");
     let (client, incoming) =
         LspClient::new(child.stdout.take().unwrap(), child.stdin.take().unwrap());
-    client
-        .request(
-            "initialize",
-            json!({"capabilities": {}, "initializationOptions": options(dir, bin, remote)}),
-        )
-        .await
-        .expect("initialize");
-    client.notify("initialized", json!({})).await.unwrap();
-    Editor {
-        child: Some(child),
-        client,
-        incoming,
-    }
+    initialized(client, incoming, Some(child), options(dir, bin, remote)).await
 }
 
 /// The in-process `tether serve` behind a minimal relay process (see [`relay_main`]),
@@ -131,19 +142,7 @@ async fn relayed_editor(bin: &Path, dir: &Path) -> Editor {
         .expect("spawn the relay");
     let (client, incoming) =
         LspClient::new(child.stdout.take().unwrap(), child.stdin.take().unwrap());
-    client
-        .request(
-            "initialize",
-            json!({"capabilities": {}, "initializationOptions": options(dir, bin, "relayed")}),
-        )
-        .await
-        .expect("initialize through the relay");
-    client.notify("initialized", json!({})).await.unwrap();
-    Editor {
-        child: Some(child),
-        client,
-        incoming,
-    }
+    initialized(client, incoming, Some(child), options(dir, bin, "relayed")).await
 }
 
 /// An editor connected straight to the daemon's socket (the handshake a forwarder makes,
@@ -176,19 +175,7 @@ async fn direct_editor(bin: &Path, dir: &Path) -> Editor {
     assert!(stream.buffer().is_empty(), "nothing after the welcome yet");
     let (reader, writer) = stream.into_inner().into_split();
     let (client, incoming) = LspClient::new(reader, writer);
-    client
-        .request(
-            "initialize",
-            json!({"capabilities": {}, "initializationOptions": options(dir, bin, "auto")}),
-        )
-        .await
-        .expect("initialize on the daemon's socket");
-    client.notify("initialized", json!({})).await.unwrap();
-    Editor {
-        child: None,
-        client,
-        incoming,
-    }
+    initialized(client, incoming, None, options(dir, bin, "auto")).await
 }
 
 /// The relay process: starts `<TETHER_BENCH_RELAY> serve --stdio --remote off --log-file

@@ -39,14 +39,14 @@ import {
 
 
 /**
- * The scripted agent's script (crates/tether-host `Script`, JSON): it advertises
- * `loadSession` and `resume` and starts new sessions fine. Its first `session/load` answers
+ * The faults of the recovery test's scripted agent (see `scriptedAgent`), which starts new
+ * sessions fine. Its first `session/load` answers
  * Claude's rate-limit error with "Please retry in 2.0s" (Tether waits 2 s and resumes); every
  * later `session/load` and `session/resume` answers the error a TypeScript agent gives for a
  * refused connection (-32603 "Internal error" with the cause in `data.details`: R-CLASS-2),
  * which Tether classifies as retryable, so each round makes all its attempts, then asks.
  */
-function failingScript(stateDir) {
+function failingFaults() {
   const rateLimited = {
     kind: 'error',
     code: -32603,
@@ -62,16 +62,11 @@ function failingScript(stateDir) {
     message: 'Internal error',
     data: { details: 'connect ECONNREFUSED 127.0.0.1:443' },
   };
-  return {
-    loadSession: true,
-    resume: true,
-    stateDir,
-    faults: [
-      { method: 'session/load', calls: [1], action: rateLimited },
-      { method: 'session/load', calls: [], action: refused },
-      { method: 'session/resume', calls: [], action: refused },
-    ],
-  };
+  return [
+    { method: 'session/load', calls: [1], action: rateLimited },
+    { method: 'session/load', calls: [], action: refused },
+    { method: 'session/resume', calls: [], action: refused },
+  ];
 }
 
 const cleanups = [];
@@ -153,23 +148,26 @@ function requireServerAndAgent() {
 }
 
 /**
+ * A folder of its own for a scripted agent, and its script there (crates/tether-host
+ * `Script`): it advertises `loadSession` and `resume`, keeps its state in the folder, and
+ * `fields` (`faults`, `reply`) say what else it does.
+ */
+function scriptedAgent(name, fields = {}) {
+  const agentDir = tempDir(name);
+  const script = path.join(agentDir, 'script.json');
+  writeFileSync(script, JSON.stringify({ loadSession: true, resume: true, stateDir: path.join(agentDir, 'state'), faults: [], ...fields }, null, 2));
+  return { agentDir, script };
+}
+
+/**
  * A scripted agent whose first prompt streams `total` numbered chunks ("1\n", "2\n", …) at
  * `rate` a second, then replies "the end" (no digits): its script and folder.
  */
 function streamingAgent(name, total, rate) {
-  const agentDir = tempDir(name);
-  const script = path.join(agentDir, 'script.json');
-  writeFileSync(
-    script,
-    JSON.stringify({
-      loadSession: true,
-      resume: true,
-      stateDir: path.join(agentDir, 'state'),
-      reply: 'the end',
-      faults: [{ method: 'session/prompt', calls: [1], action: { kind: 'stream', count: total, perSecond: rate } }],
-    }),
-  );
-  return { agentDir, script };
+  return scriptedAgent(name, {
+    reply: 'the end',
+    faults: [{ method: 'session/prompt', calls: [1], action: { kind: 'stream', count: total, perSecond: rate } }],
+  });
 }
 
 /**
@@ -321,9 +319,7 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     assert.equal(init?.capabilities?.experimental?.tether?.protocolVersion, 1, 'initialize advertises protocolVersion 1');
 
     const storage = tempDir('storage');
-    const agentDir = tempDir('agent');
-    const script = path.join(agentDir, 'script.json');
-    writeFileSync(script, JSON.stringify(failingScript(path.join(agentDir, 'state')), null, 2));
+    const { script } = scriptedAgent('agent', { faults: failingFaults() });
     const { cs, page } = await launch('recovery', {
       'tether.serverPath': tetherBin,
       'tether.persistence.directory': storage,
@@ -464,9 +460,7 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
   e2e('restarts a crashed server and resumes the session again', async () => {
     await requireHarness();
     requireServerAndAgent();
-    const agentDir = tempDir('agent-ok');
-    const script = path.join(agentDir, 'script.json');
-    writeFileSync(script, JSON.stringify({ loadSession: true, resume: true, stateDir: path.join(agentDir, 'state'), faults: [] }));
+    const { script } = scriptedAgent('agent-ok');
     const { cs, page } = await launch('crash', {
       'tether.serverPath': tetherBin,
       'tether.persistence.directory': tempDir('storage-crash'),
@@ -513,17 +507,7 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     requireServerAndAgent();
     // Every prompt asks session/request_permission (options Allow / Reject) and replies
     // "permission: <optionId>", or ends the turn cancelled when the answer is cancelled.
-    const agentDir = tempDir('agent-perm');
-    const script = path.join(agentDir, 'script.json');
-    writeFileSync(
-      script,
-      JSON.stringify({
-        loadSession: true,
-        resume: true,
-        stateDir: path.join(agentDir, 'state'),
-        faults: [{ method: 'session/prompt', calls: [], action: { kind: 'permission' } }],
-      }),
-    );
+    const { script } = scriptedAgent('agent-perm', { faults: [{ method: 'session/prompt', calls: [], action: { kind: 'permission' } }] });
     const { cs, page } = await launch('permission', {
       'tether.serverPath': tetherBin,
       'tether.persistence.directory': tempDir('storage-perm'),
@@ -749,9 +733,7 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
   e2e("Developer: Reload Window resumes the session the view showed, not the workspace's newer one", async () => {
     await requireHarness();
     requireServerAndAgent();
-    const agentDir = tempDir('agent-two');
-    const script = path.join(agentDir, 'script.json');
-    writeFileSync(script, JSON.stringify({ loadSession: true, resume: true, stateDir: path.join(agentDir, 'state'), faults: [] }));
+    const { script } = scriptedAgent('agent-two');
     const storage = tempDir('storage-two');
     const workspace = tempDir('two-ws');
     const init = {
@@ -861,32 +843,24 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     // The agent: its first session/load is rate limited (6 s), so the saved transcript is
     // shown stale meanwhile; its first prompt streams its two chunks 1.5 s apart; its second
     // asks permission; its third starts a tool call and dies. Replies are Markdown.
-    const agentDir = tempDir('agent-view');
-    const script = path.join(agentDir, 'script.json');
-    writeFileSync(
-      script,
-      JSON.stringify({
-        loadSession: true,
-        resume: true,
-        stateDir: path.join(agentDir, 'state'),
-        reply: 'Here is **{prompt}**:\n\n- first point\n- `inline code`\n\n```\nnpm test\n```',
-        faults: [
-          {
-            method: 'session/load',
-            calls: [1],
-            action: {
-              kind: 'error',
-              code: -32603,
-              message: 'Internal error',
-              data: { details: 'API Error: 429 {"type":"error","error":{"type":"rate_limit_error","message":"Rate limited. Please retry in 6.0s"}}' },
-            },
+    const { script } = scriptedAgent('agent-view', {
+      reply: 'Here is **{prompt}**:\n\n- first point\n- `inline code`\n\n```\nnpm test\n```',
+      faults: [
+        {
+          method: 'session/load',
+          calls: [1],
+          action: {
+            kind: 'error',
+            code: -32603,
+            message: 'Internal error',
+            data: { details: 'API Error: 429 {"type":"error","error":{"type":"rate_limit_error","message":"Rate limited. Please retry in 6.0s"}}' },
           },
-          { method: 'session/prompt', calls: [1], action: { kind: 'delay', ms: 1500 } },
-          { method: 'session/prompt', calls: [2], action: { kind: 'permission' } },
-          { method: 'session/prompt', calls: [3], action: { kind: 'crashMidPrompt' } },
-        ],
-      }),
-    );
+        },
+        { method: 'session/prompt', calls: [1], action: { kind: 'delay', ms: 1500 } },
+        { method: 'session/prompt', calls: [2], action: { kind: 'permission' } },
+        { method: 'session/prompt', calls: [3], action: { kind: 'crashMidPrompt' } },
+      ],
+    });
     const storage = tempDir('storage-view');
     const workspace = tempDir('view-ws');
 
