@@ -2,12 +2,25 @@
 # Runs every Tether test on a fresh Debian machine that has the Rust toolchain, Node and
 # Python. It first installs what the suites need and is missing (apt, npm, pip), then runs
 # each suite in turn and stops at the first failure with a message naming it. Nothing is
-# skipped silently: a tool that cannot be installed fails its suite.
+# skipped silently: a tool that cannot be installed fails its suite. It ends (pass or fail)
+# with a table of each suite's time and the build's share of it.
 #
 # Usage:
-#   tests/run-all.sh                      every suite
-#   TETHER_SUITES="rust nvim" tests/run-all.sh   some suites (local work)
+#   tests/run-all.sh                              every suite
+#   TETHER_SUITES="rust nvim" tests/run-all.sh    some suites (local work)
 # Suites: rust (with the real agents), nvim, lsp, visualstudio, vscode, fuzz.
+# Long runs (fuzzing for hours, many power cuts, many property cases) are not here:
+# tests/long-run.sh has them.
+#
+# The build cache. Cargo builds into a per-user folder outside the checkout,
+# ${TETHER_CACHE_DIR:-~/.cache/tether}/cargo-target/<toolchain>-<key>, so a fresh clone on a
+# machine that ran the suites before reuses every built dependency (the workspace's own
+# crates are rebuilt: a clone gives their sources new times). The key is a hash of
+# `rustc -vV` and `cargo -V`, so another toolchain never reuses that build; within it,
+# Cargo's fingerprints (each artifact keyed by the exact crate version, features and flags)
+# rebuild precisely what a changed Cargo.lock or source changes. A folder not used for 14
+# days is removed. One run at a time uses a cache folder (a second waits for the first).
+# Set CARGO_TARGET_DIR to build elsewhere (e.g. ./target).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,13 +33,77 @@ export CARGO_TERM_COLOR=never
 # PROPTEST_RNG_SEED (and PROPTEST_CASES) yourself to explore. Failures found that way are
 # kept in the tests' *.proptest-regressions files and as fixed tests.
 export PROPTEST_RNG_SEED="${PROPTEST_RNG_SEED:-20261123}"
-# The binaries the editor-facing suites drive (honours CARGO_TARGET_DIR).
-target_dir="${CARGO_TARGET_DIR:-$repo/target}"
-export TETHER_BIN="${TETHER_BIN:-$target_dir/debug/tether}"
-export TETHER_SCRIPTED_AGENT="${TETHER_SCRIPTED_AGENT:-$target_dir/debug/tether-scripted-agent}"
 
 log() { printf '\n==> %s\n' "$*"; }
 die() { printf '\nFAILED: %s\n' "$*" >&2; exit 1; }
+
+# --- Timing: every phase is recorded; the table is printed however the run ends -------------
+time_rows=()   # "name|seconds|kind", kind: suite, build (compiles code) or run
+# Runs "$@" as the phase NAME of kind KIND (build or run), recording its time; returns its
+# exit status.
+timed() {
+  local name="$1" kind="$2"; shift 2
+  local t0 rc=0; t0=$(date +%s)
+  "$@" || rc=$?
+  time_rows+=("$name|$(( $(date +%s) - t0 ))|$kind")
+  return "$rc"
+}
+# `timed`, failing the run with the phase's name when it fails.
+phase() { timed "$@" || die "$1 failed (exit $?)"; }
+report_times() {
+  local rc=$? row name secs kind total build=0
+  total=$(( $(date +%s) - start_all ))
+  printf '\n==> times (seconds)\n'
+  printf '  %-34s %7s  %s\n' "suite / phase" "seconds" ""
+  for row in "${time_rows[@]}"; do
+    IFS='|' read -r name secs kind <<<"$row"
+    [ "$kind" = build ] && build=$(( build + secs ))
+    printf '  %-34s %7s  %s\n' "$name" "$secs" "$([ "$kind" = build ] && echo build || true)"
+  done
+  printf '  %-34s %7s  build %ss (%s%%)\n' "all" "$total" "$build" "$(( total > 0 ? 100 * build / total : 0 ))"
+  return $rc
+}
+trap report_times EXIT
+
+# --- The build cache (see the header) ---------------------------------------------------------
+cache_root="${TETHER_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tether}"
+# The key of a toolchain: `toolchain_key [+nightly]`.
+toolchain_key() { { rustc "$@" -vV && cargo "$@" -V; } | sha256sum | cut -c1-12; }
+# Prepares the cache folder DIR: private to the user, marked used now, locked for this run
+# (fd 9 for the workspace build, fd 8 for the fuzz build), and prunes sibling folders unused
+# for 14 days.
+use_cache_dir() {
+  local dir="$1" fd="$2" old
+  mkdir -p "$dir" && chmod 700 "$cache_root" || die "cannot create the build cache $dir"
+  eval "exec $fd>\"\$dir/.tether-run.lock\""
+  if ! flock -n "$fd"; then
+    log "waiting for another tests/run-all.sh that builds into $dir"
+    flock "$fd"
+  fi
+  touch "$dir/.tether-last-used"
+  if [ "$(dirname "$dir")" = "$cache_root/cargo-target" ]; then
+    for old in "$cache_root"/cargo-target/*/; do
+      old="${old%/}"
+      if [ "$old" != "$dir" ] && [ -n "$(find "$old/.tether-last-used" -mtime +14 2>/dev/null)" ]; then
+        log "removing a build cache unused for 14 days: $old"
+        rm -rf "$old"
+      fi
+    done
+  fi
+  if [ -d "$dir/debug" ] || [ -d "$dir/release" ]; then
+    log "build cache: $dir (warm: built before on this machine)"
+  else
+    log "build cache: $dir (cold: everything is built)"
+  fi
+}
+command -v cargo >/dev/null || die "cargo is missing (install the Rust toolchain with rustup)"
+if [ -z "${CARGO_TARGET_DIR:-}" ]; then
+  export CARGO_TARGET_DIR="$cache_root/cargo-target/stable-$(toolchain_key)"
+fi
+use_cache_dir "$CARGO_TARGET_DIR" 9
+# The binaries the editor-facing suites drive.
+export TETHER_BIN="${TETHER_BIN:-$CARGO_TARGET_DIR/debug/tether}"
+export TETHER_SCRIPTED_AGENT="${TETHER_SCRIPTED_AGENT:-$CARGO_TARGET_DIR/debug/tether-scripted-agent}"
 
 apt_updated=0
 # Installs the Debian packages given that are not installed yet.
@@ -54,68 +131,113 @@ need_pip() {
   python3 -m pip install -q "$@" || die "pip install $* failed"
 }
 
+# Runs suite NAME ("$@"), its row in the times table first, with its phases below it.
 run_suite() {
   local name="$1"; shift
-  local t0; t0=$(date +%s)
+  local t0 idx; t0=$(date +%s); idx=${#time_rows[@]}
+  time_rows+=("$name|failed|suite")
   log "suite $name"
   "$@" || die "suite '$name' failed"
+  time_rows[idx]="$name|$(( $(date +%s) - t0 ))|suite"
   printf '<== suite %s passed in %ss\n' "$name" "$(( $(date +%s) - t0 ))"
 }
 
-build_tether() {
-  # The same build as the rust suite's tests (same feature unification), so after that suite
-  # this is a no-op; it yields target/debug/tether and tether-scripted-agent.
-  cargo test --workspace --locked --no-run -q || die "building the workspace (tether, tether-scripted-agent) failed"
+built_workspace=0
+# One build of the workspace's tests and binaries, shared by every suite: the rust suite's
+# tests, and tether, tether-scripted-agent and tether-fake-model for the editor suites.
+# `cargo nextest run` builds exactly these artifacts (it runs `cargo test --no-run`), so the
+# rust suite's test run rebuilds nothing.
+build_workspace() {
+  [ "$built_workspace" -eq 1 ] && return 0
+  phase "  build: workspace tests + binaries" build cargo test --workspace --locked --no-run
+  built_workspace=1
+}
+
+# cargo-nextest, which the machine image has; installed from crates.io when it is missing.
+need_nextest() {
+  cargo nextest --version >/dev/null 2>&1 && return 0
+  log "cargo: installing cargo-nextest"
+  cargo install cargo-nextest --locked || die "rust: cargo-nextest is missing and 'cargo install cargo-nextest --locked' failed"
+}
+
+# The 15 slowest tests of the last nextest run, from its JUnit report: what to make faster.
+slowest_tests() {
+  local junit="$CARGO_TARGET_DIR/nextest/ci/junit.xml"
+  [ -f "$junit" ] || { printf 'no JUnit report at %s\n' "$junit"; return 0; }
+  python3 - "$junit" <<'PY'
+import sys, xml.etree.ElementTree as ET
+cases = [(float(c.get("time", 0)), c.get("classname", ""), c.get("name", ""))
+         for c in ET.parse(sys.argv[1]).iter("testcase")]
+cases.sort(reverse=True)
+print(f"\n==> the slowest of {len(cases)} tests (seconds)")
+for t, binary, name in cases[:15]:
+    print(f"  {t:7.1f}  {binary} {name}")
+PY
 }
 
 suite_rust() {
-  cargo fmt --all -- --check || die "cargo fmt: code is not formatted (run cargo fmt --all)"
-  cargo clippy --workspace --all-targets --locked -- -D warnings
+  phase "  rust: fmt" run cargo fmt --all -- --check
+  need_nextest
+  build_workspace
+  # Clippy checks the same code in check mode (metadata only, no code generation), which
+  # shares no artifact with the build above; it is the one second compile of the workspace.
+  phase "  rust: clippy" build cargo clippy --workspace --all-targets --locked -- -D warnings
   # The real agents from npm (pinned in tests/agents), driven by the test kit's and the
   # server's end-to-end tests, each in a temporary HOME against the fake model API. Those
-  # tests fail unless TETHER_REAL_AGENTS=1: they never pass without running.
-  tests/agents/install.sh || die "installing the real agents (tests/agents/install.sh) failed"
+  # tests are #[ignore]d for plain `cargo test` and fail unless TETHER_REAL_AGENTS=1: here
+  # they run (--run-ignored all) and can never pass without running.
+  phase "  rust: install the real agents" run tests/agents/install.sh
   export TETHER_REAL_AGENTS=1
-  cargo test --workspace --locked
+  # Every test in its own process, two at a time, each with a time limit
+  # (.config/nextest.toml); every failure is reported, then the slowest tests are named.
+  local rc=0
+  timed "  rust: tests (nextest)" run cargo nextest run --workspace --locked --profile ci \
+    --run-ignored all --no-tests fail || rc=$?
+  slowest_tests
+  [ "$rc" -eq 0 ] || die "rust: tests (nextest) failed (exit $rc)"
+  # nextest does not run doctests.
+  phase "  rust: doctests" build cargo test --workspace --locked --doc -q
 }
 
 suite_vscode() {
   # The extension's lint and unit tests, then a real VS Code (code-server) in Debian's
   # Chromium driven by playwright-core, with the packaged extension and the real server.
-  build_tether
-  editors/vscode/scripts/install-e2e.sh || die "installing the VS Code e2e tooling failed"
-  (cd editors/vscode && npm run lint && npm run test:unit && npm run test:e2e)
+  build_workspace
+  phase "  vscode: install tools" run editors/vscode/scripts/install-e2e.sh
+  phase "  vscode: lint, unit, e2e" run bash -c 'cd editors/vscode && npm run lint && npm run test:unit && npm run test:e2e'
 }
 
 suite_nvim() {
   need_apt neovim curl
-  build_tether
+  build_workspace
   # claude_quit_midturn drives the real Claude over ACP (tests/agents) against the fake model
-  # API (tether-fake-model, built by build_tether); it fails, naming them, when they are missing.
-  tests/agents/install.sh || die "installing the real agents (tests/agents/install.sh) failed"
-  tests/nvim/run.sh
+  # API (tether-fake-model, built by build_workspace); it fails, naming them, when they are missing.
+  phase "  nvim: install the real agents" run tests/agents/install.sh
+  phase "  nvim: tests" run tests/nvim/run.sh
 }
 
 suite_visualstudio() {
   # Installs Mono and NUnit itself (apt); drives the binaries built here.
-  build_tether
-  TETHER_VS_CARGO_BUILD=0 editors/visualstudio/build-and-test.sh
+  build_workspace
+  phase "  visualstudio: build + tests" run env TETHER_VS_CARGO_BUILD=0 editors/visualstudio/build-and-test.sh
 }
 
 suite_lsp() {
   need_pip pytest-lsp pytest-asyncio
   # test_two_clients.py attaches a headless Neovim to the pytest client's session.
   need_apt neovim
-  build_tether
-  python3 -m pytest -q tests/lsp
+  build_workspace
+  phase "  lsp: pytest" run python3 -m pytest -q tests/lsp
 }
 
 suite_fuzz() {
-  # Every cargo-fuzz target in fuzz/ (its own workspace, built with nightly and libFuzzer)
-  # for TETHER_FUZZ_SECONDS (60) each, starting from its checked-in corpus fuzz/corpus/<t>:
-  # CI keeps every target building and running. Inputs libFuzzer finds go to a scratch
-  # folder, never into the repository; a crash fails the suite and is kept under
-  # fuzz/artifacts/<t>/ (turn it into a regression test in the crate's own tests).
+  # Every cargo-fuzz target in fuzz/ (its own workspace, built with nightly and libFuzzer):
+  # each replays its checked-in corpus fuzz/corpus/<t>, then fuzzes for a short fixed budget
+  # (TETHER_FUZZ_SECONDS, 20 s) from a fixed seed, so CI keeps every target building and
+  # running and a red run means the code changed, not the dice. Inputs libFuzzer finds go to
+  # a scratch folder, never into the repository; a crash fails the suite and is kept under
+  # fuzz/artifacts/<t>/ (turn it into a regression test in the crate's own tests). Long runs:
+  # tests/long-run.sh fuzz.
   command -v rustup >/dev/null || die "fuzz: rustup is missing (cargo-fuzz needs a nightly toolchain)"
   if ! rustup run nightly rustc --version >/dev/null 2>&1; then
     log "rustup: installing the nightly toolchain"
@@ -123,24 +245,25 @@ suite_fuzz() {
   fi
   if ! cargo fuzz --version >/dev/null 2>&1; then
     log "cargo: installing cargo-fuzz"
-    cargo install cargo-fuzz --locked || die "fuzz: cargo-fuzz is missing and 'cargo install cargo-fuzz --locked' failed"
+    phase "  fuzz: install cargo-fuzz" build cargo install cargo-fuzz --locked
   fi
-  # A fixed libFuzzer seed (TETHER_FUZZ_SEED, default 1), like PROPTEST_RNG_SEED above: CI
-  # replays the corpus and explores the same way each run, so a red run means the code
-  # changed, not the dice. Long exploration runs are done by hand with other seeds.
-  local secs="${TETHER_FUZZ_SECONDS:-60}" seed="${TETHER_FUZZ_SEED:-1}" scratch targets t
+  # The fuzz workspace's own build cache, keyed by the nightly toolchain.
+  local fuzz_target="$cache_root/cargo-target/fuzz-nightly-$(toolchain_key +nightly)"
+  use_cache_dir "$fuzz_target" 8
+  local secs="${TETHER_FUZZ_SECONDS:-20}" seed="${TETHER_FUZZ_SEED:-1}" scratch targets t
   scratch="$(mktemp -d)"
   targets="$(cd fuzz && cargo +nightly fuzz list)" || die "fuzz: cannot list the fuzz targets"
   [ -n "$targets" ] || die "fuzz: no fuzz targets found in fuzz/"
+  # No sanitizer (Tether is safe Rust apart from a few libc calls; ASan would halve the
+  # executions), but debug assertions and overflow checks on.
+  local flags=(--sanitizer none --debug-assertions --target-dir "$fuzz_target")
+  phase "  fuzz: build" build bash -c 'cd fuzz && cargo +nightly fuzz build "$@"' _ "${flags[@]}"
   for t in $targets; do
     [ -d "fuzz/corpus/$t" ] || die "fuzz: target '$t' has no checked-in corpus (fuzz/corpus/$t)"
-    log "fuzz: $t for ${secs}s"
+    log "fuzz: $t: the corpus, then ${secs}s from seed $seed"
     mkdir -p "$scratch/$t"
-    # No sanitizer (Tether is safe Rust apart from a few libc calls; ASan would halve the
-    # executions), but debug assertions and overflow checks on.
-    (cd fuzz && cargo +nightly fuzz run --sanitizer none --debug-assertions "$t" "$scratch/$t" "corpus/$t" -- \
-      -seed="$seed" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1) \
-      || die "fuzz target '$t' failed (the input is under fuzz/artifacts/$t/)"
+    phase "  fuzz: $t" run bash -c 'cd fuzz && cargo +nightly fuzz run "$@"' _ "${flags[@]}" "$t" "$scratch/$t" "corpus/$t" -- \
+      -seed="$seed" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
   done
   rm -rf "$scratch"
 }
@@ -153,7 +276,7 @@ for s in $suites; do
     visualstudio) run_suite visualstudio suite_visualstudio ;;
     vscode) run_suite vscode suite_vscode ;;
     fuzz) run_suite fuzz suite_fuzz ;;
-    *) die "unknown suite '$s' (known: rust nvim lsp visualstudio vscode fuzz)" ;;
+    *) die "unknown suite '$s' (known: $all_suites)" ;;
   esac
 done
 log "all suites passed in $(( $(date +%s) - start_all ))s"

@@ -39,6 +39,10 @@
 //! - codex-acp replays the tool call its process died in as `completed`.
 //!
 //! What each agent returned is written to `$CARGO_TARGET_TMPDIR/real-agents-host/<agent>.json`.
+//!
+//! Every test here is `#[ignore]`d, so plain `cargo test --workspace` passes on a machine
+//! without the agents; `tests/run-all.sh` runs them (`cargo nextest run --run-ignored all`),
+//! and CI always does. Run one by hand with `cargo test --test <file> -- --ignored`.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -1047,6 +1051,7 @@ async fn kill_mid_tool(run: &mut Run, live: Live, expect: &Expect) {
 /// each (2 model requests). Its Bash tool runs in a group of its own; the tool call stays
 /// `pending` until it finishes (no permission asked: `IS_SANDBOX=1`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real agents: tests/run-all.sh runs these (TETHER_REAL_AGENTS=1)"]
 async fn claude_acp() {
     run_acp(
         RealAgent::ClaudeAcp,
@@ -1062,6 +1067,7 @@ async fn claude_acp() {
 /// Codex over ACP: `-32603` with `codex_error_info`; a 429 is not retried (1 request), a 401
 /// is (`request_max_retries=1`: 2 requests). Its `exec_command` runs inside the agent's group.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real agents: tests/run-all.sh runs these (TETHER_REAL_AGENTS=1)"]
 async fn codex_acp() {
     run_acp(
         RealAgent::CodexAcp,
@@ -1080,6 +1086,7 @@ async fn codex_acp() {
 /// honouring `retry-after: 1` (6 requests seen), never a 401. The unknown-session error is a
 /// generic "OpenCode service failure" (`unknown` would also be accepted).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real agents: tests/run-all.sh runs these (TETHER_REAL_AGENTS=1)"]
 async fn opencode() {
     run_acp(
         RealAgent::Opencode,
@@ -1095,6 +1102,7 @@ async fn opencode() {
 /// Gemini CLI: the HTTP status as the JSON-RPC code; `general.maxAttempts: 2` retries the 429
 /// once (retry-after ignored), never the 401. `session/load` loses the conversation.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real agents: tests/run-all.sh runs these (TETHER_REAL_AGENTS=1)"]
 async fn gemini() {
     run_acp(
         RealAgent::Gemini,
@@ -1110,6 +1118,7 @@ async fn gemini() {
 /// Copilot CLI: never a JSON-RPC error; the failure is the turn's text (`end_turn`). It
 /// retries a 429 five times (6 requests) and treats a 401 as transient twice (3 requests).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real agents: tests/run-all.sh runs these (TETHER_REAL_AGENTS=1)"]
 async fn copilot() {
     run_acp(
         RealAgent::Copilot,
@@ -1141,6 +1150,7 @@ fn one_shot_job<'a>(
 
 /// `claude -p` through [`run_one_shot_with_recovery`] (R-ONESHOT-1..6).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real agents: tests/run-all.sh runs these (TETHER_REAL_AGENTS=1)"]
 async fn claude_cli() {
     let started = Instant::now();
     let mut run = Run::new(RealAgent::ClaudeCli, &[]).await;

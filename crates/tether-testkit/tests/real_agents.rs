@@ -23,6 +23,10 @@
 //! agent below and written to `$CARGO_TARGET_TMPDIR/real-agents/<agent>.json`. Agent bugs met
 //! on the way are asserted as found (so a fixed bug shows up) and worked around, each where it
 //! happens: Gemini's `session/load` (in `reload`) and Claude's stale turn after an error.
+//!
+//! Every test here is `#[ignore]`d, so plain `cargo test --workspace` passes on a machine
+//! without the agents; `tests/run-all.sh` runs them (`cargo nextest run --run-ignored all`),
+//! and CI always does. Run one by hand with `cargo test --test <file> -- --ignored`.
 
 use std::time::{Duration, Instant};
 
@@ -578,6 +582,7 @@ fn expect_restreamed(c: &Capture, notice: Option<&str>) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real agents: tests/run-all.sh runs these (TETHER_REAL_AGENTS=1)"]
 async fn claude_acp() {
     let c = run_acp(RealAgent::ClaudeAcp).await;
     assert_eq!(
@@ -621,6 +626,7 @@ async fn claude_acp() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real agents: tests/run-all.sh runs these (TETHER_REAL_AGENTS=1)"]
 async fn codex_acp() {
     let c = run_acp(RealAgent::CodexAcp).await;
     assert_eq!(
@@ -650,6 +656,7 @@ async fn codex_acp() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real agents: tests/run-all.sh runs these (TETHER_REAL_AGENTS=1)"]
 async fn opencode() {
     let c = run_acp(RealAgent::Opencode).await;
     assert_eq!(
@@ -682,6 +689,7 @@ async fn opencode() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real agents: tests/run-all.sh runs these (TETHER_REAL_AGENTS=1)"]
 async fn gemini() {
     let c = run_acp(RealAgent::Gemini).await;
     assert_eq!(
@@ -706,6 +714,7 @@ async fn gemini() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real agents: tests/run-all.sh runs these (TETHER_REAL_AGENTS=1)"]
 async fn copilot() {
     let c = run_acp(RealAgent::Copilot).await;
     assert_eq!(
@@ -759,6 +768,7 @@ struct CliCapture {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real agents: tests/run-all.sh runs these (TETHER_REAL_AGENTS=1)"]
 async fn claude_cli() {
     require_real_agents();
     let started = Instant::now();

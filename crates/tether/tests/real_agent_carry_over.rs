@@ -11,6 +11,10 @@
 //!
 //! Needs `tests/agents/install.sh` and `TETHER_REAL_AGENTS=1` (set by `tests/run-all.sh`);
 //! without it the tests FAIL, so a run that did not drive the agents never counts as a pass.
+//!
+//! Every test here is `#[ignore]`d, so plain `cargo test --workspace` passes on a machine
+//! without the agents; `tests/run-all.sh` runs them (`cargo nextest run --run-ignored all`),
+//! and CI always does. Run one by hand with `cargo test --test <file> -- --ignored`.
 
 mod support;
 
@@ -147,6 +151,7 @@ fn claude_forgets(launch: &AgentLaunch) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real agents: tests/run-all.sh runs these (TETHER_REAL_AGENTS=1)"]
 async fn a_forgotten_claude_session_continues_with_its_history() {
     require_real_agents();
     let fake = FakeModel::start().await.expect("fake model API");
@@ -251,6 +256,7 @@ async fn a_forgotten_claude_session_continues_with_its_history() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real agents: tests/run-all.sh runs these (TETHER_REAL_AGENTS=1)"]
 async fn a_claude_session_is_handed_off_to_codex() {
     require_real_agents();
     let fake = FakeModel::start().await.expect("fake model API");

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The long runs that CI does not do: the same checks as tests/run-all.sh with far larger
+# budgets, random seeds instead of CI's fixed ones, for hunting rare bugs by hand. Each run
+# is bounded (it stops by itself) and prints the seed it used, so any failure can be
+# replayed.
+#
+# Usage:
+#   tests/long-run.sh fuzz [SECONDS]      every fuzz target for SECONDS each (default 1800),
+#                                         random seed; new inputs kept in fuzz/corpus-new/<t>
+#   tests/long-run.sh crash [ITERATIONS]  the store's SIGKILL-at-random-points test
+#                                         (default 5000 kills; CI runs 200)
+#   tests/long-run.sh proptest [CASES]    every property test with CASES cases (default
+#                                         20000) from a random seed (CI: a fixed seed)
+#
+# It builds into the same cache as tests/run-all.sh, and needs what that script installs
+# (run it, or at least `TETHER_SUITES=fuzz tests/run-all.sh`, once first).
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+die() { printf '\nFAILED: %s\n' "$*" >&2; exit 1; }
+cache_root="${TETHER_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tether}"
+toolchain_key() { { rustc "$@" -vV && cargo "$@" -V; } | sha256sum | cut -c1-12; }
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$cache_root/cargo-target/stable-$(toolchain_key)}"
+seed="${TETHER_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}"
+
+case "${1:-}" in
+  fuzz)
+    secs="${2:-1800}"
+    cargo fuzz --version >/dev/null 2>&1 || die "cargo-fuzz is missing: TETHER_SUITES=fuzz tests/run-all.sh installs it"
+    target_dir="$cache_root/cargo-target/fuzz-nightly-$(toolchain_key +nightly)"
+    echo "fuzzing every target for ${secs}s from seed $seed (replay: TETHER_SEED=$seed)"
+    for t in $(cd fuzz && cargo +nightly fuzz list); do
+      mkdir -p "fuzz/corpus-new/$t"
+      (cd fuzz && cargo +nightly fuzz run --sanitizer none --debug-assertions --target-dir "$target_dir" \
+        "$t" "corpus-new/$t" "corpus/$t" -- -seed="$seed" -max_total_time="$secs" -timeout=10 \
+        -rss_limit_mb=2048 -print_final_stats=1) || die "fuzz target '$t' failed (seed $seed; input under fuzz/artifacts/$t/)"
+    done
+    echo "new inputs are in fuzz/corpus-new/: minimise them into fuzz/corpus/<t> with cargo fuzz cmin"
+    ;;
+  crash)
+    iterations="${2:-5000}"
+    echo "the store's crash test with $iterations SIGKILLs"
+    TETHER_CRASH_ITERATIONS="$iterations" cargo test -p tether-store --locked --test crash -- --nocapture \
+      || die "the crash test failed"
+    ;;
+  proptest)
+    cases="${2:-20000}"
+    echo "every property test with $cases cases from seed $seed (replay: TETHER_SEED=$seed)"
+    PROPTEST_CASES="$cases" PROPTEST_RNG_SEED="$seed" cargo test --workspace --locked \
+      || die "a property test failed (seed $seed; the case is kept in the test's .proptest-regressions file)"
+    ;;
+  *)
+    sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    exit 2
+    ;;
+esac
