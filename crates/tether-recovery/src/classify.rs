@@ -815,9 +815,9 @@ fn collect_transport(
         Some(m) => format!("{summary} during {m}"),
         None => summary,
     };
-    let last_line = stderr.lines().rev().find(|l| !l.trim().is_empty());
-    match last_line {
-        Some(line) => c.message(5, &format!("{summary}: {}", line.trim())),
+    // R-CLASS-7: the line that names the error, not a runtime's footer.
+    match crate::stderr::reason(stderr) {
+        Some(reason) => c.message(5, &format!("{summary}: {reason}")),
         None => c.message(5, &summary),
     }
     match event {

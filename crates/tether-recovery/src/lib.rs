@@ -15,6 +15,7 @@
 //! - [`budget`]: the retry token bucket shared across sessions (AWS SDK standard mode).
 //! - [`score`]: precision, recall and the confusion matrix of the classifier on a corpus.
 //! - [`sim`]: a port of Brooker's backoff simulator, used by the tests and the bench.
+//! - [`stderr`]: the line of an agent's stderr that says why it failed (R-CLASS-7).
 //! - [`timing`]: Retry-After, durations, RFC 3339 and wall-clock reset times.
 //! - [`transition`]: the log line every state-machine step produces.
 //!
@@ -32,6 +33,7 @@ pub mod one_shot;
 pub mod rate_limit;
 pub mod score;
 pub mod sim;
+pub mod stderr;
 pub mod timing;
 pub mod transition;
 

@@ -729,6 +729,23 @@ fn exits_during_initialize() {
     assert_ne!(c.error.kind, InvalidRequest);
 }
 
+/// R-CLASS-7: an agent that exits at start-up is reported with the stderr line that names
+/// its error, not Node.js's version footer (stderr of claude-agent-acp 0.23.1 on Node.js
+/// 20.20.2 started in a deleted folder, captured here, stack shortened).
+#[test]
+fn an_exit_names_the_stderr_line_that_says_why() {
+    let stderr = "node:internal/bootstrap/switches/does_own_process_state:144\n    cachedCwd = rawMethods.cwd();\n                           ^\n\nError: ENOENT: no such file or directory, uv_cwd\n    at wrappedCwd (node:internal/bootstrap/switches/does_own_process_state:144:28)\n    at async asyncRunEntryPointWithESMLoader (node:internal/modules/run_main:117:5) {\n  errno: -2,\n  code: 'ENOENT',\n  syscall: 'uv_cwd'\n}\n\nNode.js v20.20.2\n";
+    let obs = json!({"source": "transport", "method": "initialize", "event": "exit",
+                     "exitCode": 1, "stderrTail": stderr});
+    let c = classify_json(&obs.to_string(), &ctx()).unwrap();
+    assert_eq!(c.error.kind, ErrorKind::AgentCrashed, "{c:?}");
+    assert_eq!(
+        c.error.message,
+        "the agent exited with code 1 during initialize: Error: ENOENT: no such file or \
+         directory, uv_cwd"
+    );
+}
+
 #[test]
 fn transport_events() {
     use ErrorKind::*;

@@ -1227,6 +1227,62 @@ async fn agents_get_the_environment_of_the_editor_they_are_started_for(kind: Dae
     setup.finish().await;
 }
 
+/// R-DAEMON-9: a daemon started from a folder that is deleted while it runs (an editor's
+/// project, a temporary clone) has left it for its runtime folder, and the agents it starts
+/// run in their session's workspace, not in the deleted folder (where Node.js agents exit
+/// at start-up with `ENOENT … uv_cwd`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_whose_start_folder_is_deleted_starts_agents_in_their_workspace() {
+    use std::io::BufRead;
+    let setup = Setup::new(DaemonKind::Process).await;
+    let doomed = setup.world.path().join("deleted-project");
+    std::fs::create_dir_all(&doomed).unwrap();
+    let mut daemon = Command::new(tether_bin())
+        .args(["daemon", "run", "--idle-secs", "30", "--runtime-dir"])
+        .arg(&setup.runtime)
+        .current_dir(&doomed)
+        .env("TETHER_LOG", "debug")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("tether daemon run starts");
+    let mut ready = String::new();
+    std::io::BufReader::new(daemon.stdout.take().unwrap())
+        .read_line(&mut ready)
+        .expect("the daemon says ready");
+    assert_eq!(ready.trim(), "ready");
+    std::fs::remove_dir(&doomed).expect("the start folder is deleted");
+
+    let cwd_of = |pid: i64| std::fs::read_link(format!("/proc/{pid}/cwd")).expect("cwd link");
+    let daemon_pid = i64::from(daemon.id());
+    assert_eq!(
+        cwd_of(daemon_pid),
+        std::fs::canonicalize(&setup.runtime).unwrap(),
+        "the daemon works in its runtime folder"
+    );
+    let editor = setup.editor().await;
+    let sid = new_session(&setup, &editor).await;
+    assert_eq!(prompt(&editor, &sid, "hi").await["stopReason"], "end_turn");
+    let status = setup.status();
+    assert_eq!(
+        status["pid"].as_i64(),
+        Some(daemon_pid),
+        "the forwarder reached it"
+    );
+    let agent = status["sessions"][0]["agentPgid"]
+        .as_i64()
+        .expect("an agent");
+    assert_eq!(
+        cwd_of(agent),
+        std::fs::canonicalize(setup.world.ws()["root"].as_str().unwrap()).unwrap(),
+        "the agent runs in its session's workspace"
+    );
+    editor.shutdown(STEP).await.unwrap();
+    assert_eq!(setup.daemon(&["stop"]).0, 0);
+    assert!(daemon.wait().expect("the daemon exits").success());
+    setup.finish().await;
+}
+
 /// Resolves when process `pid` (not a child of ours) has exited: a pidfd becomes readable
 /// at its exit (pidfd_open(2), Linux 5.3).
 async fn process_exit(pid: i32) {

@@ -68,6 +68,8 @@ pub fn run_daemon(dir: Option<PathBuf>, idle_secs: u64, log_file: Option<PathBuf
     let Some(dir) = chosen_dir(dir, what) else {
         return ExitCode::from(2);
     };
+    // Absolute, so the socket's path still holds once the daemon has left this folder.
+    let dir = std::path::absolute(&dir).unwrap_or(dir);
     let Some(runtime) = current_thread_runtime(what) else {
         return ExitCode::FAILURE;
     };
@@ -79,6 +81,12 @@ pub fn run_daemon(dir: Option<PathBuf>, idle_secs: u64, log_file: Option<PathBuf
                 return Err(ExitCode::FAILURE);
             }
         };
+        // R-DAEMON-9: leave the folder this daemon was started from (an editor's project,
+        // which may be deleted while the daemon runs), as daemons do, for the runtime folder
+        // bind just made sure of; agents start in their sessions' workspaces.
+        if let Err(err) = std::env::set_current_dir(&dir) {
+            tracing::warn!(dir = %dir.display(), "cannot change to the runtime folder: {err}");
+        }
         let options = DaemonOptions {
             socket: socket_path(&dir),
             build: build_id(),
@@ -126,6 +134,8 @@ pub fn status(dir: Option<PathBuf>, json: bool) -> ExitCode {
     let Some(dir) = chosen_dir(dir, what) else {
         return ExitCode::from(2);
     };
+    // Absolute, so the socket's path still holds once the daemon has left this folder.
+    let dir = std::path::absolute(&dir).unwrap_or(dir);
     let Some(runtime) = current_thread_runtime(what) else {
         return ExitCode::FAILURE;
     };
@@ -198,6 +208,8 @@ pub fn stop(dir: Option<PathBuf>) -> ExitCode {
     let Some(dir) = chosen_dir(dir, what) else {
         return ExitCode::from(2);
     };
+    // Absolute, so the socket's path still holds once the daemon has left this folder.
+    let dir = std::path::absolute(&dir).unwrap_or(dir);
     let Some(runtime) = current_thread_runtime(what) else {
         return ExitCode::FAILURE;
     };

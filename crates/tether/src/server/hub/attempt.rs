@@ -21,7 +21,7 @@ impl Hub {
         fresh: bool,
     ) -> std::result::Result<Attached, Observation> {
         let (_, config) = self
-            .agent_config(Some(&ctx.agent))
+            .agent_config_in(Some(&ctx.agent), &ctx.workspace)
             .map_err(|e| spawn_observation(&e.message))?;
         let options = self
             .acp_options()

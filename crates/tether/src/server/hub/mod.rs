@@ -430,6 +430,27 @@ impl Hub {
         }
     }
 
+    /// The agent `name`'s configuration (the default agent when `None`) for a process that
+    /// serves a session in `workspace`: it starts in the workspace unless the configuration
+    /// names its own `cwd` (R-DAEMON-9), never in the folder this process was started from.
+    /// A workspace that is not a folder here leaves the working folder unset (the daemon's
+    /// is its runtime folder), so the agent still starts and says what it makes of the
+    /// session's `cwd`.
+    ///
+    /// # Errors
+    /// `-32602` naming `agent` when no agent of that name is configured.
+    fn agent_config_in(
+        &self,
+        name: Option<&str>,
+        workspace: &Path,
+    ) -> Result<(String, tether_host::AgentConfig)> {
+        let (name, mut config) = self.agent_config(name)?;
+        if config.cwd.is_none() && workspace.is_dir() {
+            config.cwd = Some(workspace.to_owned());
+        }
+        Ok((name, config))
+    }
+
     fn agent_config(&self, name: Option<&str>) -> Result<(String, tether_host::AgentConfig)> {
         let name = name.unwrap_or(&self.config.default_agent);
         self.config

@@ -140,7 +140,7 @@ impl Hub {
         session: &Arc<PrintSession>,
         params: &PromptParams,
     ) -> Result<PromptResult> {
-        let (_, config) = self.agent_config(Some(&session.agent))?;
+        let (_, config) = self.agent_config_in(Some(&session.agent), &session.workspace)?;
         let registry = self
             .registry()
             .await

@@ -472,7 +472,7 @@ impl Hub {
             ),
         )
         .await;
-        let (_, config) = self.agent_config(Some(&live.agent))?;
+        let (_, config) = self.agent_config_in(Some(&live.agent), &live.workspace)?;
         let options = self
             .acp_options()
             .await
