@@ -18,7 +18,7 @@
 //! [`Decision::Ignored`] and changes nothing. [`Breaker::last_transition`] is the log line of
 //! the last step.
 //!
-//! # Decisions by kind (issue 2; R-RESUME-3..5, R-RATE-1..6, R-ONESHOT-3; docs/protocol.md, `session/resume`)
+//! # Decisions by kind (R-RESUME-3..5, R-RATE-1..6, R-ONESHOT-3; docs/protocol.md, `session/resume`)
 //! | kind | decision |
 //! | --- | --- |
 //! | `sessionExpired` | open at once, no retries; ask ("Previous session not found") |

@@ -1,5 +1,5 @@
 //! Every transition of the resume circuit breaker (R-RESUME-1..10), with the decisions by kind
-//! of issue 2 and the dialog texts of R-RESUME-6.
+//! of the module doc's table (R-RESUME-3..5) and the dialog texts of R-RESUME-6.
 
 use proptest::prelude::*;
 use rand::SeedableRng;

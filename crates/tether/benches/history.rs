@@ -1,4 +1,4 @@
-//! Issue 14's benchmark, in one run: `claude -p hi --resume ID` on generated Claude Code
+//! R-HIST-2's benchmark, in one run: `claude -p hi --resume ID` on generated Claude Code
 //! sessions of 1 MB and 100 MB (wall time and peak RSS, by `/usr/bin/time`) against
 //! Tether's first paint of the same sessions, which Tether never cached: `session/resume`
 //! to `session/restored` over stdio (wall time, and the server's peak RSS, `VmHWM`).
@@ -222,7 +222,7 @@ async fn main() {
         .map_or_else(|| dir.path().join("work"), |l| l.workspace.clone());
     std::fs::create_dir_all(&ws).unwrap();
     let samples = if quick() { 3 } else { 9 };
-    println!("issue 14: first paint of a session only Claude Code has (medians)\n");
+    println!("R-HIST-2: first paint of a session only Claude Code has (medians)\n");
     let mut tether_ms = Vec::new();
     let mut results = Vec::new();
     for (label, size) in [("1 MB", 1 << 20), ("100 MB", 100 << 20)] {
