@@ -191,8 +191,8 @@ fn same_or_nested(a: &str, b: &str) -> bool {
 }
 
 fn check<T: serde::de::DeserializeOwned>(method: &str, params: &Value) {
-    // The connection parses the params' raw text (`parse_raw`, issue 10): it must answer
-    // exactly as parsing the value does.
+    // The connection parses the params' raw text (`parse_raw`, ARCHITECTURE.md, `params.rs`): it
+    // must answer exactly as parsing the value does.
     let raw = serde_json::value::to_raw_value(params).expect("a value serializes");
     let via_raw = parse_raw::<T>(Some(&raw));
     let via_value = parse::<T>(params.clone());

@@ -1,4 +1,4 @@
-"""Two clients on one session through the daemon (issue 11): a pytest-lsp client and a
+"""Two clients on one session through the daemon (R-DAEMON-5, R-DAEMON-6): a pytest-lsp client and a
 headless Neovim (tests/lsp/nvim_second_client.lua, the stock LSP client of Neovim 0.7).
 
 Both start `tether serve --stdio --remote=auto` with the same private runtime folder, so both

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Neovim quits mid-turn with the real Claude over ACP (issue 11): runs
+# Neovim quits mid-turn with the real Claude over ACP (R-DAEMON-4): runs
 # tests/nvim/claude_quit_midturn_test.lua twice (PHASE=1, then PHASE=2) through a daemon of
 # their own (a private runtime folder), with Claude Code (@zed-industries/claude-agent-acp
 # from tests/agents) in a temporary HOME answering through the fake model API

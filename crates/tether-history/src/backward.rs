@@ -1,6 +1,6 @@
 //! A backwards line reader: complete lines of a file, newest first, read in fixed-size
 //! chunks from the end (seek + read), so reading the last lines of a session costs what
-//! those lines cost, whatever the file's size (issue 14, R-HIST-2).
+//! those lines cost, whatever the file's size (R-HIST-2).
 //!
 //! Memory is bounded by the chunk size plus the longest line kept: a line longer than
 //! `max_line` bytes is not kept, it is reported as [`Line::Oversized`] with its length

@@ -1,6 +1,6 @@
 //! Read-only readers of the coding agents' own session stores, turned into Tether's
 //! snapshot model (`tether_store::SessionSnapshot`), so `session/resume` of a session
-//! Tether never cached can still show its transcript at once (issue 14, R-HIST-1..5).
+//! Tether never cached can still show its transcript at once (R-HIST-1..5).
 //!
 //! * One module per agent: [`claude`] (Claude Code's project-keyed JSONL files),
 //!   [`codex`] (Codex's rollout JSONL files), [`gemini`] (Gemini CLI's chat record logs)

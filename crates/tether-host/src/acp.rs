@@ -49,7 +49,7 @@ use crate::tools::{DanglingReason, ToolCallTracker};
 
 /// Default bound on an answer to `initialize`, `session/new`, `session/load` and
 /// `session/resume`: 120 s, the watchdog's default silence ([`DEFAULT_HANG_AFTER`]). An
-/// agent that never answers must not leave the editor's request waiting forever (issue 13).
+/// agent that never answers must not leave the editor's request waiting forever (R-PROC-6).
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 /// Responses to the agent's requests held while its stdin is not being read (beyond the
 /// writer's queue of 256 lines); further ones are dropped with an error log.
@@ -1272,7 +1272,7 @@ fn respond(inner: &Inner, id: Value, result: Result<Value, (i64, String, Option<
     // response that does not fit is queued from its own task so the reader never waits on
     // the writer. Those tasks are bounded too ([`MAX_QUEUED_RESPONSES`]): an agent that
     // floods requests without reading its stdin gets no more answers (it reads none of
-    // them anyway) instead of growing memory without bound (issue 13).
+    // them anyway) instead of growing memory without bound (ARCHITECTURE.md, "Hostile input").
     match inner.out.try_send(line.to_string()) {
         Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
         Err(mpsc::error::TrySendError::Full(line)) => {
@@ -1418,7 +1418,7 @@ async fn handle_eof(inner: &Inner) {
     let exit = inner.process.wait_exit(Duration::from_secs(2)).await;
     if exit.is_none() && !inner.closing.load(Ordering::SeqCst) {
         // Its stdout is closed but it runs on: no answer can come from it any more, and
-        // nothing else would end it until the next restart (issue 13). The observation
+        // nothing else would end it until the next restart (R-PROC-5). The observation
         // below stays what the agent did (closed its output), not what we did to it.
         tracing::warn!(
             pgid = inner.process.pgid(),
@@ -1616,8 +1616,8 @@ mod tests {
         assert!(err.is_crash(), "{err:?}");
     }
 
-    /// Issue 13: the turn's text kept for the classifier is bounded ([`MAX_TURN_TEXT`],
-    /// its head), however much the agent streams.
+    /// Hostile input (ARCHITECTURE.md): the turn's text kept for the classifier is bounded
+    /// ([`MAX_TURN_TEXT`], its head), however much the agent streams.
     #[tokio::test]
     async fn a_turns_agent_text_is_bounded() {
         let (conn, mut out, mut input) = wire();
@@ -1677,7 +1677,7 @@ mod tests {
         assert_eq!(session.expect("the line after is read").id, "after");
     }
 
-    /// Issue 13: an agent that never answers `session/new` does not leave the caller
+    /// R-PROC-6: an agent that never answers `session/new` does not leave the caller
     /// waiting: the request fails after `request_timeout` as a transport hang.
     #[tokio::test]
     async fn a_request_never_answered_times_out_as_a_hang() {
@@ -1707,8 +1707,8 @@ mod tests {
         }
     }
 
-    /// Issue 13: an agent flooding permission requests nobody answers gets `cancelled` for
-    /// every one past [`MAX_PENDING_PERMISSIONS`], at once.
+    /// Hostile input (ARCHITECTURE.md): an agent flooding permission requests nobody answers gets
+    /// `cancelled` for every one past [`MAX_PENDING_PERMISSIONS`], at once.
     #[tokio::test]
     async fn unanswered_permission_requests_are_bounded() {
         let (conn, mut out, mut input) = wire();

@@ -1,6 +1,6 @@
 //! Agent processes, each the leader of its own process group.
 //!
-//! Invariants (ARCHITECTURE.md, "Agent host"):
+//! Invariants (ARCHITECTURE.md, "crates/tether-host (the agent host)"):
 //! 1. Every agent is spawned with `setpgid(0, 0)` ([`CommandExt::process_group`]`(0)`), so it
 //!    and every descendant that does not call `setsid` share the group id `pgid == pid`.
 //! 2. The group is recorded in the [`ChildRegistry`] before [`AgentProcess::spawn`] returns

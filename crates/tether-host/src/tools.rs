@@ -62,9 +62,9 @@ pub struct ToolCallTracker {
     open: Vec<OpenToolCall>,
 }
 
-/// Open tool calls tracked per session: 1024. Each update costs a scan of them, so an agent
-/// that opens calls without ever finishing them must not make that unbounded (issue 13):
-/// past the bound the oldest is forgotten (and gets no repair), with a warning.
+/// Open tool calls tracked per session: 1024. Each update costs a scan of them, so an agent that
+/// opens calls without ever finishing them must not make that unbounded (ARCHITECTURE.md, "Hostile
+/// input"): past the bound the oldest is forgotten (and gets no repair), with a warning.
 pub const MAX_OPEN_TOOL_CALLS: usize = 1024;
 
 fn is_final(status: &str) -> bool {
@@ -199,7 +199,8 @@ mod tests {
     use super::*;
     use agent_client_protocol::v1::schema::SessionUpdate;
 
-    /// Issue 13: an agent opening tool calls without end keeps the tracker bounded.
+    /// Hostile input (ARCHITECTURE.md): an agent opening tool calls without end keeps the tracker
+    /// bounded.
     #[test]
     fn open_calls_are_bounded() {
         let mut t = ToolCallTracker::new();

@@ -76,7 +76,8 @@ async fn a_flood_is_delivered_completely_with_bounded_memory() {
     let turn = turn.expect("the turn completes");
     // Every flood chunk plus the two reply chunks, none dropped.
     assert_eq!(count, UPDATES + 2);
-    // The text kept for the classifier is the turn's head, bounded (issue 13).
+    // The text kept for the classifier is the turn's head, bounded (ARCHITECTURE.md, "Hostile
+    // input").
     assert_eq!(
         turn.agent_text.len() as u64,
         (UPDATES + "echo: go".len() as u64).min(tether_host::acp::MAX_TURN_TEXT as u64)

@@ -1,8 +1,9 @@
-//! The real agents end to end THROUGH TETHER'S HOST AND CLASSIFIER (issue 4): each agent
-//! (pinned in `tests/agents`, installed by `tests/agents/install.sh`) runs against a fresh
-//! [`FakeModel`] in a temporary HOME (the test kit's recipes, [`RealAgent::launch`], mapped to
-//! an [`AgentConfig`]), driven by [`AcpConnection`] (or, for `claude -p`,
-//! [`run_one_shot_with_recovery`]), and every failure is judged by `tether_recovery::classify`.
+//! The real agents end to end THROUGH TETHER'S HOST AND CLASSIFIER (R-CLASS, R-PROC;
+//! ARCHITECTURE.md, "Code map", real-agent tests): each agent (pinned in `tests/agents`, installed
+//! by `tests/agents/install.sh`) runs against a fresh [`FakeModel`] in a temporary HOME (the test
+//! kit's recipes, [`RealAgent::launch`], mapped to an [`AgentConfig`]), driven by [`AcpConnection`]
+//! (or, for `claude -p`, [`run_one_shot_with_recovery`]), and every failure is judged by
+//! `tether_recovery::classify`.
 //!
 //! Slow (about a minute for all six on two cores). Every test first checks
 //! `TETHER_REAL_AGENTS=1` and FAILS without it; a missing install fails naming the npm package

@@ -18,7 +18,7 @@
 //! [`Decision::Ignored`] and changes nothing. [`Breaker::last_transition`] is the log line of
 //! the last step.
 //!
-//! # Decisions by kind (issue 2; R-RESUME-3..5, R-RATE-1..6, R-ONESHOT-3; docs/protocol.md, `session/resume`)
+//! # Decisions by kind (R-RESUME-3..5, R-RATE-1..6, R-ONESHOT-3; docs/protocol.md, `session/resume`)
 //! | kind | decision |
 //! | --- | --- |
 //! | `sessionExpired` | open at once, no retries; ask ("Previous session not found") |
@@ -40,7 +40,7 @@
 //! # Bounds: nothing loops forever
 //! Between two user decisions there are at most `maxAttempts + rateLimit.maxRetries`
 //! attempts, plus one fresh round of the same size after a corrupt session. "Try Again"
-//! (half-open: one more full round) is offered at most `maxUserRetries` times per resume
+//! (half-open: one more full round) is offered at most `max_user_retries` times per resume
 //! (default 1, R-RESUME-7: 3 attempts and one optional user retry); after that the dialog
 //! offers only "Start New Session".
 
@@ -575,7 +575,7 @@ impl<R: RngCore> Breaker<R> {
     /// The user answered the recovery dialog.
     ///
     /// `Retry` half-opens the breaker and runs one more full round (at most
-    /// `maxUserRetries` times; beyond that it is ignored: the dialog did not offer it).
+    /// `max_user_retries` times; beyond that it is ignored: the dialog did not offer it).
     /// `New` starts a fresh session: the old session id is dropped (the cache is archived
     /// by the host, never deleted). `NewWithHistory` does the same when the dialog offered
     /// it ([`BreakerConfig::history_available`]); the host primes the new session.

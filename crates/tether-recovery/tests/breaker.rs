@@ -1,5 +1,5 @@
 //! Every transition of the resume circuit breaker (R-RESUME-1..10), with the decisions by kind
-//! of issue 2 and the dialog texts of R-RESUME-6.
+//! of the module doc's table (R-RESUME-3..5) and the dialog texts of R-RESUME-6.
 
 use proptest::prelude::*;
 use rand::SeedableRng;
@@ -769,7 +769,7 @@ fn any_kind() -> impl Strategy<Value = ErrorKind> {
 proptest! {
     /// Nothing loops forever: between two user decisions the breaker makes at most
     /// 2 × (maxAttempts + rateLimit.maxRetries) attempts, and "Try Again" is accepted at
-    /// most maxUserRetries times.
+    /// most max_user_retries times.
     #[test]
     fn attempts_between_user_decisions_are_bounded(kinds in proptest::collection::vec(any_kind(), 1..200), choose_new in proptest::collection::vec(any::<bool>(), 0..20)) {
         let mut b = breaker();

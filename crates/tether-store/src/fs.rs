@@ -182,8 +182,9 @@ impl Fs for RealFs {
         use std::io::{Read, Seek, SeekFrom};
         let mut f = private_options().read(true).open(path)?;
         f.seek(SeekFrom::Start(offset))?;
-        // Reserve what the file can give, not what the caller asks: `len` may come from a
-        // length field on disk (issue 13: allocation bounded by the file, not by its claims).
+        // Reserve what the file can give, not what the caller asks: `len` may come from a length
+        // field on disk (ARCHITECTURE.md, "Hostile input": allocation bounded by the file, not by
+        // its claims).
         let left = f.metadata()?.len().saturating_sub(offset);
         let mut buf = Vec::with_capacity(len.min(usize::try_from(left).unwrap_or(usize::MAX)));
         f.take(len as u64).read_to_end(&mut buf)?;
@@ -247,7 +248,8 @@ impl Fs for RealFs {
 mod tests {
     use super::*;
 
-    /// Issue 13: `read_at` is given lengths read from disk; it reserves what the file holds.
+    /// ARCHITECTURE.md, "Hostile input": `read_at` is given lengths read from disk; it reserves
+    /// what the file holds.
     #[test]
     fn read_at_reserves_what_the_file_holds_not_what_is_asked() {
         let dir = tempfile::tempdir().expect("tempdir");

@@ -297,9 +297,9 @@ mod tests {
         }
     }
 
-    /// Found by review for issue 13: a record claiming a length near [`MAX_RECORD`] in a
-    /// file of a few bytes made the scan ask for (and `RealFs::read_at` reserve) that many
-    /// bytes. Reads are now bounded by what the file holds.
+    /// Found by review (ARCHITECTURE.md, "Hostile input"): a record claiming a length near
+    /// [`MAX_RECORD`] in a file of a few bytes made the scan ask for (and `RealFs::read_at`
+    /// reserve) that many bytes. Reads are now bounded by what the file holds.
     #[test]
     fn a_forged_length_never_sizes_a_read_beyond_the_file() {
         let fs = Recording {

@@ -14,7 +14,7 @@
 //! * **Privacy** — folders 0700, files 0600, checked on every open; session ids validated;
 //!   secrets redacted before anything is written; optional XChaCha20-Poly1305 at rest.
 //!
-//! See `ARCHITECTURE.md` ("Session store") for the invariants.
+//! See `ARCHITECTURE.md` ("crates/tether-store (the session cache)") for the invariants.
 
 pub mod ansi;
 mod codec;

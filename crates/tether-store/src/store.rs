@@ -34,7 +34,7 @@ const BLOBS: &str = "blobs";
 const SCAN_CHUNK: usize = 1 << 20;
 /// Largest manifest read: 4 MiB (real ones are a few KiB). A bigger file is treated as
 /// unreadable, so the manifest is rebuilt from the journal instead of read whole into
-/// memory (issue 13: no allocation sized by a damaged file).
+/// memory (ARCHITECTURE.md, "Hostile input": no allocation sized by a damaged file).
 pub const MAX_MANIFEST_BYTES: u64 = 4 << 20;
 
 /// Per-section format versions (R-STORE-3: per-section version fields so modules can

@@ -143,7 +143,7 @@ fn a_corrupt_or_missing_manifest_is_rebuilt_from_the_journal() {
         match damage {
             "garbage" => std::fs::write(&manifest, b"{\"schemaVersion\": 2, \"jour").unwrap(),
             "missing" => std::fs::remove_file(&manifest).unwrap(),
-            // Valid JSON, but larger than a manifest can be (issue 13): not read whole.
+            // Valid JSON, but larger than a manifest can be (MAX_MANIFEST_BYTES): not read whole.
             "oversized" => {
                 let mut bytes = std::fs::read(&manifest).unwrap();
                 bytes.resize(bytes.len() + (5 << 20), b' ');

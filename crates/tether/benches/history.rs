@@ -1,4 +1,4 @@
-//! Issue 14's benchmark, in one run: `claude -p hi --resume ID` on generated Claude Code
+//! R-HIST-2's benchmark, in one run: `claude -p hi --resume ID` on generated Claude Code
 //! sessions of 1 MB and 100 MB (wall time and peak RSS, by `/usr/bin/time`) against
 //! Tether's first paint of the same sessions, which Tether never cached: `session/resume`
 //! to `session/restored` over stdio (wall time, and the server's peak RSS, `VmHWM`).
@@ -11,6 +11,10 @@
 //! test kit's fake model API in a temporary HOME; with 100 MB of history it may refuse the
 //! prompt as too long, which does not matter here: the resume (reading the file) is what is
 //! timed.
+//!
+//! Figures measured on the 2-core build machine, release build, Claude Code 2.1.330, at 100
+//! MB Tether took 2.1 ms and 10.6 MB peak RSS (the whole server) and Claude 3.57 s and 963
+//! MB: 1,718x faster at 1.1% of the memory; Tether's 100 MB time was 0.86x its 1 MB time.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -222,7 +226,7 @@ async fn main() {
         .map_or_else(|| dir.path().join("work"), |l| l.workspace.clone());
     std::fs::create_dir_all(&ws).unwrap();
     let samples = if quick() { 3 } else { 9 };
-    println!("issue 14: first paint of a session only Claude Code has (medians)\n");
+    println!("R-HIST-2: first paint of a session only Claude Code has (medians)\n");
     let mut tether_ms = Vec::new();
     let mut results = Vec::new();
     for (label, size) in [("1 MB", 1 << 20), ("100 MB", 100 << 20)] {

@@ -92,7 +92,7 @@ pub fn invalid_params(field: &str, reason: &str) -> Error {
 /// `serde_path_to_error` displays it, except that a key that is empty or holds `.`, `[`,
 /// `]` or `"` is written quoted (`"."`), so that every field has a name and no key reads
 /// as a path. Its own display gives the top level as `.` and a key `.` the same way (found
-/// by the `editor_params` fuzz target, issue 13).
+/// by the `editor_params` fuzz target).
 fn dotted(path: &serde_path_to_error::Path) -> String {
     use serde_path_to_error::Segment;
     use std::fmt::Write;
@@ -183,7 +183,7 @@ mod tests {
         );
     }
 
-    /// Regression (fuzz target `editor_params`, issue 13): an unknown field named `""` or
+    /// Regression (fuzz target `editor_params`): an unknown field named `""` or
     /// `.` at the top level answered `field: ""`, which names no field.
     #[test]
     fn an_unknown_field_with_an_empty_name_is_named() {
@@ -237,7 +237,7 @@ mod tests {
             assert_eq!(data(&via_raw), data(&via_value), "{value}");
             assert_eq!(via_raw.message, via_value.message, "{value}");
         }
-        // Regression (fuzz target `editor_params`, issue 10): serde_json's default float
+        // Regression (fuzz target `editor_params`): serde_json's default float
         // parsing is not correctly rounded, so a float read back from text differed in its
         // last digit from the value it was written from, and the two paths named different
         // numbers; the workspace enables `float_roundtrip`.

@@ -88,15 +88,44 @@ pub mod notify {
     ];
 }
 
-/// JSON-RPC error codes the server answers with.
+/// JSON-RPC error codes the server answers with: every one of them, each documented in
+/// docs/protocol.md, "Errors" (`tests/protocol_doc.rs` checks the table against [`code::ALL`]
+/// and every code literal in this crate's source against it).
 pub mod code {
+    /// A frame whose body is not JSON (JSON-RPC 2.0 §5.1, "Parse error").
+    pub const PARSE_ERROR: i64 = -32700;
+    /// A body that is JSON but not a JSON-RPC request, a request after `shutdown`, an id
+    /// already pending, or `initialize` sent twice (JSON-RPC 2.0 §5.1, "Invalid Request").
+    pub const INVALID_REQUEST: i64 = -32600;
+    /// A method the server does not have (JSON-RPC 2.0 §5.1).
+    pub const METHOD_NOT_FOUND: i64 = -32601;
     /// Bad params; `data: {field, reason}` (JSON-RPC 2.0 §5.1).
     pub const INVALID_PARAMS: i64 = -32602;
+    /// A result the server could not serialize: a bug, never expected (JSON-RPC 2.0 §5.1).
+    pub const INTERNAL_ERROR: i64 = -32603;
+    /// A request before `initialize` has been answered (LSP's `ServerNotInitialized`). The
+    /// same number as [`UNKNOWN_SESSION`]: LSP and ACP each gave -32002 a meaning, and an
+    /// editor tells them apart by `data` (absent here, `{sessionId}` there).
+    pub const SERVER_NOT_INITIALIZED: i64 = -32002;
     /// Unknown session; `data: {sessionId}` (ACP's "resource not found").
     pub const UNKNOWN_SESSION: i64 = -32002;
+    /// A request cancelled by `$/cancelRequest` (LSP's `RequestCancelled`).
+    pub const REQUEST_CANCELLED: i64 = -32800;
     /// A request that failed for a reason outside the params, e.g. storage; `data: {kind, path?}`
     /// (LSP's `RequestFailed`, -32803).
     pub const REQUEST_FAILED: i64 = -32803;
+
+    /// Every code above, once each (-32002 has two meanings and one number).
+    pub const ALL: &[i64] = &[
+        PARSE_ERROR,
+        INVALID_REQUEST,
+        METHOD_NOT_FOUND,
+        INVALID_PARAMS,
+        INTERNAL_ERROR,
+        SERVER_NOT_INITIALIZED,
+        REQUEST_CANCELLED,
+        REQUEST_FAILED,
+    ];
 }
 
 /// A workspace, named by its root folder (an absolute path).

@@ -676,7 +676,7 @@ async fn an_editor_killed_mid_turn_is_followed_by_one_that_gets_the_rest_exactly
 
 with_either_daemon!(a_new_editor_gets_the_transcript_then_the_running_turn_once);
 
-/// Issue 11 item 3 for an editor that comes without `afterSeq` (a new window): it is sent
+/// R-DAEMON-4's reattach for an editor that comes without `afterSeq` (a new window): it is sent
 /// the session's transcript first (the finished turns, `stale: false`), then the running
 /// turn from its prompt on, then live: every turn exactly once.
 async fn a_new_editor_gets_the_transcript_then_the_running_turn_once(kind: DaemonKind) {
@@ -834,7 +834,7 @@ async fn taking_back_by_id_mid_stream_loses_and_repeats_nothing(kind: DaemonKind
 
 with_either_daemon!(a_forwarder_ended_by_any_signal_leaves_its_session_and_turn_running);
 
-/// Issue 11 item 2: a forwarder ended by SIGTERM, SIGHUP or SIGKILL (a window closed,
+/// R-DAEMON-4: a forwarder ended by SIGTERM, SIGHUP or SIGKILL (a window closed,
 /// its terminal gone, an extension host killed) detaches its session without stopping it:
 /// the turn it was running goes on in the daemon, on the same agent, and the next editor
 /// takes the session back with that turn's answer (replayed live, or already in the

@@ -1,7 +1,7 @@
-//! The dispatch of Tether's methods straight from the input guard (issue 10, "one parse per
-//! frame"): the JSON-RPC and LSP rules tower-lsp-server used to apply to them, checked frame
-//! by frame with hand-written ids against the in-process server (`transport::serve` over an
-//! in-memory pipe) and the scripted agent as a real child process.
+//! The dispatch of Tether's methods straight from the input guard (ARCHITECTURE.md,
+//! `conn/dispatch.rs`: one parse per frame): the JSON-RPC and LSP rules tower-lsp-server used to
+//! apply to them, checked frame by frame with hand-written ids against the in-process server
+//! (`transport::serve` over an in-memory pipe) and the scripted agent as a real child process.
 
 mod support;
 

@@ -1461,7 +1461,7 @@ fn replayable_after(seen: &[Seen], after: u64) -> Vec<u64> {
         .collect()
 }
 
-/// Issue 11 item 3: an editor that attaches without `afterSeq` is sent the transcript,
+/// R-DAEMON-4's reattach: an editor that attaches without `afterSeq` is sent the transcript,
 /// then the bus's events after the attach point. Taken mid-turn, the point leaves the
 /// running turn out of the transcript and replays it whole from its prompt, even when the
 /// turn ends before the editor is attached (before, such a turn was in neither). Taken

@@ -1,5 +1,5 @@
-//! Agents that misbehave on the wire (issue 13), as real child processes of the real
-//! `tether serve` binary: the scripted agent (`tether scripted-agent`) with wire faults.
+//! Agents that misbehave on the wire (ARCHITECTURE.md, "Hostile input"), as real child processes of
+//! the real `tether serve` binary: the scripted agent (`tether scripted-agent`) with wire faults.
 //! Each case ends with a classified answer to the editor, the server still serving, nothing
 //! acknowledged lost and no agent process left.
 

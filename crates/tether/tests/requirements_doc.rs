@@ -250,3 +250,118 @@ fn the_id_scanner_finds_ids_and_ranges_only() {
         ["R-RESUME-3", "R-ONESHOT-1", "R-ONESHOT-6"]
     );
 }
+
+/// Whether `line` cites a tracker number (the word issue, or issues, then a number, with or
+/// without `#`), which no reader of the repository can look up. Public issues are cited as
+/// `owner/repo#N` instead.
+fn cites_an_issue_number(line: &str) -> bool {
+    let lower = line.to_lowercase();
+    let word = "issue";
+    lower.match_indices(word).any(|(at, _)| {
+        let before = lower[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '-' || c == '_') {
+            return false;
+        }
+        let rest = lower[at + word.len()..]
+            .strip_prefix('s')
+            .unwrap_or(&lower[at + word.len()..]);
+        let rest = rest.strip_prefix(' ').unwrap_or("");
+        let rest = rest.strip_prefix('#').unwrap_or(rest);
+        rest.starts_with(|c: char| c.is_ascii_digit())
+    })
+}
+
+#[test]
+fn no_file_cites_an_issue_number() {
+    let hits: Vec<String> = files()
+        .into_iter()
+        .flat_map(|(path, text)| {
+            text.lines()
+                .enumerate()
+                .filter(|(_, line)| cites_an_issue_number(line))
+                .map(|(n, line)| format!("{path}:{}: {}", n + 1, line.trim()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(
+        hits.is_empty(),
+        "cite a requirement id (docs/requirements.md) or a docs section, not an issue number:\n{}",
+        hits.join("\n")
+    );
+}
+
+#[test]
+fn the_issue_number_scanner_finds_tracker_numbers_only() {
+    let n = 13;
+    assert!(cites_an_issue_number(&format!("bounded (issue {n}).")));
+    assert!(cites_an_issue_number(&format!("Issues {n} and 14")));
+    assert!(cites_an_issue_number(&format!("see issue #{n}")));
+    assert!(!cites_an_issue_number(&format!(
+        "anthropics/claude-code#{n}"
+    )));
+    assert!(!cites_an_issue_number("an issue with the cache"));
+    assert!(!cites_an_issue_number(&format!("reissue {n} tokens")));
+}
+
+#[test]
+fn the_area_index_lists_every_area() {
+    let doc = requirements_doc();
+    let index = doc
+        .lines()
+        .skip_while(|l| !l.starts_with("Areas:"))
+        .take_while(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let areas: Vec<&str> = doc
+        .lines()
+        .filter(|l| l.starts_with("## "))
+        .filter_map(|l| l.rsplit_once("(R-")?.1.strip_suffix(')'))
+        .collect();
+    assert!(areas.len() >= 10, "areas found: {areas:?}");
+    let missing: Vec<_> = areas
+        .iter()
+        .filter(|a| !index.contains(&format!("[{a}](#")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/requirements.md's area index leaves out {missing:?}"
+    );
+}
+
+/// A citation of an ARCHITECTURE.md section (the file name, then a comma or an opening
+/// parenthesis, then the section's name in double quotes) names a heading that exists; the
+/// heading may go on after the name cited (Hostile input, of Hostile input (fuzzing)).
+#[test]
+fn cited_architecture_sections_exist() {
+    let root = repo_root();
+    let arch = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let headings: Vec<&str> = arch
+        .lines()
+        .filter_map(|l| l.strip_prefix("## ").or_else(|| l.strip_prefix("### ")))
+        .collect();
+    let mut wrong = Vec::new();
+    for (path, text) in files() {
+        for (n, line) in text.lines().enumerate() {
+            for (at, _) in line.match_indices("ARCHITECTURE.md") {
+                let rest = line[at + "ARCHITECTURE.md".len()..].trim_start_matches('`');
+                let Some(quoted) = rest
+                    .strip_prefix(", \"")
+                    .or_else(|| rest.strip_prefix(" (\""))
+                else {
+                    continue;
+                };
+                let Some(name) = quoted.split('"').next().filter(|q| quoted.len() > q.len()) else {
+                    continue;
+                };
+                if !headings.iter().any(|h| h.starts_with(name)) {
+                    wrong.push(format!("{path}:{}: {name:?}", n + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "ARCHITECTURE.md has no such heading:\n{}",
+        wrong.join("\n")
+    );
+}

@@ -1,4 +1,4 @@
-//! The progress bar of `tether sessions list --all` (issue 14, item 3): on stderr, only when
+//! The progress bar of `tether sessions list --all` (R-HIST-6): on stderr, only when
 //! stderr is a terminal, and only once the scan has taken longer than [`SHOW_AFTER`];
 //! it counts the agents' stores scanned and the session files summarized, and is cleared
 //! when the scan ends, so stdout (the table or the JSON) is all that stays. A fast scan,
@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// How long a scan runs before its bar appears: 200 ms (a scan that ends sooner shows
-/// nothing; issue 14: "a progress bar when the scan takes longer than a moment").
+/// nothing; R-HIST-6: "a progress bar when the scan takes longer than a moment").
 pub const SHOW_AFTER: Duration = Duration::from_millis(200);
 
 /// The bar's line: spinner, stores done of all, the store being scanned, files done of

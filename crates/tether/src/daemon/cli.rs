@@ -282,7 +282,7 @@ pub async fn forward_stdio(options: crate::server::ServeOptions) {
             };
             // SIGTERM, SIGHUP and SIGINT end the forwarder (whatever disposition it
             // inherited, e.g. SIGHUP ignored under nohup) and nothing else: its sessions
-            // stay in the daemon, detached (issue 11 item 2).
+            // stay in the daemon, detached (R-DAEMON-4).
             tokio::select! {
                 relayed = relay(input, output, (stream, welcome), again) => {
                     if let Err(err) = relayed {

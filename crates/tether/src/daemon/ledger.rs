@@ -314,7 +314,7 @@ impl Ledger {
                 "jsonrpc": "2.0",
                 "id": p.id,
                 "error": {
-                    "code": -32803,
+                    "code": crate::protocol::code::REQUEST_FAILED,
                     "message": message,
                     "data": {
                         "kind": "agentCrashed",

@@ -262,7 +262,7 @@ async fn input_guard<R, W>(
             outbox
                 .send_frame(error_frame(
                     Value::Null,
-                    -32600,
+                    crate::protocol::code::INVALID_REQUEST,
                     &format!("frame of {length} bytes exceeds the {MAX_FRAME_BYTES}-byte limit"),
                 ))
                 .await;
@@ -353,12 +353,12 @@ async fn read_headers<R: AsyncRead + Unpin>(
 /// `str::from_utf8` first, while `serde_json::from_slice` does not check the bytes of a
 /// string it skips (an unknown field's value), so such a body passed the checks below and
 /// then ended the server's input (found by review while writing the `editor_frames` fuzz
-/// target, issue 13).
+/// target; ARCHITECTURE.md, "Hostile input").
 fn check_message(body: &[u8]) -> Result<(), (Value, i64, String)> {
     let body = std::str::from_utf8(body).map_err(|e| {
         (
             Value::Null,
-            -32700,
+            crate::protocol::code::PARSE_ERROR,
             format!("Parse error: the body is not UTF-8: {e}"),
         )
     })?;
@@ -376,14 +376,25 @@ fn check_message(body: &[u8]) -> Result<(), (Value, i64, String)> {
     {
         return Ok(());
     }
-    let value: Value = serde_json::from_str(body)
-        .map_err(|e| (Value::Null, -32700, format!("Parse error: {e}")))?;
+    let value: Value = serde_json::from_str(body).map_err(|e| {
+        (
+            Value::Null,
+            crate::protocol::code::PARSE_ERROR,
+            format!("Parse error: {e}"),
+        )
+    })?;
     let id = value
         .get("id")
         .cloned()
         .filter(|id| id.is_string() || id.is_i64() || id.is_u64())
         .unwrap_or(Value::Null);
-    let invalid = |why: &str| (id.clone(), -32600, format!("Invalid Request: {why}"));
+    let invalid = |why: &str| {
+        (
+            id.clone(),
+            crate::protocol::code::INVALID_REQUEST,
+            format!("Invalid Request: {why}"),
+        )
+    };
     let Some(object) = value.as_object() else {
         return Err(invalid(
             "a message must be a JSON object (batches are not supported)",
@@ -611,8 +622,8 @@ mod tests {
         }
     }
 
-    /// Regression (issue 13, found by review): invalid UTF-8 inside a string
-    /// that serde skips (an unknown field) passed the guard and then failed
+    /// Regression (found by review; ARCHITECTURE.md, "Hostile input"): invalid UTF-8 inside a
+    /// string that serde skips (an unknown field) passed the guard and then failed
     /// tower-lsp-server's `str::from_utf8`, which ends its input stream: the server stopped.
     #[test]
     fn invalid_utf8_in_a_skipped_field_is_answered_not_passed() {
@@ -630,7 +641,7 @@ mod tests {
         assert!(message.contains("UTF-8"), "{message}");
     }
 
-    /// Regression (fuzz target `editor_frames`, issue 13): nesting near serde_json's limit
+    /// Regression (fuzz target `editor_frames`): nesting near serde_json's limit
     /// in an unknown field decodes straight into `Request` (the field is skipped) but not
     /// into tower-lsp-server's untagged `Message`, which buffers it first.
     #[test]

@@ -5,9 +5,9 @@ using System.IO;
 namespace Tether.Client.Core
 {
     /// <summary>
-    /// Finds the <c>tether</c> executable (issue 6: "the path from a setting, else the bundled
-    /// binary or PATH"). A configured path that does not exist is an error, never silently
-    /// replaced by another binary.
+    /// Finds the <c>tether</c> executable (README.md, "Editor set-up": the path from a setting,
+    /// else the bundled binary or PATH). A configured path that does not exist is an error,
+    /// never silently replaced by another binary.
     /// </summary>
     public static class ServerLocator
     {

@@ -5,7 +5,7 @@ using Tether.Client.Core.Protocol;
 namespace Tether.VisualStudio
 {
     /// <summary>
-    /// Tools › Options › Tether › General (issue 6 settings; R-UI-5 "Persist session between
+    /// Tools › Options › Tether › General (R-UI-5 "Persist session between
     /// restarts", "Encrypt saved session"). Sent to the server as <c>initializationOptions</c>, so a
     /// change takes effect when the server next starts (restart Visual Studio or reload the solution).
     /// </summary>

@@ -1,5 +1,5 @@
 /**
- * When the extension sends `session/persist` (R-UI-4, R-STORE-10; issue 6).
+ * When the extension sends `session/persist` (R-UI-4, R-STORE-10).
  *
  * - `timer`: every `intervalMs` (30 s) while a session is active, and only when the snapshot
  *   changed since the last acknowledged save (R-UI-4: a periodic save every 30

@@ -1,7 +1,8 @@
 /**
- * Which `tether` executable to start: the `tether.serverPath` setting, else the binary bundled
- * in the extension's `bin/`, else `tether` on `PATH` (issue 6). A configured path that is not
- * an executable file is an error, not a silent fall-through: the user asked for that binary.
+ * Which `tether` executable to start: the `tether.serverPath` setting, else the binary bundled in
+ * the extension's `bin/`, else `tether` on `PATH` (README.md, "Editor set-up"). A configured path
+ * that is not an executable file is an error, not a silent fall-through: the user asked for that
+ * binary.
  */
 import { accessSync, constants, statSync } from 'node:fs';
 import * as path from 'node:path';

@@ -1,7 +1,7 @@
 /**
  * `session/status` → what the status bar item and the progress notification say.
  *
- * Texts come from issue 6 and R-RESUME-9 ("Resuming…" status during retries): "Resuming… attempt
+ * Texts come from R-RESUME-9 ("Resuming…" status during retries): "Resuming… attempt
  * 2 of 3", "Rate limited, resuming in 40 s". A waiting state counts down: the view is computed
  * from the time the status arrived and the current time of an injected clock, so the UI layer
  * only has to re-render once a second.

@@ -55,7 +55,7 @@ function harness() {
   return { timers, saves, errors, state, scheduler };
 }
 
-describe('PersistScheduler (R-UI-4, issue 6)', () => {
+describe('PersistScheduler (R-UI-4)', () => {
   it('saves with trigger timer every 30 s while a session is active, and only when something changed', async () => {
     const { timers, saves, state, scheduler } = harness();
     scheduler.start();

@@ -23,7 +23,7 @@ const echo = (sessionId: string, text: string, seq: number) => ({
 });
 
 
-describe('re-attaching to a session live in the daemon (issue 11)', () => {
+describe('re-attaching to a session live in the daemon (R-DAEMON-4)', () => {
   it('a reloaded window resumes without afterSeq, draws the replayed running turn, and ends it on session/turnEnded', async () => {
     const { view, server, c, ui } = make({ 'session/resume': [live('s1')] });
     // The daemon replays the running turn from its prompt (the echo), before the answer.
@@ -132,7 +132,7 @@ describe('re-attaching to a session live in the daemon (issue 11)', () => {
   });
 });
 
-describe("session/restored with source: a transcript from the agent's own store (issue 14)", () => {
+describe("session/restored with source: a transcript from the agent's own store (R-HIST-3)", () => {
   const path = '/home/ada/.claude/projects/-home-ada-proj/011056c5.jsonl';
   const fromClaude = {
     sessionId: '011056c5',

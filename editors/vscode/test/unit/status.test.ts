@@ -11,7 +11,7 @@ const status = (over: Partial<StatusParams>): StatusParams => ({
   ...over,
 });
 
-describe('status texts (issue 6)', () => {
+describe('status texts (R-RESUME-9)', () => {
   it('says which attempt is running', () => {
     assert.equal(progressMessage(status({ attempt: 2 }), 0), 'Resuming… attempt 2 of 3');
   });

@@ -9,7 +9,8 @@
 //! queued (so a turn's updates still precede its answer). Nothing is parsed into an
 //! intermediate `serde_json::Value`, and nothing passes through tower-lsp-server, whose codec
 //! would parse the frame again (into an untagged enum that buffers it) before the handler's
-//! own parse (issue 10: a coalesced `session/persist` cost 2.8–3.0x a raw pipe echo).
+//! own parse (a coalesced `session/persist` cost 2.8–3.0x a raw pipe echo then;
+//! `benches/server.rs` measures both).
 //!
 //! The LSP lifecycle (`initialize`, `initialized`, `shutdown`, `exit`), responses to the
 //! server's own requests, and every frame that is not well formed are passed on to the
@@ -186,7 +187,7 @@ impl Dispatcher {
         };
         let refusal = if !self.conn.initialized() {
             Some(Error {
-                code: ErrorCode::ServerError(-32002),
+                code: ErrorCode::from(crate::protocol::code::SERVER_NOT_INITIALIZED),
                 message: "Server not initialized".into(),
                 data: None,
             })

@@ -180,7 +180,7 @@ impl Conn {
 
     fn sessions(&self) -> Result<&Arc<Hub>> {
         self.shared.sessions.get().ok_or_else(|| Error {
-            code: ErrorCode::from(-32002),
+            code: ErrorCode::from(crate::protocol::code::SERVER_NOT_INITIALIZED),
             message: "server not initialized".into(),
             data: None,
         })
@@ -190,7 +190,7 @@ impl Conn {
     /// hub's status events for this request are reported under it.
     fn renderer(&self) -> Result<&Arc<Renderer>> {
         self.shared.renderer.get().ok_or_else(|| Error {
-            code: ErrorCode::from(-32002),
+            code: ErrorCode::from(crate::protocol::code::SERVER_NOT_INITIALIZED),
             message: "server not initialized".into(),
             data: None,
         })

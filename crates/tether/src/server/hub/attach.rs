@@ -1,10 +1,10 @@
-//! The transcript an editor is sent first when it attaches to a session that is live in
-//! this hub without `afterSeq` (a new window, a second editor): issue 11 item 3, "the
-//! current transcript, then every event after the client's `afterSeq` (all of the running
-//! turn when it gives none), then live". The hub appends every prompt and answer to the
-//! cache as they happen (`turns.rs`), so the cache's window is the conversation so far;
-//! the running turn is left out of it because the event log replays that turn whole,
-//! from its prompt on.
+//! The transcript an editor is sent first when it attaches to a session that is live in this hub
+//! without `afterSeq` (a new window, a second editor): R-DAEMON-4's reattach (docs/protocol.md,
+//! `session/resume`, `afterSeq`), "the current transcript, then every event after the client's
+//! `afterSeq` (all of the running turn when it gives none), then live". The hub appends every
+//! prompt and answer to the cache as they happen (`turns.rs`), so the cache's window is the
+//! conversation so far; the running turn is left out of it because the event log replays that turn
+//! whole, from its prompt on.
 
 use serde_json::Value;
 use tether_store::{ChatRole, Workspace};

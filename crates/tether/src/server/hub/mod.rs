@@ -493,7 +493,7 @@ impl Hub {
             registry: self.registry().await?,
             hang_after: Duration::from_secs(self.config.watchdog_secs),
             // An answer to initialize / session/new / load / resume is awaited as long as
-            // silence mid-turn is (issue 13: a reply that never comes must reach the editor).
+            // silence mid-turn is (R-PROC-6; a reply that never comes must reach the editor).
             request_timeout: Duration::from_secs(self.config.watchdog_secs),
             ..AcpOptions::default()
         })

@@ -5,9 +5,9 @@ using Tether.Client.Core.Protocol;
 namespace Tether.Client.Core.Ui
 {
     /// <summary>
-    /// The status texts of issue 6 ("Resuming… attempt 2 of 3", "Rate limited, resuming in 40 s")
-    /// and their siblings. Seconds are whole and rounded up, so a wait never reads as shorter
-    /// than it is ("resuming in 1 s" until the very end).
+    /// The status texts of R-RESUME-9 ("Resuming… attempt 2 of 3", "Rate limited, resuming in
+    /// 40 s") and their siblings. Seconds are whole and rounded up, so a wait never reads as
+    /// shorter than it is ("resuming in 1 s" until the very end).
     /// </summary>
     public static class StatusText
     {

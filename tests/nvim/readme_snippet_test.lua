@@ -1,0 +1,102 @@
+-- The README's Neovim snippet, run as written: this test reads README.md, takes the Lua block
+-- between `<!-- readme-snippet:nvim:begin -->` and `<!-- readme-snippet:nvim:end -->`
+-- unchanged, runs it in a headless Neovim 0.7 (`-u NONE`, so nothing else is configured), then
+-- does what a user would: waits for the session line in tether://chat, types
+-- `:TetherPrompt …`, and reads the agent's answer back from the buffer.
+--
+-- Run by tests/nvim/run.sh, from the workspace folder (the snippet's `getcwd()`), with a PATH
+-- whose first folder holds `tether` (the binary under test) and `claude-agent-acp` (a
+-- wrapper that runs `tether scripted-agent --state-dir $TETHER_TEST_DIR/agent`), and HOME,
+-- XDG_DATA_HOME and TETHER_RUNTIME_DIR inside TETHER_TEST_DIR: the snippet's
+-- `tether serve --stdio` forwards to a daemon of the test's own, as a user's would.
+-- Environment: TETHER_BIN, TETHER_TEST_DIR, TETHER_RUNTIME_DIR, TETHER_REPO (the checkout).
+-- Exits 0 when every check passed, 1 otherwise, printing each check.
+
+local bin = assert(os.getenv("TETHER_BIN"), "TETHER_BIN is not set")
+local dir = assert(os.getenv("TETHER_TEST_DIR"), "TETHER_TEST_DIR is not set")
+local runtime = assert(os.getenv("TETHER_RUNTIME_DIR"), "TETHER_RUNTIME_DIR is not set")
+local repo = assert(os.getenv("TETHER_REPO"), "TETHER_REPO is not set")
+
+local failures, checks = 0, 0
+local function expect(ok, what)
+  checks = checks + 1
+  if ok then
+    io.stdout:write("ok   - " .. what .. "\n")
+  else
+    failures = failures + 1
+    io.stdout:write("FAIL - " .. what .. "\n")
+  end
+end
+
+local function finish()
+  io.stdout:write(string.format("%d passed, %d failed\n", checks - failures, failures))
+  vim.cmd(failures == 0 and "qall!" or "cquit! 1")
+end
+
+local function read_file(path)
+  local f = io.open(path, "r")
+  if not f then return nil end
+  local text = f:read("*a")
+  f:close()
+  return text
+end
+
+-- 1. The snippet, verbatim.
+local readme = assert(read_file(repo .. "/README.md"), "README.md is not readable")
+local begin_marker = "<!-- readme-snippet:nvim:begin -->\n```lua\n"
+local end_marker = "```\n<!-- readme-snippet:nvim:end -->"
+local from = select(2, readme:find(begin_marker, 1, true))
+local to = from and readme:find(end_marker, from, true)
+expect(from ~= nil and to ~= nil, "README.md marks its Neovim snippet as a ```lua block")
+if not (from and to) then return finish() end
+local snippet = readme:sub(from + 1, to - 1)
+local snippet_file = dir .. "/init.lua"
+local f = assert(io.open(snippet_file, "w"))
+f:write(snippet)
+f:close()
+local loaded, load_err = pcall(dofile, snippet_file)
+expect(loaded, "the snippet runs without an error" .. (loaded and "" or (": " .. tostring(load_err))))
+if not loaded then return finish() end
+
+local function chat_text()
+  local buf = vim.fn.bufnr("tether://chat")
+  if buf == -1 then return "" end
+  return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
+end
+
+local function wait_for(pattern, ms)
+  return vim.wait(ms or 30000, function() return chat_text():find(pattern, 1, true) ~= nil end, 20)
+end
+
+-- 2. It waits for `initialize`, then resumes: a workspace with nothing cached starts a session.
+expect(wait_for("[session "), "tether://chat shows the session line once the resume answers")
+local session_id, outcome = chat_text():match("%[session ([%w%-]+): (%a+)%]")
+expect(outcome == "started", "a workspace with nothing cached starts a new session (got " .. tostring(outcome) .. ")")
+expect(not chat_text():find("failed", 1, true), "nothing failed: " .. chat_text())
+
+-- 3. :TetherPrompt sends a prompt turn; the answer streams into the buffer, then the stop reason.
+local sent, send_err = pcall(vim.cmd, "TetherPrompt hello from the README")
+expect(sent, ":TetherPrompt exists and runs" .. (sent and "" or (": " .. tostring(send_err))))
+if not sent then return finish() end
+expect(vim.fn.bufwinnr(vim.fn.bufnr("tether://chat")) ~= -1, ":TetherPrompt shows tether://chat in a window")
+expect(wait_for("[end_turn]"), "the turn ends with its stop reason in the buffer")
+local text = chat_text()
+expect(text:find("> hello from the README\necho: hello from the README", 1, true) ~= nil,
+  "the agent's answer (session/update agent_message_chunk) follows the prompt in tether://chat:\n" .. text)
+
+-- 4. The agent really got the prompt: the scripted agent records every prompt it receives.
+local prompts = read_file(dir .. "/agent/prompts.jsonl") or ""
+expect(prompts:find("hello from the README", 1, true) ~= nil, "the agent received the prompt")
+
+-- 5. Through the daemon, the default: the session is live there.
+local status_out = vim.fn.system({ "env", "TETHER_RUNTIME_DIR=" .. runtime, bin, "daemon", "status", "--json" })
+local live = false
+if vim.v.shell_error == 0 then
+  local ok, status = pcall(vim.fn.json_decode, status_out)
+  for _, s in ipairs(ok and status.sessions or {}) do
+    if s.sessionId == session_id then live = true end
+  end
+end
+expect(live, "the session is live in the user's daemon (tether daemon status --json):\n" .. status_out)
+
+finish()
