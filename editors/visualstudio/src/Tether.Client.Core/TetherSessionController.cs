@@ -30,9 +30,9 @@ namespace Tether.Client.Core
     /// the transcript the shim persists, and drives <see cref="PersistScheduler"/>. The Visual
     /// Studio extension is a thin adapter around this class.
     /// </summary>
-    public sealed class TetherSessionController
+    public sealed partial class TetherSessionController
     {
-        private readonly ITetherConnection connection;
+        private ITetherConnection connection;
         private readonly ITetherUi ui;
         private readonly ILog log;
         private readonly WorkspaceRef workspace;
@@ -60,6 +60,8 @@ namespace Tether.Client.Core
             workspace = new WorkspaceRef { Root = workspaceRoot };
             Presenter = new SessionPresenter(clock);
             Transcript = new SessionTranscript(workspaceRoot, clock);
+            Conversation = new ConversationView(clock);
+            this.clock = clock;
             Persist = new PersistScheduler(clock, PersistAsync, Transcript.ToSnapshot, workspace, this.log, persistInterval);
         }
 
@@ -79,6 +81,7 @@ namespace Tether.Client.Core
         public static readonly string[] NotificationMethods =
         {
             Methods.Restored, Methods.Status, Methods.Banner, Methods.BannerCleared, Methods.Expired, Methods.Update, Methods.Telemetry,
+            Methods.TurnEnded, Methods.PermissionResolved, Methods.Reattached,
         };
 
         /// <summary>The server → client requests this controller answers.</summary>
@@ -98,26 +101,42 @@ namespace Tether.Client.Core
                         var restored = ProtocolJson.Read<Restored>(parameters);
                         lock (presenterGate) Presenter.OnRestored(restored);
                         Transcript.OnRestored(restored);
+                        OnRestoredConversation(restored);
                         break;
                     case Methods.Status:
                         var status = ProtocolJson.Read<SessionStatus>(parameters);
-                        ApplyAll(Locked(() => Presenter.OnStatus(status)));
+                        var statusIntents = Locked(() => Presenter.OnStatus(status));
+                        ApplyAll(statusIntents);
+                        OnStatusConversation(status, statusIntents);
                         break;
                     case Methods.Banner:
                         var banner = ProtocolJson.Read<Banner>(parameters);
+                        lock (bannerKinds) bannerKinds[banner.Id ?? ""] = banner;
                         ApplyAll(Locked(() => Presenter.OnBanner(banner)));
                         break;
                     case Methods.BannerCleared:
                         var cleared = ProtocolJson.Read<BannerCleared>(parameters);
                         ApplyAll(Locked(() => Presenter.OnBannerCleared(cleared)));
+                        OnBannerClearedConversation(cleared);
                         break;
                     case Methods.Expired:
                         var expired = ProtocolJson.Read<Expired>(parameters);
                         Transcript.Reset(workspace.Root);
                         ApplyAll(Locked(() => Presenter.OnExpired(expired)));
+                        OnExpiredConversation(expired);
                         break;
                     case Methods.Update:
                         Transcript.OnUpdate(parameters);
+                        OnUpdateConversation(parameters);
+                        break;
+                    case Methods.TurnEnded:
+                        OnTurnEnded(ProtocolJson.Read<TurnEnded>(parameters));
+                        break;
+                    case Methods.PermissionResolved:
+                        OnPermissionResolved(ProtocolJson.Read<PermissionResolved>(parameters));
+                        break;
+                    case Methods.Reattached:
+                        OnReattached(ProtocolJson.Read<Reattached>(parameters));
                         break;
                     case Methods.Telemetry:
                         var ev = ProtocolJson.Read<TelemetryEvent>(parameters);
@@ -152,7 +171,7 @@ namespace Tether.Client.Core
                 case Methods.RequestPermission:
                     var request = ProtocolJson.Read<PermissionRequest>(parameters);
                     var ask = Locked(() => Presenter.OnPermissionRequest(request));
-                    var chosen = await ui.AskChoiceAsync(ask).ConfigureAwait(false);
+                    var chosen = await AskPermissionAsync(request, ask).ConfigureAwait(false);
                     return SessionPresenter.PermissionAnswer(request, chosen);
                 case Methods.ShowMessageRequest:
                     var choice = SessionPresenter.OnShowMessageRequest(parameters);
@@ -193,7 +212,8 @@ namespace Tether.Client.Core
             {
                 return await ReofferRecoveryAsync(cancellationToken).ConfigureAwait(false);
             }
-            var p = new ResumeParams { Workspace = workspace, SessionId = sessionId };
+            var p = ResumeParamsFor(sessionId);
+            log.Write("session/resume " + workspace.Root + (p.SessionId != null ? " " + p.SessionId : "") + (p.AfterSeq.HasValue ? " afterSeq=" + p.AfterSeq.Value : ""));
             var result = ProtocolJson.Read<ResumeResult>(
                 await connection.RequestAsync(Methods.Resume, ProtocolJson.Write(p), cancellationToken).ConfigureAwait(false));
             return await SettleAsync(result, cancellationToken).ConfigureAwait(false);
@@ -253,7 +273,9 @@ namespace Tether.Client.Core
             {
                 lastResult = result;
                 var current = result;
-                ApplyAll(Locked(() => Presenter.OnResumeResult(current)));
+                var resultIntents = Locked(() => Presenter.OnResumeResult(current));
+                ApplyAll(resultIntents);
+                OnResultConversation(current, resultIntents);
                 if (result.Outcome == ResumeOutcome.Resumed || result.Outcome == ResumeOutcome.Started)
                 {
                     if (!string.IsNullOrEmpty(result.SessionId))
@@ -322,12 +344,35 @@ namespace Tether.Client.Core
         public async Task<JToken> PromptAsync(string sessionId, string text, CancellationToken cancellationToken)
         {
             Transcript.AddUserTurn(text);
+            Conversation.UserPrompt(text);
+            promptInFlight = sessionId;
             var p = new JObject(
                 new JProperty("sessionId", sessionId),
                 new JProperty("prompt", new JArray(new JObject(new JProperty("type", "text"), new JProperty("text", text)))));
             try
             {
-                return await connection.RequestAsync(Methods.Prompt, p, cancellationToken).ConfigureAwait(false);
+                var result = await connection.RequestAsync(Methods.Prompt, p, cancellationToken).ConfigureAwait(false);
+                promptInFlight = null;
+                var stop = result != null ? (string)(result["stopReason"] as JValue) : null;
+                // A handoff or a new session may have replaced the view's session meanwhile.
+                if (Conversation.SessionId == sessionId) Conversation.TurnEnded(stop ?? "unknown", null);
+                return result;
+            }
+            catch (JsonRpcConnectionClosedException e)
+            {
+                // Not the server's answer: the connection went. Through the daemon the turn goes
+                // on there; the next resume (ServerRestarted) brings its rest and its end.
+                promptInFlight = null;
+                log.Write("session/prompt " + sessionId + ": the connection was lost (" + e.Message + "); the turn stays open until the session is resumed");
+                Conversation.Reconnecting();
+                throw;
+            }
+            catch (Exception e)
+            {
+                promptInFlight = null;
+                var remote = e as JsonRpcRemoteException;
+                if (Conversation.SessionId == sessionId) Conversation.TurnEnded(null, remote != null ? remote.RemoteMessage : e.Message);
+                throw;
             }
             finally
             {
