@@ -188,6 +188,15 @@ namespace Tether.Client.Core
         {
             if (sessionId == null) throw new ArgumentNullException("sessionId");
             ApplyAll(Locked(() => Presenter.ClearPendingRecovery()));
+            if (sessionId != Conversation.SessionId)
+            {
+                // The window shows the picked session from now on: what the server sends of it
+                // (its transcript, or the agent's replay of its history) is drawn, not dropped
+                // as another session's.
+                Interlocked.Exchange(ref lastSeq, -1);
+                activeSessionId = null;
+                Conversation.StartedSession(sessionId, null);
+            }
             return ResumeAsync(sessionId, cancellationToken);
         }
 

@@ -87,7 +87,7 @@ namespace Tether.Client.Core.Tests
             v.Restored("s1", snap, new RestoredSource { Agent = "claude", Path = "/p/s1.jsonl", Complete = false }, true);
             v.Update(Update("s1", "{'sessionUpdate':'user_message_chunk','content':{'type':'text','text':'run it'}}", replay: true));
             Assert.AreEqual("== Tether: session s1 ==\n"
-                + "[!] Transcript read from claude's own session store, /p/s1.jsonl (its latest turns; older ones may exist): the agent has not confirmed it yet.\n"
+                + "[!] Transcript read from Claude Code's own session store, /p/s1.jsonl (its latest turns; older ones may exist): the agent has not confirmed it yet.\n"
                 + "^ 3 older turns [Load older turns]\n"
                 + "You (saved): run it\nAgent (saved): [Bash] ls\nTool call [execute] Bash: ls (done) (saved)\n  | a.txt\n"
                 + "Status: Showing the saved transcript; resuming the session\u2026\nPrompt: [Send (disabled)] [Cancel (disabled)] The session is resuming; the prompt box opens when the agent confirms it.\n",

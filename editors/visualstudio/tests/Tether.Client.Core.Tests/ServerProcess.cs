@@ -82,7 +82,7 @@ namespace Tether.Client.Core.Tests
         /// <c>auto</c>, forwarding to the per-user daemon found (or started) in
         /// <paramref name="runtimeDir"/> (a private <c>TETHER_RUNTIME_DIR</c>, so the test's daemon is its own).
         /// </summary>
-        public ServerProcess(string tetherBin, string logFile, string remote = "off", string runtimeDir = null)
+        public ServerProcess(string tetherBin, string logFile, string remote = "off", string runtimeDir = null, IDictionary<string, string> env = null)
         {
             LogFile = logFile;
             var psi = new ProcessStartInfo(tetherBin, "serve --stdio --remote=" + remote + " --log-file \"" + logFile + "\"")
@@ -95,6 +95,7 @@ namespace Tether.Client.Core.Tests
             };
             psi.EnvironmentVariables["RUST_BACKTRACE"] = "1";
             if (runtimeDir != null) psi.EnvironmentVariables["TETHER_RUNTIME_DIR"] = runtimeDir;
+            if (env != null) foreach (var kv in env) psi.EnvironmentVariables[kv.Key] = kv.Value;
             process = Process.Start(psi);
             process.ErrorDataReceived += (s, e) => { if (e.Data != null) lock (stderr) stderr.AppendLine(e.Data); };
             process.BeginErrorReadLine();

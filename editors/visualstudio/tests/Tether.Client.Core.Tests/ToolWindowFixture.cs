@@ -144,9 +144,10 @@ namespace Tether.Client.Core.Tests
 
         /// <summary>A new server wired to <paramref name="controller"/>'s handlers (null: a new controller), initialized with <paramref name="options"/>.</summary>
         protected TetherSessionController Start(JObject options, RecordingUi ui, out ServerProcess server, bool daemon = false,
-            TetherSessionController controller = null, Action<string, JToken, TetherSessionController> onNotification = null)
+            TetherSessionController controller = null, Action<string, JToken, TetherSessionController> onNotification = null,
+            IDictionary<string, string> env = null)
         {
-            server = new ServerProcess(TetherBin, Path.Combine(Temp, "server-" + Servers.Count + ".log"), daemon ? "auto" : "off", daemon ? RuntimeDir : null);
+            server = new ServerProcess(TetherBin, Path.Combine(Temp, "server-" + Servers.Count + ".log"), daemon ? "auto" : "off", daemon ? RuntimeDir : null, env);
             Servers.Add(server);
             var c = controller ?? new TetherSessionController(server.Rpc, ui, Workspace, SystemClock.Instance, server.Log);
             var s = server;

@@ -183,10 +183,60 @@ namespace Tether.Client.Core.Tests
             Assert.AreEqual("scripted \u00b7 listed by the running agent", listed.Description);
 
             // Opening it resumes it in the window.
-            var opened = server.Await(c.OpenSessionAsync(listed.SessionId, CancellationToken.None), "open the listed session");
-            Assert.AreEqual(ResumeOutcome.Resumed, opened.Outcome, server.Diagnostics());
+            var openResult = server.Await(c.OpenSessionAsync(listed.SessionId, CancellationToken.None), "open the listed session");
+            Assert.AreEqual(ResumeOutcome.Resumed, openResult.Outcome, server.Diagnostics());
             Assert.AreEqual(theirs.SessionId, c.Conversation.SessionId);
-            StringAssert.StartsWith("== Tether: session " + theirs.SessionId + " ==\n", Window(c, "opened"));
+            var opened = Window(c, "opened");
+            StringAssert.StartsWith("== Tether: session " + theirs.SessionId + " ==\n", opened);
+            AssertLinesInOrder(opened, "You: the agent's own session", "Agent: echo: the agent's own session", "Status: Session is live", "Prompt: [Send] [Cancel (disabled)]");
+            server.Shutdown();
+        }
+
+        [Test]
+        public void AClaudeCodeSessionOfTheWorkspaceIsListedWithItsSourceAndOpensWithItsTranscriptFromTheAgentsFile()
+        {
+            // A real Claude Code 2.1.330 session file (crates/tether-history/tests/fixtures), moved
+            // to this workspace's project folder of a private Claude Code store.
+            const string id = "011056c5-379b-4671-ae05-7da2d0635fdb";
+            var fixture = System.IO.Path.Combine(Binaries.RepoRoot(), "crates", "tether-history", "tests", "fixtures", "claude", "projects", "-home-user-work", id + ".jsonl");
+            var claude = System.IO.Path.Combine(Temp, "claude");
+            var project = System.IO.Path.Combine(claude, "projects", Regex.Replace(Workspace, "[^A-Za-z0-9]", "-"));
+            System.IO.Directory.CreateDirectory(project);
+            var file = System.IO.Path.Combine(project, id + ".jsonl");
+            System.IO.File.WriteAllText(file, System.IO.File.ReadAllText(fixture).Replace("/home/user/work", Workspace));
+            var env = new Dictionary<string, string> { { "HOME", System.IO.Path.Combine(Temp, "home") }, { "CLAUDE_CONFIG_DIR", claude } };
+            var agent = Scripted(Script("healthy", null));
+            agent.Env = new Dictionary<string, string>(env);
+
+            string atRestore = null;
+            var ui = new RecordingUi();
+            ui.ModalAnswers.Enqueue(SessionPresenter.NewWithHistoryChoice);
+            ServerProcess server;
+            var c = Start(Options(agent), ui, out server, env: env,
+                onNotification: (m, p, ctl) => { if (m == Methods.Restored) atRestore = ConversationText.Render(ctl.Conversation); });
+            var rows = server.Await(c.ListSessionsAsync(CancellationToken.None), "session/list all");
+            Console.WriteLine("[sessions]\n" + SessionRows.Render(rows));
+            var row = rows.SingleOrDefault(r => r.SessionId == id);
+            Assert.IsNotNull(row, "the Claude Code session of the workspace is listed:\n" + SessionRows.Render(rows) + server.Diagnostics());
+            Assert.AreEqual("claude", row.Source);
+            Assert.AreEqual("please run the fixture command", row.Label);
+            StringAssert.Contains("Claude Code's own store", row.Description);
+            StringAssert.EndsWith(" \u00b7 " + file, row.Detail);
+
+            var result = server.Await(c.OpenSessionAsync(id, CancellationToken.None), "open the Claude Code session");
+            Console.WriteLine("[window: at session/restored]\n" + atRestore);
+            Assert.IsNotNull(atRestore, "the agent's transcript is sent before the first attempt" + server.Diagnostics());
+            AssertLinesInOrder(atRestore,
+                "== Tether: session " + id + " ==",
+                "[!] Transcript read from Claude Code's own session store, " + file + ": the agent has not confirmed it yet.",
+                "You (saved): please run the fixture command");
+            StringAssert.IsMatch(@"\nTool call \[execute\] .+ \(saved\)\n", atRestore, "its tool calls");
+            // The scripted agent does not know Claude Code's id: the dialog offers to continue the
+            // conversation from the agent's file in a new session (R-HIST-5), which is chosen.
+            CollectionAssert.Contains(ui.Modals.Single().ButtonTitles.ToList(), "Continue in a New Session", server.Diagnostics());
+            Assert.AreEqual(ResumeOutcome.Started, result.Outcome, server.Diagnostics());
+            var marker = (string)server.Received(Methods.Expired).Single()["carriedOver"]["marker"];
+            AssertLinesInOrder(Window(c, "continued from the agent's file"), "== Tether: session " + result.SessionId + " ==", "Tether: " + marker, "Prompt: [Send] [Cancel (disabled)]");
             server.Shutdown();
         }
 

@@ -42,7 +42,7 @@ namespace Tether.Client.Core.Ui
         public static string StaleText(Protocol.RestoredSource source)
         {
             if (source == null) return "Saved transcript: the agent has not confirmed it yet.";
-            return "Transcript read from " + source.Agent + "'s own session store, " + source.Path
+            return "Transcript read from " + SessionRows.AgentName(source.Agent) + "'s own session store, " + source.Path
                 + (source.Complete ? "" : " (its latest turns; older ones may exist)") + ": the agent has not confirmed it yet.";
         }
 

@@ -237,6 +237,8 @@ namespace Tether.Client.Core.Ui
             {
                 live = session != null;
                 handoff = null;
+                // A replayed history (session/load) has no turn end: its last item is complete.
+                if (!busy) CloseOpen();
                 status = session != null ? new StatusLine { State = "live", Text = "Session is live" } : new StatusLine { State = "idle", Text = "No session" };
             });
         }

@@ -52,16 +52,21 @@ namespace Tether.Client.Core.Ui
         /// <summary>Where an entry comes from, in words (R-HIST-1, R-HIST-7).</summary>
         public static string SourceName(string source)
         {
-            switch (source)
+            if (source == null) return "Tether's cache";
+            if (source == "acp") return "listed by the running agent";
+            return AgentName(source) + "'s own store";
+        }
+
+        /// <summary>The product name of an agent store (<c>claude</c> → "Claude Code"; an unknown one as it is).</summary>
+        public static string AgentName(string store)
+        {
+            switch (store)
             {
-                case null: return "Tether's cache";
-                case "claude": return "Claude Code's own store";
-                case "codex": return "Codex's own store";
-                case "gemini": return "Gemini CLI's own store";
-                case "copilot": return "Copilot CLI's own store";
-                case "opencode": return "opencode's own store";
-                case "acp": return "listed by the running agent";
-                default: return source + "'s own store";
+                case "claude": return "Claude Code";
+                case "codex": return "Codex";
+                case "gemini": return "Gemini CLI";
+                case "copilot": return "Copilot CLI";
+                default: return store;
             }
         }
 
