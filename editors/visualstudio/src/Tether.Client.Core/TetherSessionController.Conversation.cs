@@ -130,6 +130,18 @@ namespace Tether.Client.Core
             return result;
         }
 
+        /// <summary>
+        /// The connection to the server ended (the host saw it close): a turn the window shows
+        /// running stays open, saying it goes on in the daemon (the next
+        /// <see cref="ServerRestartedAsync"/> settles it); otherwise the window says the server is not running.
+        /// </summary>
+        public void ConnectionLost()
+        {
+            activeSessionId = null;
+            if (Conversation.TurnRunning) Conversation.Reconnecting();
+            else Conversation.ServerStopped();
+        }
+
         /// <summary>The prompt box's Send: a prompt turn on the live session (see <see cref="PromptAsync"/>).</summary>
         /// <exception cref="InvalidOperationException">No session is live.</exception>
         public Task<JToken> SendAsync(string text, CancellationToken cancellationToken)

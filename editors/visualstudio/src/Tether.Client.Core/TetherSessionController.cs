@@ -440,6 +440,7 @@ namespace Tether.Client.Core
             if (s != null)
             {
                 Apply(s);
+                Conversation.Countdown(s.Text);
             }
             return s;
         }

@@ -125,10 +125,14 @@ namespace Tether.Client.Core.Tests
             var text = ConversationText.Render(v);
             StringAssert.Contains("? Continue with Codex now? [Continue with Codex] [Keep Waiting]\n", text);
             StringAssert.Contains("Prompt: [Send (disabled)] [Cancel (disabled)] Rate limited, resuming in 300 s. Continue with Codex now? The prompt box opens when the session is back.", text);
+            v.Countdown("Rate limited, resuming in 299 s");
+            StringAssert.Contains("Status: Rate limited, resuming in 299 s\n", ConversationText.Render(v), "the countdown reaches the window's status line");
             v.DismissHandoff();
             Assert.IsNull(v.Handoff);
             v.OnStatus(new SessionStatus { SessionId = "s1", State = SessionState.Ready }, "Session ready");
             Assert.IsTrue(v.Prompt.CanSend);
+            v.Countdown("Rate limited, resuming in 1 s");
+            Assert.AreEqual("Session ready", v.Status.Text, "no countdown outside a rate-limit wait");
             v.NeedsChoice("Previous session not found");
             Assert.AreEqual("Tether needs your choice first (see the dialog).", v.Prompt.Reason);
         }

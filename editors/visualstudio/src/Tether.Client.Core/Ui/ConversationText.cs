@@ -46,12 +46,19 @@ namespace Tether.Client.Core.Ui
                 + (source.Complete ? "" : " (its latest turns; older ones may exist)") + ": the agent has not confirmed it yet.";
         }
 
-        /// <summary>The line about older turns; empty when the conversation starts here.</summary>
+        /// <summary>The line about older turns with its button ("70 older turns [Load older turns]"); empty when the conversation starts here.</summary>
         public static string OlderText(OlderTurns o)
+        {
+            var caption = OlderCaption(o);
+            return o.State == OlderState.Available ? caption + " [Load older turns]" : caption;
+        }
+
+        /// <summary>The line about older turns without its button (the window draws the button itself).</summary>
+        public static string OlderCaption(OlderTurns o)
         {
             switch (o.State)
             {
-                case OlderState.Available: return o.Count + " older turn" + (o.Count == 1 ? "" : "s") + " [Load older turns]";
+                case OlderState.Available: return o.Count + " older turn" + (o.Count == 1 ? "" : "s");
                 case OlderState.Loading: return "Loading older turns\u2026";
                 case OlderState.Unavailable: return o.Message;
                 default: return "";
@@ -87,6 +94,18 @@ namespace Tether.Client.Core.Ui
                     foreach (var l in lines.Skip(1)) yield return "  " + l;
                     break;
             }
+        }
+
+        /// <summary>An item's header line (what the window shows in bold): the first line of <see cref="Item"/>.</summary>
+        public static string Header(ConversationItem item)
+        {
+            return Item(item).First();
+        }
+
+        /// <summary>An item's body (what the window shows under its header, selectable): the other lines of <see cref="Item"/>, unindented by two.</summary>
+        public static string Body(ConversationItem item)
+        {
+            return string.Join("\n", Item(item).Skip(1).Select(l => l.StartsWith("  ", System.StringComparison.Ordinal) ? l.Substring(2) : l));
         }
 
         /// <summary>The whole window.</summary>

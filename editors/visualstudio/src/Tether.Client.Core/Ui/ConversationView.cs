@@ -224,6 +224,15 @@ namespace Tether.Client.Core.Ui
             });
         }
 
+        /// <summary>The rate-limit countdown's refreshed text ("Rate limited, resuming in 39 s"); ignored unless the status line shows a rate-limit wait.</summary>
+        public void Countdown(string text)
+        {
+            Change(() =>
+            {
+                if (status.State == "rateLimited" && !string.IsNullOrEmpty(text)) status = new StatusLine { State = status.State, Text = text };
+            });
+        }
+
         /// <summary>The user declined the handoff offer ("Keep Waiting"): it goes until the server offers it again.</summary>
         public void DismissHandoff()
         {
