@@ -387,6 +387,11 @@ namespace Tether.Client.Core
             var r = ProtocolJson.Read<ClearResult>(
                 await connection.RequestAsync(Methods.Clear, ProtocolJson.Write(p), cancellationToken).ConfigureAwait(false));
             Persist.Deactivate();
+            if (r.Removed > 0 && Memory != null)
+            {
+                // The remembered session may be gone with them: a restart resumes the most recent again.
+                try { Memory.Set(null); } catch (Exception e) { log.Write("could not forget the window's session: " + e.Message); }
+            }
             Apply(new ShowInfo
             {
                 Severity = Severity.Info,

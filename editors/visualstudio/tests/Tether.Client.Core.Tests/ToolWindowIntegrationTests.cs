@@ -326,6 +326,43 @@ namespace Tether.Client.Core.Tests
             server.Shutdown();
         }
 
+        [Test]
+        public void WhenTheDaemonDiesTheForwarderReattachesTheSessionAndTheWindowGoesOn()
+        {
+            var options = Options(Scripted(Script("healthy", null)));
+            ServerProcess server;
+            var c = Start(options, new RecordingUi(), out server, daemon: true);
+            var started = server.Await(c.ResumeAsync(null, CancellationToken.None), "session/resume");
+            server.Await(c.SendAsync("hello", CancellationToken.None), "session/prompt");
+
+            // The daemon is killed (SIGKILL, by its pid from `tether daemon status --json`).
+            var psi = new System.Diagnostics.ProcessStartInfo(TetherBin, "daemon status --json") { UseShellExecute = false, RedirectStandardOutput = true };
+            psi.EnvironmentVariables["TETHER_RUNTIME_DIR"] = RuntimeDir;
+            int pid;
+            using (var p = System.Diagnostics.Process.Start(psi))
+            {
+                var json = JObject.Parse(p.StandardOutput.ReadToEnd());
+                p.WaitForExit(30000);
+                pid = (int)json["pid"];
+            }
+            using (var kill = System.Diagnostics.Process.Start(new System.Diagnostics.ProcessStartInfo("kill", "-KILL " + pid) { UseShellExecute = false }))
+            {
+                kill.WaitForExit(30000);
+            }
+
+            // The forwarder starts a new daemon, resumes the session there and says so.
+            WaitFor(c, v => server.Received(Methods.Reattached).Count > 0 && v.Status.State == "live", "session/reattached and the session live again", server);
+            var reattached = server.Received(Methods.Reattached).Single();
+            Assert.AreEqual(started.SessionId, (string)reattached["sessionId"], server.Diagnostics());
+            Assert.AreEqual("resumed", (string)reattached["result"]["outcome"], server.Diagnostics());
+            Assert.IsNull(c.LastSeq, "the new daemon numbers its events from 1: no afterSeq from the old one");
+            AssertLinesInOrder(Window(c, "reattached"), "You (saved): hello", "Agent (saved): echo: hello", "Status: Session is live", "Prompt: [Send] [Cancel (disabled)]");
+
+            server.Await(c.SendAsync("again", CancellationToken.None), "session/prompt on the new daemon");
+            AssertLinesInOrder(Window(c, "after a prompt on the new daemon"), "Agent (saved): echo: hello", "You: again", "Agent: echo: again");
+            server.Shutdown();
+        }
+
         /// <summary>A scripted agent whose first prompt streams <paramref name="count"/> numbered chunks ("1\n", "2\n", …) at 25 a second.</summary>
         private string Streaming(int count)
         {
