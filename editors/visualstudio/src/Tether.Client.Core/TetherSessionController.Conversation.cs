@@ -37,6 +37,8 @@ namespace Tether.Client.Core
         private readonly Dictionary<int, TaskCompletionSource<string>> permissionWaiters = new Dictionary<int, TaskCompletionSource<string>>();
         private int permissionCounter;
         private volatile string promptInFlight;
+        /// <summary>The session whose turn the window showed running when the connection was lost; cleared by its <c>session/turnEnded</c>.</summary>
+        private string detachedTurn;
         private volatile string activeSessionId;
         private long lastSeq = -1;
 
@@ -107,25 +109,27 @@ namespace Tether.Client.Core
             connection = next;
             activeSessionId = null;
             promptInFlight = null;
+            if (Conversation.TurnRunning) Interlocked.CompareExchange(ref detachedTurn, Conversation.SessionId, null);
             Persist.Deactivate();
             ApplyAll(Locked(() => Presenter.ClearPendingRecovery()));
             var result = await ResumeAsync(null, cancellationToken).ConfigureAwait(false);
-            var sid = Conversation.SessionId;
-            if (Conversation.TurnRunning && sid != null)
+            var sid = Volatile.Read(ref detachedTurn);
+            if (sid == null) return result;
+            bool running = false;
+            if (result.Outcome == ResumeOutcome.Resumed && result.SessionId == sid)
             {
-                bool running = false;
-                if (result.Outcome == ResumeOutcome.Resumed && result.SessionId == sid)
-                {
-                    var list = ProtocolJson.Read<ListResult>(await connection.RequestAsync(
-                        Methods.List, ProtocolJson.Write(new ListParams { Workspace = workspace }), cancellationToken).ConfigureAwait(false));
-                    running = list.Sessions != null && list.Sessions.Any(s => s.SessionId == sid && s.Live && s.TurnRunning);
-                }
-                // A session/turnEnded that came before the list's answer has already ended the turn.
-                if (!running && Conversation.TurnRunning)
-                {
-                    log.Write("the turn of " + sid + " did not survive: " + TurnLost);
-                    Conversation.TurnEnded(null, TurnLost);
-                }
+                var list = ProtocolJson.Read<ListResult>(await connection.RequestAsync(
+                    Methods.List, ProtocolJson.Write(new ListParams { Workspace = workspace }), cancellationToken).ConfigureAwait(false));
+                running = list.Sessions != null && list.Sessions.Any(s => s.SessionId == sid && s.Live && s.TurnRunning);
+            }
+            // A session/turnEnded that came before the list's answer has already cleared detachedTurn.
+            if (!running && Interlocked.CompareExchange(ref detachedTurn, null, sid) == sid)
+            {
+                log.Write("the turn of " + sid + " did not survive: " + TurnLost);
+                // The resume may have redrawn the saved transcript (an in-process server), which
+                // holds the prompt but not the lost answer: the window says what happened either way.
+                if (Conversation.TurnRunning) Conversation.TurnEnded(null, TurnLost);
+                else if (Conversation.SessionId == sid) Conversation.Note("The prompt failed: " + TurnLost);
             }
             return result;
         }
@@ -138,7 +142,11 @@ namespace Tether.Client.Core
         public void ConnectionLost()
         {
             activeSessionId = null;
-            if (Conversation.TurnRunning) Conversation.Reconnecting();
+            if (Conversation.TurnRunning)
+            {
+                Volatile.Write(ref detachedTurn, Conversation.SessionId);
+                Conversation.Reconnecting();
+            }
             else Conversation.ServerStopped();
         }
 
@@ -335,6 +343,7 @@ namespace Tether.Client.Core
             var shown = Conversation.SessionId;
             if (shown != null && ended.SessionId != shown) return;
             if (ended.Seq.HasValue) NoteSeq(new JValue(ended.Seq.Value));
+            Interlocked.CompareExchange(ref detachedTurn, null, ended.SessionId);
             // This window's own prompt is ended by its answer; this ends a turn it did not send
             // (another editor's, or its own from before a restart, replayed by the daemon).
             if (promptInFlight == ended.SessionId || !Conversation.TurnRunning) return;

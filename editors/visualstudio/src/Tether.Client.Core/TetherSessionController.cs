@@ -363,6 +363,7 @@ namespace Tether.Client.Core
                 // Not the server's answer: the connection went. Through the daemon the turn goes
                 // on there; the next resume (ServerRestarted) brings its rest and its end.
                 promptInFlight = null;
+                if (Conversation.SessionId == sessionId) Volatile.Write(ref detachedTurn, sessionId);
                 log.Write("session/prompt " + sessionId + ": the connection was lost (" + e.Message + "); the turn stays open until the session is resumed");
                 Conversation.Reconnecting();
                 throw;

@@ -327,6 +327,58 @@ namespace Tether.Client.Core.Tests
         }
 
         [Test]
+        public void TwoWindowsOnOneDaemonSessionSeeEachOthersTurnAndEitherCanCancelIt()
+        {
+            const int count = 2000;
+            var options = Options(Scripted(Streaming(count)));
+            ServerProcess a, b;
+            var ca = Start(options, new RecordingUi(), out a, daemon: true);
+            var started = a.Await(ca.ResumeAsync(null, CancellationToken.None), "session/resume (A)");
+            var cb = Start(options, new RecordingUi(), out b, daemon: true);
+            var attached = b.Await(cb.ResumeAsync(started.SessionId, CancellationToken.None), "session/resume (B, the same session)");
+            Assert.AreEqual(ResumeOutcome.Resumed, attached.Outcome, b.Diagnostics());
+
+            var turn = ca.SendAsync("count", CancellationToken.None);
+            WaitFor(cb, v => Numbers(cb).Count >= 5, "A's turn streaming in B's window", b);
+            var seen = Window(cb, "B while A's turn runs");
+            AssertLinesInOrder(seen, "You: count", "Agent \u2026: 1");
+            StringAssert.Contains("Prompt: [Send (disabled)] [Cancel] The agent is answering; Cancel stops the turn.", seen, "B may cancel A's turn");
+
+            b.Await(cb.CancelTurnAsync().ContinueWith(t => true), "session/cancel from B");
+            Assert.AreEqual("cancelled", (string)a.Await(turn, "A's prompt")["stopReason"], a.Diagnostics());
+            WaitFor(cb, v => !v.TurnRunning, "session/turnEnded in B", b);
+            AssertLinesInOrder(Window(cb, "B after the cancel"), "You: count", "Tether: Turn cancelled.", "Prompt: [Send] [Cancel (disabled)]");
+            AssertLinesInOrder(Window(ca, "A after the cancel"), "You: count", "Tether: Turn cancelled.", "Prompt: [Send] [Cancel (disabled)]");
+            Assert.Less(Numbers(cb).Count, count, "the turn stopped before its end");
+            CollectionAssert.AreEqual(Enumerable.Range(1, Numbers(cb).Count).ToList(), Numbers(cb), "B drew each update once, in order");
+            a.Shutdown();
+            b.Shutdown();
+        }
+
+        [Test]
+        public void ATurnLostWithAnInProcessServerIsClosedSayingSoAfterTheRestart()
+        {
+            const int count = 2000;
+            var options = Options(Scripted(Streaming(count)));
+            ServerProcess first;
+            var c = Start(options, new RecordingUi(), out first);
+            first.Await(c.ResumeAsync(null, CancellationToken.None), "session/resume");
+            var turn = c.SendAsync("count", CancellationToken.None);
+            WaitFor(c, v => Numbers(c).Count >= 5, "the first updates", first);
+            first.Kill();
+            Assert.IsTrue(turn.ContinueWith(t => t.IsFaulted).Wait(ServerProcess.Timeout), "the prompt's connection ended");
+            Assert.IsTrue(c.Conversation.TurnRunning, "until the server says otherwise the turn may go on (in a daemon)");
+
+            // Without a daemon the turn died with its server: the restarted server says it does not run it.
+            ServerProcess second;
+            Start(options, new RecordingUi(), out second, controller: c);
+            second.Await(c.ServerRestartedAsync(second.Rpc, CancellationToken.None), "resume after the restart");
+            Assert.IsFalse(c.Conversation.TurnRunning, second.Diagnostics());
+            StringAssert.Contains("Tether: The prompt failed: " + TetherSessionController.TurnLost, Window(c, "after the restart"));
+            second.Shutdown();
+        }
+
+        [Test]
         public void WhenTheDaemonDiesTheForwarderReattachesTheSessionAndTheWindowGoesOn()
         {
             var options = Options(Scripted(Script("healthy", null)));

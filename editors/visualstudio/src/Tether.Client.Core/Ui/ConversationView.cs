@@ -233,6 +233,16 @@ namespace Tether.Client.Core.Ui
             });
         }
 
+        /// <summary>Adds a line of Tether's own at the end of the conversation.</summary>
+        public void Note(string text)
+        {
+            Change(() =>
+            {
+                CloseOpen();
+                Add(new ConversationItem { Id = NextId("s"), Kind = ItemKind.Status, Text = text });
+            });
+        }
+
         /// <summary>The user declined the handoff offer ("Keep Waiting"): it goes until the server offers it again.</summary>
         public void DismissHandoff()
         {
