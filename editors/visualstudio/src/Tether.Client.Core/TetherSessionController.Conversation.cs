@@ -41,6 +41,8 @@ namespace Tether.Client.Core
         private string detachedTurn;
         private volatile string activeSessionId;
         private long lastSeq = -1;
+        /// <summary>The session id last given to (or found in) <see cref="Memory"/>: updates do not touch the settings store again.</summary>
+        private volatile string remembered;
 
         /// <summary>The tool window's view model.</summary>
         public ConversationView Conversation { get; private set; }
@@ -404,10 +406,11 @@ namespace Tether.Client.Core
 
         private void Remember(string sessionId)
         {
-            if (Memory == null || sessionId == null) return;
+            if (Memory == null || sessionId == null || sessionId == remembered) return;
             try
             {
                 if (Memory.Get() != sessionId) Memory.Set(sessionId);
+                remembered = sessionId;
             }
             catch (Exception e)
             {

@@ -391,7 +391,7 @@ namespace Tether.Client.Core
             if (r.Removed > 0 && Memory != null)
             {
                 // The remembered session may be gone with them: a restart resumes the most recent again.
-                try { Memory.Set(null); } catch (Exception e) { log.Write("could not forget the window's session: " + e.Message); }
+                try { Memory.Set(null); remembered = null; } catch (Exception e) { log.Write("could not forget the window's session: " + e.Message); }
             }
             Apply(new ShowInfo
             {

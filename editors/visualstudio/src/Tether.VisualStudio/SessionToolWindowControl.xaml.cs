@@ -28,6 +28,8 @@ namespace Tether.VisualStudio
         public SessionToolWindowControl()
         {
             InitializeComponent();
+            // Permission questions are asked inline while the window is shown, else as a dialog.
+            IsVisibleChanged += (s, e) => { if (controller != null) controller.AskPermissionsInline = IsVisible; };
             StatusLine.Text = "The Tether server is not running yet; it starts with the first code file you open.";
             SendButton.IsEnabled = false;
             CancelButton.IsEnabled = false;
@@ -40,7 +42,7 @@ namespace Tether.VisualStudio
             if (controller != null) controller.Conversation.Changed -= OnChanged;
             controller = c;
             if (c == null) return;
-            c.AskPermissionsInline = true;
+            c.AskPermissionsInline = IsVisible;
             c.Conversation.Changed += OnChanged;
             Refresh();
         }

@@ -430,7 +430,8 @@ namespace Tether.Client.Core.Tests
         [Test]
         public void AfterAVisualStudioRestartTheRunningTurnContinuesInTheWindowEveryUpdateOnce()
         {
-            const int count = 75;
+            // 10 s at 25 a second: still running when the restarted window attaches, even on a loaded machine.
+            const int count = 250;
             var options = Options(Scripted(Streaming(count)));
             var memory = new MemoryStore();
             ServerProcess first;
@@ -463,7 +464,8 @@ namespace Tether.Client.Core.Tests
         [Test]
         public void AfterTheServerRestartsTheWindowResumesAfterTheLastEventItDrewEveryUpdateOnce()
         {
-            const int count = 75;
+            // 10 s at 25 a second: still running when the restarted window attaches, even on a loaded machine.
+            const int count = 250;
             var options = Options(Scripted(Streaming(count)));
             ServerProcess first;
             var c = Start(options, new RecordingUi(), out first, daemon: true);
