@@ -462,6 +462,36 @@ namespace Tether.Client.Core.Tests
         }
 
         [Test]
+        public void APermissionQuestionLeftOpenWhenVisualStudioExitedIsAskedInTheRestartedWindow()
+        {
+            var options = Options(Scripted(Script("permission", new JArray(Fault("session/prompt", new JObject(new JProperty("kind", "permission")))))));
+            var memory = new MemoryStore();
+            ServerProcess first;
+            var c1 = Start(options, new RecordingUi(), out first, daemon: true);
+            c1.Memory = memory;
+            c1.AskPermissionsInline = true;
+            var started = first.Await(c1.ResumeAsync(null, CancellationToken.None), "session/resume");
+            var turn = c1.SendAsync("edit it", CancellationToken.None);
+            WaitFor(c1, v => v.Permission != null, "the question in the first window", first);
+            first.Kill();
+            Assert.IsTrue(turn.ContinueWith(t => t.IsFaulted).Wait(ServerProcess.Timeout), "the prompt's connection ended");
+
+            // The daemon holds the question (R-DAEMON-6) and asks the window that attaches next.
+            ServerProcess second;
+            var c2 = Start(options, new RecordingUi(), out second, daemon: true);
+            c2.Memory = memory;
+            c2.AskPermissionsInline = true;
+            var resumed = second.Await(c2.ResumeAsync(null, CancellationToken.None), "session/resume after the restart");
+            Assert.AreEqual(started.SessionId, resumed.SessionId, second.Diagnostics());
+            WaitFor(c2, v => v.Permission != null, "the held question in the restarted window", second);
+            AssertLinesInOrder(Window(c2, "restarted, asking"), "You: edit it", "? The agent asks for permission: Edit file [other] [Allow] [Reject]");
+            c2.AnswerPermission(c2.Conversation.Permission.Key, "allow");
+            WaitFor(c2, v => !v.TurnRunning, "the turn's end", second);
+            AssertLinesInOrder(Window(c2, "restarted, answered"), "You: edit it", "Agent: permission: allow", "Prompt: [Send] [Cancel (disabled)]");
+            second.Shutdown();
+        }
+
+        [Test]
         public void AfterTheServerRestartsTheWindowResumesAfterTheLastEventItDrewEveryUpdateOnce()
         {
             // 10 s at 25 a second: still running when the restarted window attaches, even on a loaded machine.
