@@ -27,8 +27,10 @@ namespace Tether.Client.Core
     /// The whole client side of a Tether session in one place, independent of any editor: routes
     /// server notifications and requests through <see cref="SessionPresenter"/> to an
     /// <see cref="ITetherUi"/>, runs resume → recovery dialog → <c>session/recoveryChoice</c>, keeps
-    /// the transcript the shim persists, and drives <see cref="PersistScheduler"/>. The Visual
-    /// Studio extension is a thin adapter around this class.
+    /// the transcript the shim persists, drives <see cref="PersistScheduler"/>, and feeds the tool
+    /// window's view model (<see cref="Conversation"/>; its commands are in
+    /// TetherSessionController.Conversation.cs). The Visual Studio extension is a thin adapter
+    /// around this class.
     /// </summary>
     public sealed partial class TetherSessionController
     {
@@ -336,9 +338,12 @@ namespace Tether.Client.Core
 
         /// <summary>
         /// A prompt turn (<c>session/prompt</c> with one text block): records the user's turn in the
-        /// transcript the shim persists, waits for the stop reason (the reply streams as
-        /// <c>session/update</c>), and completes the turn. Returns the result object
-        /// (<c>{stopReason, stale?}</c>).
+        /// transcript the shim persists and in the window (<see cref="Conversation"/>), waits for
+        /// the stop reason (the reply streams as <c>session/update</c>), and completes the turn (a
+        /// stop other than <c>end_turn</c>, or the server's error, gets a line in the window).
+        /// When the connection is lost instead, the turn stays open in the window: through the
+        /// daemon it goes on, and <see cref="ServerRestartedAsync"/> settles it. Returns the result
+        /// object (<c>{stopReason, stale?}</c>).
         /// </summary>
         /// <exception cref="JsonRpcRemoteException">The server rejected the prompt (e.g. -32002, session not live).</exception>
         public async Task<JToken> PromptAsync(string sessionId, string text, CancellationToken cancellationToken)
