@@ -72,6 +72,11 @@ mcs -nologo -target:library -langversion:7 -warnaserror+ -debug \
   -r:"$newtonsoft" -r:"$nunit" -r:"$out/Tether.Client.Core.dll" -r:System.Core.dll \
   -out:"$out/Tether.Client.Core.Tests.dll" \
   -recurse:"$here/tests/Tether.Client.Core.Tests/*.cs" || die "Tether.Client.Core.Tests does not compile"
+log "compiling Tether.TestAgent (the integration tests' ACP agent of thoughts, plans, tool calls, diffs)"
+mcs -nologo -target:exe -langversion:7 -warnaserror+ -debug \
+  -r:"$newtonsoft" -r:System.Core.dll \
+  -out:"$out/Tether.TestAgent.exe" \
+  -recurse:"$here/tests/Tether.TestAgent/*.cs" || die "Tether.TestAgent does not compile"
 cp -f "$newtonsoft" "$nunit" "$out/"
 
 # --- 4. Test --------------------------------------------------------------------------------

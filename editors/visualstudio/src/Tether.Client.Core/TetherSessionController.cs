@@ -27,12 +27,14 @@ namespace Tether.Client.Core
     /// The whole client side of a Tether session in one place, independent of any editor: routes
     /// server notifications and requests through <see cref="SessionPresenter"/> to an
     /// <see cref="ITetherUi"/>, runs resume → recovery dialog → <c>session/recoveryChoice</c>, keeps
-    /// the transcript the shim persists, and drives <see cref="PersistScheduler"/>. The Visual
-    /// Studio extension is a thin adapter around this class.
+    /// the transcript the shim persists, drives <see cref="PersistScheduler"/>, and feeds the tool
+    /// window's view model (<see cref="Conversation"/>; its commands are in
+    /// TetherSessionController.Conversation.cs). The Visual Studio extension is a thin adapter
+    /// around this class.
     /// </summary>
-    public sealed class TetherSessionController
+    public sealed partial class TetherSessionController
     {
-        private readonly ITetherConnection connection;
+        private ITetherConnection connection;
         private readonly ITetherUi ui;
         private readonly ILog log;
         private readonly WorkspaceRef workspace;
@@ -60,6 +62,8 @@ namespace Tether.Client.Core
             workspace = new WorkspaceRef { Root = workspaceRoot };
             Presenter = new SessionPresenter(clock);
             Transcript = new SessionTranscript(workspaceRoot, clock);
+            Conversation = new ConversationView(clock);
+            this.clock = clock;
             Persist = new PersistScheduler(clock, PersistAsync, Transcript.ToSnapshot, workspace, this.log, persistInterval);
         }
 
@@ -79,6 +83,7 @@ namespace Tether.Client.Core
         public static readonly string[] NotificationMethods =
         {
             Methods.Restored, Methods.Status, Methods.Banner, Methods.BannerCleared, Methods.Expired, Methods.Update, Methods.Telemetry,
+            Methods.TurnEnded, Methods.PermissionResolved, Methods.Reattached,
         };
 
         /// <summary>The server → client requests this controller answers.</summary>
@@ -98,26 +103,42 @@ namespace Tether.Client.Core
                         var restored = ProtocolJson.Read<Restored>(parameters);
                         lock (presenterGate) Presenter.OnRestored(restored);
                         Transcript.OnRestored(restored);
+                        OnRestoredConversation(restored);
                         break;
                     case Methods.Status:
                         var status = ProtocolJson.Read<SessionStatus>(parameters);
-                        ApplyAll(Locked(() => Presenter.OnStatus(status)));
+                        var statusIntents = Locked(() => Presenter.OnStatus(status));
+                        ApplyAll(statusIntents);
+                        OnStatusConversation(status, statusIntents);
                         break;
                     case Methods.Banner:
                         var banner = ProtocolJson.Read<Banner>(parameters);
+                        lock (bannerKinds) bannerKinds[banner.Id ?? ""] = banner;
                         ApplyAll(Locked(() => Presenter.OnBanner(banner)));
                         break;
                     case Methods.BannerCleared:
                         var cleared = ProtocolJson.Read<BannerCleared>(parameters);
                         ApplyAll(Locked(() => Presenter.OnBannerCleared(cleared)));
+                        OnBannerClearedConversation(cleared);
                         break;
                     case Methods.Expired:
                         var expired = ProtocolJson.Read<Expired>(parameters);
                         Transcript.Reset(workspace.Root);
                         ApplyAll(Locked(() => Presenter.OnExpired(expired)));
+                        OnExpiredConversation(expired);
                         break;
                     case Methods.Update:
                         Transcript.OnUpdate(parameters);
+                        OnUpdateConversation(parameters);
+                        break;
+                    case Methods.TurnEnded:
+                        OnTurnEnded(ProtocolJson.Read<TurnEnded>(parameters));
+                        break;
+                    case Methods.PermissionResolved:
+                        OnPermissionResolved(ProtocolJson.Read<PermissionResolved>(parameters));
+                        break;
+                    case Methods.Reattached:
+                        OnReattached(ProtocolJson.Read<Reattached>(parameters));
                         break;
                     case Methods.Telemetry:
                         var ev = ProtocolJson.Read<TelemetryEvent>(parameters);
@@ -152,7 +173,7 @@ namespace Tether.Client.Core
                 case Methods.RequestPermission:
                     var request = ProtocolJson.Read<PermissionRequest>(parameters);
                     var ask = Locked(() => Presenter.OnPermissionRequest(request));
-                    var chosen = await ui.AskChoiceAsync(ask).ConfigureAwait(false);
+                    var chosen = await AskPermissionAsync(request, ask).ConfigureAwait(false);
                     return SessionPresenter.PermissionAnswer(request, chosen);
                 case Methods.ShowMessageRequest:
                     var choice = SessionPresenter.OnShowMessageRequest(parameters);
@@ -193,7 +214,8 @@ namespace Tether.Client.Core
             {
                 return await ReofferRecoveryAsync(cancellationToken).ConfigureAwait(false);
             }
-            var p = new ResumeParams { Workspace = workspace, SessionId = sessionId };
+            var p = ResumeParamsFor(sessionId);
+            log.Write("session/resume " + workspace.Root + (p.SessionId != null ? " " + p.SessionId : "") + (p.AfterSeq.HasValue ? " afterSeq=" + p.AfterSeq.Value : ""));
             var result = ProtocolJson.Read<ResumeResult>(
                 await connection.RequestAsync(Methods.Resume, ProtocolJson.Write(p), cancellationToken).ConfigureAwait(false));
             return await SettleAsync(result, cancellationToken).ConfigureAwait(false);
@@ -253,7 +275,9 @@ namespace Tether.Client.Core
             {
                 lastResult = result;
                 var current = result;
-                ApplyAll(Locked(() => Presenter.OnResumeResult(current)));
+                var resultIntents = Locked(() => Presenter.OnResumeResult(current));
+                ApplyAll(resultIntents);
+                OnResultConversation(current, resultIntents);
                 if (result.Outcome == ResumeOutcome.Resumed || result.Outcome == ResumeOutcome.Started)
                 {
                     if (!string.IsNullOrEmpty(result.SessionId))
@@ -314,20 +338,47 @@ namespace Tether.Client.Core
 
         /// <summary>
         /// A prompt turn (<c>session/prompt</c> with one text block): records the user's turn in the
-        /// transcript the shim persists, waits for the stop reason (the reply streams as
-        /// <c>session/update</c>), and completes the turn. Returns the result object
-        /// (<c>{stopReason, stale?}</c>).
+        /// transcript the shim persists and in the window (<see cref="Conversation"/>), waits for
+        /// the stop reason (the reply streams as <c>session/update</c>), and completes the turn (a
+        /// stop other than <c>end_turn</c>, or the server's error, gets a line in the window).
+        /// When the connection is lost instead, the turn stays open in the window: through the
+        /// daemon it goes on, and <see cref="ServerRestartedAsync"/> settles it. Returns the result
+        /// object (<c>{stopReason, stale?}</c>).
         /// </summary>
         /// <exception cref="JsonRpcRemoteException">The server rejected the prompt (e.g. -32002, session not live).</exception>
         public async Task<JToken> PromptAsync(string sessionId, string text, CancellationToken cancellationToken)
         {
             Transcript.AddUserTurn(text);
+            Conversation.UserPrompt(text);
+            promptInFlight = sessionId;
             var p = new JObject(
                 new JProperty("sessionId", sessionId),
                 new JProperty("prompt", new JArray(new JObject(new JProperty("type", "text"), new JProperty("text", text)))));
             try
             {
-                return await connection.RequestAsync(Methods.Prompt, p, cancellationToken).ConfigureAwait(false);
+                var result = await connection.RequestAsync(Methods.Prompt, p, cancellationToken).ConfigureAwait(false);
+                promptInFlight = null;
+                var stop = result != null ? (string)(result["stopReason"] as JValue) : null;
+                // A handoff or a new session may have replaced the view's session meanwhile.
+                if (Conversation.SessionId == sessionId) Conversation.TurnEnded(stop ?? "unknown", null);
+                return result;
+            }
+            catch (JsonRpcConnectionClosedException e)
+            {
+                // Not the server's answer: the connection went. Through the daemon the turn goes
+                // on there; the next resume (ServerRestarted) brings its rest and its end.
+                promptInFlight = null;
+                if (Conversation.SessionId == sessionId) Volatile.Write(ref detachedTurn, sessionId);
+                log.Write("session/prompt " + sessionId + ": the connection was lost (" + e.Message + "); the turn stays open until the session is resumed");
+                Conversation.Reconnecting();
+                throw;
+            }
+            catch (Exception e)
+            {
+                promptInFlight = null;
+                var remote = e as JsonRpcRemoteException;
+                if (Conversation.SessionId == sessionId) Conversation.TurnEnded(null, remote != null ? remote.RemoteMessage : e.Message);
+                throw;
             }
             finally
             {
@@ -342,6 +393,11 @@ namespace Tether.Client.Core
             var r = ProtocolJson.Read<ClearResult>(
                 await connection.RequestAsync(Methods.Clear, ProtocolJson.Write(p), cancellationToken).ConfigureAwait(false));
             Persist.Deactivate();
+            if (r.Removed > 0 && Memory != null)
+            {
+                // The remembered session may be gone with them: a restart resumes the most recent again.
+                try { Memory.Set(null); remembered = null; } catch (Exception e) { log.Write("could not forget the window's session: " + e.Message); }
+            }
             Apply(new ShowInfo
             {
                 Severity = Severity.Info,
@@ -395,6 +451,7 @@ namespace Tether.Client.Core
             if (s != null)
             {
                 Apply(s);
+                Conversation.Countdown(s.Text);
             }
             return s;
         }

@@ -22,5 +22,11 @@ namespace Tether.VisualStudio
 
         /// <summary>"Tether: Show Logs".</summary>
         public const int ShowLogs = 0x0102;
+
+        /// <summary>"Tether: Open Session Window".</summary>
+        public const int OpenSessionWindow = 0x0103;
+
+        /// <summary>The tool window (<see cref="SessionToolWindow"/>).</summary>
+        public const string ToolWindowGuidString = "5f0c8e2a-7b1d-4e6a-9c3f-2d8b7a41e5c6";
     }
 }

@@ -38,6 +38,7 @@ namespace Tether.VisualStudio
         private readonly TetherMessageTarget target;
         private TetherMiddleLayer middleLayer;
         private volatile TetherSessionController controller;
+        private VsJsonRpcConnection restartedConnection;
         private TetherPackage package;
         private TetherSettings settings;
         private Process server;
@@ -152,7 +153,27 @@ namespace Tether.VisualStudio
         public async Task AttachForCustomMessageAsync(JsonRpc rpc)
         {
             await ThreadHelper.JoinableTaskFactory.SwitchToMainThreadAsync();
-            controller = new TetherSessionController(new VsJsonRpcConnection(rpc), package.Ui, WorkspaceRoot(), SystemClock.Instance, package.Log);
+            var connection = new VsJsonRpcConnection(rpc);
+            rpc.Disconnected += (s, e) => controller?.ConnectionLost();
+            if (controller != null)
+            {
+                // Visual Studio restarted the server: the same window and conversation go on with
+                // the new connection (OnServerInitializedAsync resumes after the last event drawn).
+                restartedConnection = connection;
+                return;
+            }
+            var root = WorkspaceRoot();
+            controller = new TetherSessionController(connection, package.Ui, root, SystemClock.Instance, package.Log)
+            {
+                Memory = new SolutionSessionMemory(ServiceProvider.GlobalProvider, root),
+            };
+            package.OnControllerAttached(controller);
+        }
+
+        /// <summary>The controller (null until the server's first start); the tool window binds its view model.</summary>
+        internal TetherSessionController Controller
+        {
+            get { return controller; }
         }
 
         /// <summary>
@@ -165,12 +186,15 @@ namespace Tether.VisualStudio
             {
                 package.Log.Write("initialize did not pass through the middle layer: the server will use window/showMessageRequest for the recovery dialog");
             }
+            ticker?.Dispose();
             ticker = new Timer(_ => Tick(), null, TimeSpan.FromSeconds(1), TimeSpan.FromSeconds(1));
+            var restarted = Interlocked.Exchange(ref restartedConnection, null);
             ThreadHelper.JoinableTaskFactory.RunAsync(async () =>
             {
                 try
                 {
-                    await ResumeFromCommandAsync();
+                    if (restarted != null) await controller.ServerRestartedAsync(restarted, CancellationToken.None);
+                    else await ResumeFromCommandAsync();
                 }
                 catch (Exception e)
                 {

@@ -55,6 +55,18 @@ namespace Tether.VisualStudio
         [JsonRpcMethod(Methods.Update, UseSingleObjectParameterDeserialization = true)]
         public void OnUpdate(JToken p) { Notify(Methods.Update, p); }
 
+        /// <summary><c>session/turnEnded</c>.</summary>
+        [JsonRpcMethod(Methods.TurnEnded, UseSingleObjectParameterDeserialization = true)]
+        public void OnTurnEnded(JToken p) { Notify(Methods.TurnEnded, p); }
+
+        /// <summary><c>session/permissionResolved</c>.</summary>
+        [JsonRpcMethod(Methods.PermissionResolved, UseSingleObjectParameterDeserialization = true)]
+        public void OnPermissionResolved(JToken p) { Notify(Methods.PermissionResolved, p); }
+
+        /// <summary><c>session/reattached</c> (from the forwarder, after the daemon was replaced).</summary>
+        [JsonRpcMethod(Methods.Reattached, UseSingleObjectParameterDeserialization = true)]
+        public void OnReattached(JToken p) { Notify(Methods.Reattached, p); }
+
         /// <summary><c>telemetry/event</c>.</summary>
         [JsonRpcMethod(Methods.Telemetry, UseSingleObjectParameterDeserialization = true)]
         public void OnTelemetry(JToken p) { Notify(Methods.Telemetry, p); }

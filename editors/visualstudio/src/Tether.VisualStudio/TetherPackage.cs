@@ -21,6 +21,7 @@ namespace Tether.VisualStudio
     [ProvideMenuResource("Menus.ctmenu", 1)]
     [ProvideOptionPage(typeof(TetherOptionsPage), "Tether", "General", 0, 0, true)]
     [ProvideAutoLoad(UIContextGuids80.SolutionExists, PackageAutoLoadFlags.BackgroundLoad)]
+    [ProvideToolWindow(typeof(SessionToolWindow), Style = VsDockStyle.Tabbed, Window = "DocumentWell", Orientation = ToolWindowOrientation.Right)]
     [Guid(PackageIds.PackageGuidString)]
     public sealed class TetherPackage : AsyncPackage
     {
@@ -65,6 +66,8 @@ namespace Tether.VisualStudio
                     new CommandID(PackageIds.CommandSet, PackageIds.ClearSavedSession)));
                 commands.AddCommand(new MenuCommand((s, e) => { ThreadHelper.ThrowIfNotOnUIThread(); Log.Show(); },
                     new CommandID(PackageIds.CommandSet, PackageIds.ShowLogs)));
+                commands.AddCommand(new MenuCommand((s, e) => JoinableTaskFactory.RunAsync(() => ShowSessionWindowAsync()).FileAndForget("tether/open-window"),
+                    new CommandID(PackageIds.CommandSet, PackageIds.OpenSessionWindow)));
             }
             Log.Write("Tether package loaded");
         }
@@ -94,6 +97,26 @@ namespace Tether.VisualStudio
                     Ui.Apply(TetherSessionController.DescribeFailure(name, e));
                 }
             }).FileAndForget("tether/command");
+        }
+
+        /// <summary>Shows the Tether tool window, bound to the live controller when the server runs.</summary>
+        internal async Task ShowSessionWindowAsync()
+        {
+            var pane = (SessionToolWindow)await ShowToolWindowAsync(typeof(SessionToolWindow), 0, true, DisposalToken);
+            var client = await GetClientAsync();
+            await JoinableTaskFactory.SwitchToMainThreadAsync();
+            if (client != null && client.Controller != null) pane.Control.Bind(client.Controller);
+        }
+
+        /// <summary>The language client attached a controller (the server started or restarted): an open tool window shows it.</summary>
+        internal void OnControllerAttached(TetherSessionController controller)
+        {
+            JoinableTaskFactory.RunAsync(async () =>
+            {
+                await JoinableTaskFactory.SwitchToMainThreadAsync();
+                var pane = (SessionToolWindow)FindToolWindow(typeof(SessionToolWindow), 0, false);
+                pane?.Control.Bind(controller);
+            }).FileAndForget("tether/bind-window");
         }
 
         private async System.Threading.Tasks.Task<TetherLanguageClient> GetClientAsync()

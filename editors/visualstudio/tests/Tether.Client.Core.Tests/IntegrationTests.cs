@@ -319,8 +319,11 @@ namespace Tether.Client.Core.Tests
             var ui = new RecordingUi();
             ServerProcess server;
             var controller = Start(tether, Options(agent, ScriptedEnv(ScenarioHealthy), ScriptedArgs(ScenarioHealthy)), ui, out server);
+            var memory = new MemoryStore { Value = "sess-1" };
+            controller.Memory = memory;
             var removed = server.Await(controller.ClearSavedSessionAsync(CancellationToken.None), "session/clear");
             Assert.AreEqual(1, removed, server.Diagnostics());
+            Assert.IsNull(memory.Value, "the remembered session is forgotten with the cache: a restart resumes the most recent again");
             var list = server.Await(server.Rpc.RequestAsync(Methods.List, new JObject(new JProperty("workspace", new JObject(new JProperty("root", workspace)))), CancellationToken.None), "session/list");
             CollectionAssert.IsEmpty((JArray)list["sessions"], server.Diagnostics());
             server.Shutdown();

@@ -77,10 +77,15 @@ namespace Tether.Client.Core.Tests
         public readonly List<JObject> Notifications = new List<JObject>();
         public readonly string LogFile;
 
-        public ServerProcess(string tetherBin, string logFile)
+        /// <summary>
+        /// Starts <c>tether serve --stdio</c>: in-process (<paramref name="remote"/> <c>off</c>), or
+        /// <c>auto</c>, forwarding to the per-user daemon found (or started) in
+        /// <paramref name="runtimeDir"/> (a private <c>TETHER_RUNTIME_DIR</c>, so the test's daemon is its own).
+        /// </summary>
+        public ServerProcess(string tetherBin, string logFile, string remote = "off", string runtimeDir = null, IDictionary<string, string> env = null)
         {
             LogFile = logFile;
-            var psi = new ProcessStartInfo(tetherBin, "serve --stdio --remote=off --log-file \"" + logFile + "\"")
+            var psi = new ProcessStartInfo(tetherBin, "serve --stdio --remote=" + remote + " --log-file \"" + logFile + "\"")
             {
                 UseShellExecute = false,
                 RedirectStandardInput = true,
@@ -89,6 +94,8 @@ namespace Tether.Client.Core.Tests
                 CreateNoWindow = true,
             };
             psi.EnvironmentVariables["RUST_BACKTRACE"] = "1";
+            if (runtimeDir != null) psi.EnvironmentVariables["TETHER_RUNTIME_DIR"] = runtimeDir;
+            if (env != null) foreach (var kv in env) psi.EnvironmentVariables[kv.Key] = kv.Value;
             process = Process.Start(psi);
             process.ErrorDataReceived += (s, e) => { if (e.Data != null) lock (stderr) stderr.AppendLine(e.Data); };
             process.BeginErrorReadLine();
@@ -180,6 +187,16 @@ namespace Tether.Client.Core.Tests
             {
                 Log.Write("server did not exit after shutdown/exit; killing it");
                 process.Kill();
+            }
+        }
+
+        /// <summary>Kills the process at once (an editor that crashed or was closed without LSP shutdown).</summary>
+        public void Kill()
+        {
+            if (!process.HasExited)
+            {
+                process.Kill();
+                process.WaitForExit(10000);
             }
         }
 

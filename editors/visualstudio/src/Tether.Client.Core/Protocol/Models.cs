@@ -91,6 +91,8 @@ namespace Tether.Client.Core.Protocol
         WaitingRetry,
         /// <summary>Waiting out a rate limit (<c>retryInMs</c>), then the same session resumes.</summary>
         RateLimited,
+        /// <summary>Mid-turn, the agent has sent nothing for <c>silentStatusSecs</c> (information, not a failure; attempt and maxAttempts 0).</summary>
+        AgentSilent,
         /// <summary>The session is live.</summary>
         Ready,
         /// <summary>Resume failed.</summary>
@@ -216,6 +218,8 @@ namespace Tether.Client.Core.Protocol
         [JsonProperty("agent", NullValueHandling = NullValueHandling.Ignore)] public string Agent { get; set; }
         /// <summary>Work-done progress token, for <c>$/progress</c>.</summary>
         [JsonProperty("workDoneToken", NullValueHandling = NullValueHandling.Ignore)] public JToken WorkDoneToken { get; set; }
+        /// <summary>The <c>seq</c> of the last <c>session/update</c> / <c>session/turnEnded</c> of this session the editor drew: through the daemon only the events after it are sent (docs/protocol.md, session/resume).</summary>
+        [JsonProperty("afterSeq", NullValueHandling = NullValueHandling.Ignore)] public long? AfterSeq { get; set; }
     }
 
     /// <summary>Params of <c>session/recoveryChoice</c>.</summary>
@@ -244,6 +248,8 @@ namespace Tether.Client.Core.Protocol
         [JsonProperty("errorKind")] public ErrorKind? ErrorKind { get; set; }
         /// <summary>The server's ready-made status text; shown only for a state this client does not know.</summary>
         [JsonProperty("message")] public string Message { get; set; }
+        /// <summary>With <c>rateLimited</c>: another configured agent offered for a long rate-limit or quota wait (docs/protocol.md, session/status <c>handoff</c>); null otherwise.</summary>
+        [JsonProperty("handoff")] public HandoffOffer Handoff { get; set; }
     }
 
     /// <summary><c>session/banner</c> notification.</summary>
@@ -275,6 +281,12 @@ namespace Tether.Client.Core.Protocol
         [JsonProperty("previousSessionId")] public string PreviousSessionId { get; set; }
         /// <summary>The new session.</summary>
         [JsonProperty("sessionId")] public string SessionId { get; set; }
+        /// <summary>The user's choice that replaced it (<c>new</c>, <c>newWithHistory</c>, <c>handoff:&lt;agent&gt;</c>); null when no choice did.</summary>
+        [JsonProperty("choice")] public string Choice { get; set; }
+        /// <summary>The new session's configured agent.</summary>
+        [JsonProperty("agent")] public string Agent { get; set; }
+        /// <summary>What was carried into the new session, when it was primed with the conversation; null for a blank start.</summary>
+        [JsonProperty("carriedOver")] public CarriedOver CarriedOver { get; set; }
     }
 
     /// <summary><c>session/restored</c> notification: the cached snapshot, sent before the first attempt.</summary>
@@ -286,6 +298,8 @@ namespace Tether.Client.Core.Protocol
         [JsonProperty("snapshot")] public SessionSnapshot Snapshot { get; set; }
         /// <summary>True for a cached snapshot the agent has not confirmed yet; false for the transcript of a session live in the daemon, sent when this editor attaches to it without <c>afterSeq</c>.</summary>
         [JsonProperty("stale")] public bool Stale { get; set; }
+        /// <summary>Where the transcript was read from when it is not Tether's cache (the agent's own session store, R-HIST-3); null for the cache.</summary>
+        [JsonProperty("source")] public RestoredSource Source { get; set; }
     }
 
     /// <summary>One option of an agent's permission question (ACP <c>PermissionOption</c>).</summary>
@@ -406,8 +420,22 @@ namespace Tether.Client.Core.Protocol
         [JsonProperty("title")] public string Title { get; set; }
         /// <summary>RFC 3339 UTC.</summary>
         [JsonProperty("updatedUtc")] public string UpdatedUtc { get; set; }
-        /// <summary>Number of turns.</summary>
+        /// <summary>Number of turns (0 for an entry of an agent's own store: not counted).</summary>
         [JsonProperty("turnCount")] public int TurnCount { get; set; }
+        /// <summary>The first user turn on one line (at most 100 characters), when cached.</summary>
+        [JsonProperty("firstPrompt")] public string FirstPrompt { get; set; }
+        /// <summary>The session's agent runs in this server (the daemon).</summary>
+        [JsonProperty("live")] public bool Live { get; set; }
+        /// <summary>A prompt turn runs (a rate-limit wait included).</summary>
+        [JsonProperty("turnRunning")] public bool TurnRunning { get; set; }
+        /// <summary>How many editors are attached.</summary>
+        [JsonProperty("clients")] public int Clients { get; set; }
+        /// <summary>With <c>all: true</c>: the agent's own store the entry was found in (<c>claude</c>, <c>codex</c>, <c>gemini</c>, <c>copilot</c>, <c>opencode</c>) or <c>acp</c> (listed by a running agent, R-HIST-7); null for Tether's cache.</summary>
+        [JsonProperty("source")] public string Source { get; set; }
+        /// <summary>The session's file in that store, when there is one.</summary>
+        [JsonProperty("path")] public string Path { get; set; }
+        /// <summary>Size of that file in bytes.</summary>
+        [JsonProperty("sizeBytes")] public long? SizeBytes { get; set; }
     }
 
     /// <summary>Result of <c>session/list</c>.</summary>
@@ -473,6 +501,16 @@ namespace Tether.Client.Core.Protocol
         public const string Update = "session/update";
         /// <summary>Notification: a telemetry event.</summary>
         public const string Telemetry = "telemetry/event";
+        /// <summary>Request: older chat turns of a cached session.</summary>
+        public const string History = "session/history";
+        /// <summary>Request: continue a session's conversation with another configured agent.</summary>
+        public const string Handoff = "session/handoff";
+        /// <summary>Notification: a prompt turn ended (to every attached editor).</summary>
+        public const string TurnEnded = "session/turnEnded";
+        /// <summary>Notification: a permission question was settled.</summary>
+        public const string PermissionResolved = "session/permissionResolved";
+        /// <summary>Notification (from the forwarder): a new daemon took the session back.</summary>
+        public const string Reattached = "session/reattached";
         /// <summary>Request (server → client): an agent's permission question.</summary>
         public const string RequestPermission = "session/requestPermission";
         /// <summary>Request (server → client): LSP's standard question, used when the client lacks <c>recoveryDialog</c>.</summary>

@@ -35,6 +35,12 @@ namespace Tether.Client.Core.Ui
         public const string RetryTitle = "Try Again";
         /// <summary>Title of the new-session button (R-RESUME-6).</summary>
         public const string NewTitle = "Start New Session";
+        /// <summary>The choice "Continue in a New Session": a new session primed with the conversation (docs/protocol.md, Carry-over).</summary>
+        public const string NewWithHistoryChoice = "newWithHistory";
+        /// <summary>Its button title.</summary>
+        public const string NewWithHistoryTitle = "Continue in a New Session";
+        /// <summary>The prefix of a handoff choice, <c>handoff:&lt;agent&gt;</c>.</summary>
+        public const string HandoffChoicePrefix = "handoff:";
 
         private readonly IClock clock;
         private ShowModal pendingRecovery;
@@ -267,11 +273,19 @@ namespace Tether.Client.Core.Ui
             return intents;
         }
 
+        /// <summary>Whether <paramref name="id"/> is a choice of the recovery dialog (docs/protocol.md, session/recoveryChoice): <c>retry</c>, <c>newWithHistory</c>, <c>new</c> or <c>handoff:&lt;agent&gt;</c>.</summary>
+        public static bool IsRecoveryChoice(string id)
+        {
+            return id == RetryChoice || id == NewChoice || id == NewWithHistoryChoice
+                || (id != null && id.StartsWith(HandoffChoicePrefix, StringComparison.Ordinal) && id.Length > HandoffChoicePrefix.Length);
+        }
+
         /// <summary>
         /// The recovery modal for a needsChoice result: the server's <c>recovery</c> texts, and
-        /// exactly the server's <c>retry</c>/<c>new</c> actions in its order (the server may leave
-        /// out "Try Again" once the user's retries are spent; other actions such as <c>login</c> are
-        /// not choices of this dialog). When the server sent no texts, R-UI-1's texts by error
+        /// exactly the server's choices (<see cref="IsRecoveryChoice"/>: "Try Again", "Continue in
+        /// a New Session", "Start New Session", "Continue with &lt;agent&gt;") in its order (the server
+        /// may leave out "Try Again" once the user's retries are spent; other actions such as
+        /// <c>login</c> are not choices of this dialog). When the server sent no texts, R-UI-1's texts by error
         /// kind ("Previous session not found", "Cannot connect to the agent", "Failed to resume
         /// session"); when it sent no usable action, the two standard buttons.
         /// </summary>
@@ -283,7 +297,7 @@ namespace Tether.Client.Core.Ui
             {
                 foreach (var a in prompt.Actions)
                 {
-                    if (a != null && (a.Id == RetryChoice || a.Id == NewChoice))
+                    if (a != null && IsRecoveryChoice(a.Id))
                     {
                         buttons.Add(new ModalButton(a.Id, string.IsNullOrEmpty(a.Title) ? DefaultTitle(a.Id) : a.Title));
                     }
@@ -326,7 +340,10 @@ namespace Tether.Client.Core.Ui
 
         private static string DefaultTitle(string id)
         {
-            return id == RetryChoice ? RetryTitle : NewTitle;
+            if (id == RetryChoice) return RetryTitle;
+            if (id == NewWithHistoryChoice) return NewWithHistoryTitle;
+            if (id.StartsWith(HandoffChoicePrefix, StringComparison.Ordinal)) return "Continue with " + id.Substring(HandoffChoicePrefix.Length);
+            return NewTitle;
         }
 
         /// <summary>
@@ -342,7 +359,7 @@ namespace Tether.Client.Core.Ui
             {
                 throw new InvalidOperationException("no recovery question is pending");
             }
-            if (buttonId == RetryChoice || buttonId == NewChoice)
+            if (buttonId != null && pendingRecovery.Buttons.Any(b => b.Id == buttonId))
             {
                 var sessionId = pendingRecovery.SessionId;
                 pendingRecovery = null;
