@@ -52,6 +52,15 @@ if [[ "${1:-}" != "--force" && -f "$stamp" && "$(cat "$stamp")" == "$want" && -z
   exit 0
 fi
 
+# A fresh clone on a machine that installed these before copies them from the per-user cache.
+# shellcheck source=../lib/node-modules-cache.sh
+source "$here/../lib/node-modules-cache.sh"
+if [[ "${1:-}" != "--force" ]] && node_modules_restore "$here" agents \
+  && [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -z "$(missing_entry_points)" ]]; then
+  echo "tests/agents: agents restored from the cache"
+  exit 0
+fi
+
 # `npm ci` cannot be used: the npm registry this project's machines reach serves only the
 # linux-x64 builds of opencode-ai's per-platform optional packages (opencode-darwin-arm64 and the
 # others answer 404), so the lock file cannot list them and `npm ci` rejects it as out of sync.
@@ -73,4 +82,5 @@ missing="$(missing_entry_points)"
 [[ -z "$missing" ]] || die "npm install finished but these agent entry points are missing:
 $missing"
 echo "$want" > "$stamp"
+node_modules_save "$here" agents
 echo "tests/agents: installed $(node -p 'Object.entries(require("./package.json").dependencies).map(([k,v])=>k+"@"+v).join(" ")')"

@@ -41,17 +41,29 @@ fi
 [ -x /usr/bin/chromium ] || die "/usr/bin/chromium missing after apt install"
 command -v rg >/dev/null || die "rg missing after apt install"
 
+# A fresh clone on a machine that installed these before copies them from the per-user cache
+# (keyed by the lock file and Node's version; tests/lib/node-modules-cache.sh).
+# shellcheck source=../../../tests/lib/node-modules-cache.sh
+source "$here/../../tests/lib/node-modules-cache.sh"
+
 # 2. the extension's dev dependencies (build, lint, unit tests, vsce)
-if [ ! -f "$here/node_modules/.package-lock.json" ] || [ "$here/package-lock.json" -nt "$here/node_modules/.package-lock.json" ]; then
+if node_modules_current "$here"; then
+  log "extension node_modules up to date"
+elif node_modules_restore "$here" vscode-extension; then
+  log "extension node_modules restored from the cache"
+else
   log "npm ci in $here"
   (cd "$here" && npm ci --no-audit --no-fund)
-else
-  log "extension node_modules up to date"
+  node_modules_save "$here" vscode-extension
 fi
 
 # 3. the e2e harness: code-server + playwright-core, in their own package (see README)
 e2e="$here/test/e2e"
-if [ ! -x "$e2e/node_modules/.bin/code-server" ] || [ "$e2e/package-lock.json" -nt "$e2e/node_modules/.package-lock.json" ]; then
+if [ -x "$e2e/node_modules/.bin/code-server" ] && node_modules_current "$e2e"; then
+  log "e2e node_modules up to date"
+elif node_modules_restore "$e2e" vscode-e2e && [ -x "$e2e/node_modules/.bin/code-server" ]; then
+  log "e2e node_modules restored from the cache"
+else
   rgtmp="$(mktemp -d)"
   trap 'rm -rf "$rgtmp"' EXIT
   cache="$rgtmp/vscode-ripgrep-cache-1.15.11"
@@ -60,8 +72,7 @@ if [ ! -x "$e2e/node_modules/.bin/code-server" ] || [ "$e2e/package-lock.json" -
   tar -C "$cache/pkg" -czf "$cache/ripgrep-v13.0.0-10-x86_64-unknown-linux-musl.tar.gz" rg
   log "npm ci in $e2e (code-server builds native modules: a few minutes)"
   (cd "$e2e" && TMPDIR="$rgtmp" npm_config_unsafe_perm=true npm_config_yes=true npm ci --no-audit --no-fund)
-else
-  log "e2e node_modules up to date"
+  node_modules_save "$e2e" vscode-e2e
 fi
 # code-server writes a default config under XDG_CONFIG_HOME on every start: keep it out of $HOME.
 cfg="$(mktemp -d)"
