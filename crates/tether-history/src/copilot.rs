@@ -27,7 +27,7 @@ use crate::head::{head_lines, title_of};
 use crate::store::{
     AgentKind, AgentStore, HistoryError, SessionInfo, io_error, size_and_mtime, validate_id,
 };
-use crate::transcript::{Collector, Format, ReadOptions, ToolResult, Transcript, command_of};
+use crate::transcript::{Collector, Format, ReadOptions, Seen, ToolResult, Transcript, command_of};
 
 /// Copilot CLI's store: its home folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -207,16 +207,37 @@ fn result_of(data: &Value) -> ToolResult {
         text: text.to_owned(),
         failed,
         exit_code,
+        subagent: None,
     }
 }
+
+/// The families of Copilot CLI's event types (`<family>.<event>`, observed in 1.0.102);
+/// an event of another family is counted as unknown.
+const EVENT_FAMILIES: &[&str] = &[
+    "session",
+    "user",
+    "assistant",
+    "tool",
+    "hook",
+    "subagent",
+    "skill",
+    "system",
+    "abort",
+    "pending_messages",
+];
 
 /// Copilot CLI's events, newest first.
 struct CopilotFormat;
 
 impl Format for CopilotFormat {
-    fn line(&mut self, line: &Value, out: &mut Collector) {
-        let Some(data) = line.get("data") else {
-            return;
+    fn line(&mut self, line: &Value, out: &mut Collector) -> Seen {
+        let kind = line.get("type").and_then(Value::as_str).unwrap_or("?");
+        let family = kind.split('.').next().unwrap_or_default();
+        let Some(data) = line
+            .get("data")
+            .filter(|_| EVENT_FAMILIES.contains(&family))
+        else {
+            return Seen::Unknown(kind.to_owned());
         };
         let timestamp = line
             .get("timestamp")
@@ -272,6 +293,7 @@ impl Format for CopilotFormat {
             }
             _ => {}
         }
+        Seen::Known
     }
 }
 
@@ -292,7 +314,8 @@ mod tests {
             ToolResult {
                 text: "boom".into(),
                 failed: true,
-                exit_code: Some(2)
+                exit_code: Some(2),
+                subagent: None,
             }
         );
     }

@@ -21,6 +21,7 @@
 
 pub mod backward;
 pub mod claude;
+mod claude_markup;
 pub mod codex;
 pub mod copilot;
 mod env;
@@ -35,4 +36,6 @@ pub use store::{
     AgentKind, AgentStore, Found, HistoryError, SessionInfo, find_session, locate, read_session,
     summarize,
 };
-pub use transcript::{DEFAULT_MAX_TURNS, EXEC_BUFFER_CAP, ReadOptions, Transcript};
+pub use transcript::{
+    DEFAULT_MAX_TURNS, EXEC_BUFFER_CAP, ReadOptions, Transcript, UNKNOWN_TYPES_KEPT,
+};
