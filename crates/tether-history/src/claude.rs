@@ -42,6 +42,7 @@ use crate::head::{head_lines, tail_lines, title_of};
 use crate::store::{
     AgentKind, AgentStore, HistoryError, SessionInfo, io_error, size_and_mtime, validate_id,
 };
+use crate::transcript::record_label;
 use crate::transcript::{Collector, Format, ReadOptions, Seen, ToolResult, Transcript, command_of};
 
 /// Longest project folder name before Claude Code shortens it (observed in 2.1.330).
@@ -245,6 +246,7 @@ pub fn summary(path: &Path) -> Result<SessionInfo, HistoryError> {
         started_utc: None,
         updated_utc,
         size_bytes,
+        unreadable: None,
     };
     let subagent = is_subagent_file(path);
     let mut titles = Titles::default();
@@ -532,7 +534,7 @@ impl Format for ClaudeFormat {
     fn line(&mut self, line: &Value, out: &mut Collector) -> Seen {
         let kind = str_at(line, "type").unwrap_or("?");
         if !KNOWN_TYPES.contains(&kind) {
-            return Seen::Unknown(kind.to_owned());
+            return Seen::Unknown(record_label(line));
         }
         if !self.subagent && line.get("isSidechain") == Some(&Value::Bool(true)) {
             return Seen::Known;

@@ -42,6 +42,7 @@ use crate::store::{
 };
 use crate::transcript::{
     COMMAND_JSON_MAX, Collector, Format, ReadOptions, Seen, ToolResult, Transcript, cut,
+    record_label,
 };
 
 /// Codex's store: its home folder.
@@ -146,7 +147,14 @@ impl AgentStore for CodexStore {
         let want = cwd.to_string_lossy();
         self.rollouts()
             .into_iter()
-            .filter(|p| head_of(p).is_ok_and(|h| h.cwd.as_deref() == Some(want.as_ref())))
+            // A file whose format is unknown says no working directory: it is listed in
+            // every workspace, as unreadable, rather than in none.
+            .filter(|p| {
+                head_of(p).is_ok_and(|h| {
+                    h.cwd.as_deref() == Some(want.as_ref())
+                        || (h.cwd.is_none() && h.unreadable().is_some())
+                })
+            })
             .collect()
     }
 }
@@ -167,6 +175,24 @@ struct Head {
     cwd: Option<String>,
     started: Option<String>,
     title: Option<String>,
+    /// Records of a type either format knows.
+    known: u64,
+    /// Records of other types, and the first few of those types.
+    unknown: u64,
+    unknown_types: Vec<String>,
+}
+
+impl Head {
+    /// Why the file cannot be read, when no record of its head is of a known type.
+    fn unreadable(&self) -> Option<String> {
+        (self.known == 0 && self.unknown > 0).then(|| {
+            format!(
+                "none of its first {} records is of a type Codex is known to write ({})",
+                self.unknown,
+                self.unknown_types.join(", ")
+            )
+        })
+    }
 }
 
 /// The head of rollout file `path` (at most [`crate::head::HEAD_BYTES`]): the session's id,
@@ -177,6 +203,21 @@ fn head_of(path: &Path) -> std::io::Result<Head> {
     let mut head = Head::default();
     head_lines(path, |line| {
         let payload = line.get("payload");
+        let kind = record_label(line);
+        let known = match payload {
+            Some(_) => ENVELOPE_TYPES.contains(&kind.as_str()),
+            None => legacy_record(line) != Legacy::Unknown,
+        };
+        if known {
+            head.known += 1;
+        } else {
+            head.unknown += 1;
+            if head.unknown_types.len() < crate::transcript::UNKNOWN_TYPES_KEPT
+                && !head.unknown_types.contains(&kind)
+            {
+                head.unknown_types.push(kind);
+            }
+        }
         match (
             str_at(line, "type"),
             payload.and_then(|p| str_at(p, "type")),
@@ -226,6 +267,7 @@ fn head_of(path: &Path) -> std::io::Result<Head> {
 pub fn summary(path: &Path) -> Result<SessionInfo, HistoryError> {
     let (size_bytes, updated_utc) = size_and_mtime(path)?;
     let head = head_of(path).map_err(io_error(path))?;
+    let unreadable = head.unreadable();
     Ok(SessionInfo {
         agent: AgentKind::Codex,
         session_id: head.id.or_else(|| id_of(path)).unwrap_or_default(),
@@ -235,6 +277,7 @@ pub fn summary(path: &Path) -> Result<SessionInfo, HistoryError> {
         started_utc: head.started,
         updated_utc,
         size_bytes,
+        unreadable,
     })
 }
 
@@ -477,7 +520,7 @@ impl CodexFormat {
             Legacy::Message(_) => {}
             Legacy::Item(_) => Self::item(line, timestamp, out),
             Legacy::Unknown => {
-                return Seen::Unknown(str_at(line, "type").unwrap_or("?").to_owned());
+                return Seen::Unknown(record_label(line));
             }
         }
         Seen::Known

@@ -27,6 +27,7 @@ use crate::head::{head_lines, title_of};
 use crate::store::{
     AgentKind, AgentStore, HistoryError, SessionInfo, io_error, size_and_mtime, validate_id,
 };
+use crate::transcript::record_label;
 use crate::transcript::{Collector, Format, ReadOptions, Seen, ToolResult, Transcript, command_of};
 
 /// Copilot CLI's store: its home folder.
@@ -155,6 +156,7 @@ pub fn summary(path: &Path) -> Result<SessionInfo, HistoryError> {
         started_utc: scalar(&yaml, "created_at").map(str::to_owned),
         updated_utc,
         size_bytes,
+        unreadable: None,
     };
     if info.title.is_none() || info.cwd.is_none() {
         head_lines(path, |line| {
@@ -237,7 +239,7 @@ impl Format for CopilotFormat {
             .get("data")
             .filter(|_| EVENT_FAMILIES.contains(&family))
         else {
-            return Seen::Unknown(kind.to_owned());
+            return Seen::Unknown(record_label(line));
         };
         let timestamp = line
             .get("timestamp")

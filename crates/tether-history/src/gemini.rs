@@ -36,6 +36,7 @@ use crate::head::{head_lines, title_of};
 use crate::store::{
     AgentKind, AgentStore, HistoryError, SessionInfo, io_error, size_and_mtime, validate_id,
 };
+use crate::transcript::record_label;
 use crate::transcript::{Collector, Format, ReadOptions, Seen, ToolResult, Transcript, command_of};
 
 /// The text Gemini CLI puts before the session's context message (not a prompt).
@@ -298,6 +299,7 @@ pub fn summary(path: &Path) -> Result<SessionInfo, HistoryError> {
         started_utc: None,
         updated_utc,
         size_bytes,
+        unreadable: None,
     };
     if is_document(path) {
         let doc = document(path)?;
@@ -425,7 +427,7 @@ struct GeminiFormat {
 impl GeminiFormat {
     fn message(&mut self, m: &Value, out: &mut Collector) -> Seen {
         let Some(id) = m.get("id").and_then(Value::as_str) else {
-            return Seen::Unknown("?".to_owned());
+            return Seen::Unknown(record_label(m));
         };
         if !self.seen.insert(id.to_owned()) {
             return Seen::Known;
@@ -503,7 +505,7 @@ impl Format for GeminiFormat {
             return self.message(line, out);
         } else if line.get("sessionId").is_none() {
             // Not a header either.
-            return Seen::Unknown("?".to_owned());
+            return Seen::Unknown(record_label(line));
         }
         Seen::Known
     }

@@ -136,6 +136,10 @@ pub struct SessionInfo {
     pub updated_utc: Option<String>,
     /// The file's size in bytes.
     pub size_bytes: u64,
+    /// Why the session cannot be read, when the part read shows it is in a format the
+    /// reader does not know (no record of a known type); listed so, never left out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
 }
 
 /// A session found in an agent's store.

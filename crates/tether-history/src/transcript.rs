@@ -135,6 +135,24 @@ impl Transcript {
     }
 }
 
+/// How a record of an unknown type is named in messages: its `type` when it has one, else
+/// its keys, `{a, b, c}` (at most 4, then `…`).
+pub(crate) fn record_label(line: &Value) -> String {
+    if let Some(kind) = line.get("type").and_then(Value::as_str) {
+        return kind.to_owned();
+    }
+    match line {
+        Value::Object(map) => {
+            let mut keys: Vec<&str> = map.keys().map(String::as_str).take(4).collect();
+            if map.len() > 4 {
+                keys.push("…");
+            }
+            format!("{{{}}}", keys.join(", "))
+        }
+        _ => "not an object".to_owned(),
+    }
+}
+
 /// What a format module made of one record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Seen {

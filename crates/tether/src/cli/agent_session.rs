@@ -120,3 +120,40 @@ pub fn render_table(agent: AgentKind, info: &SessionInfo, t: &Transcript) -> Str
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn transcript(complete: bool, skipped: u64, unknown: &[&str]) -> Transcript {
+        Transcript {
+            snapshot: tether_store::model::SessionSnapshot::default(),
+            complete,
+            bytes_read: 0,
+            skipped_lines: skipped,
+            oversized_lines: 0,
+            torn_tail: false,
+            unknown_records: unknown.len() as u64,
+            unknown_types: unknown.iter().map(|s| (*s).to_owned()).collect(),
+            known_records: 1,
+        }
+    }
+
+    /// "All of them" only when the whole file was read and nothing passed over.
+    #[test]
+    fn the_turns_line_never_claims_all_when_lines_were_passed_over() {
+        assert_eq!(
+            turns_line(&transcript(true, 0, &[])),
+            "showing the last 0 (all of them)"
+        );
+        assert_eq!(
+            turns_line(&transcript(true, 2, &["x"])),
+            "showing the last 0 (the whole file was read; passed over: 2 lines not JSON, 1 \
+             record of unknown type (x))"
+        );
+        assert_eq!(
+            turns_line(&transcript(false, 0, &[])),
+            "showing the last 0 (older turns not read)"
+        );
+    }
+}

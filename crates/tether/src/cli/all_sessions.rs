@@ -79,7 +79,22 @@ pub fn rows(
         for path in paths {
             progress.file();
             match store.summary(&path) {
+                Ok(info) if info.unreadable.is_some() => {
+                    unreadable += 1;
+                    rows.push(Row {
+                        source: kind.name().into(),
+                        agent: Some(kind.name().into()),
+                        title: None,
+                        turn_count: None,
+                        size_bytes: Some(info.size_bytes),
+                        updated_utc: info.updated_utc.unwrap_or_default(),
+                        path: Some(info.path.display().to_string()),
+                        unreadable: info.unreadable,
+                        session_id: info.session_id,
+                    });
+                }
                 Ok(info) => rows.push(Row {
+                    unreadable: None,
                     source: kind.name().into(),
                     session_id: info.session_id,
                     agent: Some(kind.name().into()),
@@ -88,7 +103,6 @@ pub fn rows(
                     size_bytes: Some(info.size_bytes),
                     updated_utc: info.updated_utc.unwrap_or_default(),
                     path: Some(info.path.display().to_string()),
-                    unreadable: None,
                 }),
                 Err(err) => {
                     unreadable += 1;
