@@ -27,7 +27,7 @@
 //!   subagent's own file ([`SUBAGENT_PREFIX`]), whose lines they all are; a `Task` call's
 //!   result names its subagent (`toolUseResult.agentId`), so the call links to that file.
 //! * a user line's text may be the CLI's own markup (slash commands, their output,
-//!   notifications, system reminders): read as [`crate::claude_markup`] says.
+//!   notifications, system reminders): read as `claude_markup` says.
 
 use std::collections::HashSet;
 use std::io::{Read, Seek};
@@ -225,9 +225,9 @@ pub fn is_subagent_file(path: &Path) -> bool {
 /// `ai-title`, else a `summary` whose `leafUuid` is a message of this file (Claude Code
 /// writes summaries of other sessions' conversations into a file too, keyed by the leaf
 /// they summarize), else the first prompt the user typed (markup read as
-/// [`crate::claude_markup`] says: reminders and command output are not prompts; a slash
+/// `claude_markup` says: reminders and command output are not prompts; a slash
 /// command is the title only when nothing was typed). Only the head and the tail are read
-/// ([`crate::head`]), so a summary whose leaf is in neither is not used.
+/// (`head`), so a summary whose leaf is in neither is not used.
 ///
 /// # Errors
 /// [`HistoryError::Io`].

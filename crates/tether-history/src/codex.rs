@@ -195,7 +195,7 @@ impl Head {
     }
 }
 
-/// The head of rollout file `path` (at most [`crate::head::HEAD_BYTES`]): the session's id,
+/// The head of rollout file `path` (at most `head::HEAD_BYTES`): the session's id,
 /// start and working directory from `session_meta` (the envelope format) or from the
 /// header line and the first `<environment_context>` message (the older format), and its
 /// first prompt.

@@ -146,7 +146,8 @@ fn document(path: &Path) -> Result<Value, HistoryError> {
 /// [`is_document`]): its `messages`, newest first, as the log's messages are read.
 ///
 /// # Errors
-/// As [`document`].
+/// [`HistoryError::Io`] when it cannot be read; [`HistoryError::UnreadableFormat`] when it
+/// is longer than [`DOCUMENT_MAX`] or is not a JSON object with `messages`.
 pub fn read_document(path: &Path, options: &ReadOptions) -> Result<Transcript, HistoryError> {
     let doc = document(path)?;
     let messages = doc
@@ -287,7 +288,7 @@ pub fn read_tail<R: Read + Seek>(reader: R, options: &ReadOptions) -> std::io::R
 /// `.project_root`.
 ///
 /// # Errors
-/// [`HistoryError::Io`].
+/// [`HistoryError::Io`]; for a `.json` document, as [`read_document`].
 pub fn summary(path: &Path) -> Result<SessionInfo, HistoryError> {
     let (size_bytes, updated_utc) = size_and_mtime(path)?;
     let mut info = SessionInfo {

@@ -251,10 +251,15 @@ impl Hub {
                     let Ok(info) = store.summary(&path) else {
                         continue;
                     };
+                    // A file in a format the reader cannot read is listed, saying so.
+                    let title = match info.unreadable {
+                        Some(why) => Some(format!("(unreadable) {why}")),
+                        None => info.title,
+                    };
                     out.push(SessionSummary {
                         session_id: info.session_id,
                         agent: name.clone(),
-                        title: info.title,
+                        title,
                         first_prompt: None,
                         updated_utc: info.updated_utc.unwrap_or_default(),
                         turn_count: 0,
