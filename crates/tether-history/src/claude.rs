@@ -247,10 +247,11 @@ pub fn summary(path: &Path) -> Result<SessionInfo, HistoryError> {
         updated_utc,
         size_bytes,
         unreadable: None,
+        skipped_lines: 0,
     };
     let subagent = is_subagent_file(path);
     let mut titles = Titles::default();
-    head_lines(path, |line| {
+    let head_skipped = head_lines(path, |line| {
         if info.started_utc.is_none() {
             info.started_utc = str_at(line, "timestamp").map(str::to_owned);
         }
@@ -261,11 +262,18 @@ pub fn summary(path: &Path) -> Result<SessionInfo, HistoryError> {
         true
     })
     .map_err(io_error(path))?;
-    tail_lines(path, |line| {
+    let tail_skipped = tail_lines(path, |line| {
         titles.visit(line, &info.session_id, subagent, true);
         true
     })
     .map_err(io_error(path))?;
+    // Where the head and the tail overlap a line may be in both: the larger count, a
+    // lower bound, rather than a line counted twice.
+    info.skipped_lines = if size_bytes <= crate::head::HEAD_BYTES + crate::head::TAIL_BYTES {
+        head_skipped.max(tail_skipped)
+    } else {
+        head_skipped + tail_skipped
+    };
     info.title = titles.pick();
     Ok(info)
 }

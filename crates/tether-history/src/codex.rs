@@ -180,6 +180,8 @@ struct Head {
     /// Records of other types, and the first few of those types.
     unknown: u64,
     unknown_types: Vec<String>,
+    /// Lines read that are not JSON.
+    skipped: u64,
 }
 
 impl Head {
@@ -201,7 +203,7 @@ impl Head {
 /// first prompt.
 fn head_of(path: &Path) -> std::io::Result<Head> {
     let mut head = Head::default();
-    head_lines(path, |line| {
+    let skipped = head_lines(path, |line| {
         let payload = line.get("payload");
         let kind = record_label(line);
         let known = match payload {
@@ -255,6 +257,7 @@ fn head_of(path: &Path) -> std::io::Result<Head> {
         }
         head.title.is_none() || head.cwd.is_none()
     })?;
+    head.skipped = skipped;
     Ok(head)
 }
 
@@ -278,6 +281,7 @@ pub fn summary(path: &Path) -> Result<SessionInfo, HistoryError> {
         updated_utc,
         size_bytes,
         unreadable,
+        skipped_lines: head.skipped,
     })
 }
 

@@ -157,9 +157,10 @@ pub fn summary(path: &Path) -> Result<SessionInfo, HistoryError> {
         updated_utc,
         size_bytes,
         unreadable: None,
+        skipped_lines: 0,
     };
     if info.title.is_none() || info.cwd.is_none() {
-        head_lines(path, |line| {
+        info.skipped_lines = head_lines(path, |line| {
             let data = line.get("data");
             match line.get("type").and_then(Value::as_str) {
                 Some("session.start") if info.cwd.is_none() => {

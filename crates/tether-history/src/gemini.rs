@@ -301,6 +301,7 @@ pub fn summary(path: &Path) -> Result<SessionInfo, HistoryError> {
         updated_utc,
         size_bytes,
         unreadable: None,
+        skipped_lines: 0,
     };
     if is_document(path) {
         let doc = document(path)?;
@@ -326,9 +327,10 @@ pub fn summary(path: &Path) -> Result<SessionInfo, HistoryError> {
     Ok(info)
 }
 
-/// The id, start and title of the session log `path`, from its head.
+/// The id, start and title of the session log `path`, and its lines that are not JSON,
+/// from its head.
 fn summarize_log(path: &Path, info: &mut SessionInfo) -> Result<(), HistoryError> {
-    head_lines(path, |line| {
+    let skipped = head_lines(path, |line| {
         if info.session_id.is_empty()
             && let Some(id) = line.get("sessionId").and_then(Value::as_str)
         {
@@ -343,7 +345,9 @@ fn summarize_log(path: &Path, info: &mut SessionInfo) -> Result<(), HistoryError
         }
         info.title.is_none()
     })
-    .map_err(io_error(path))
+    .map_err(io_error(path))?;
+    info.skipped_lines = skipped;
+    Ok(())
 }
 
 /// The text parts of `content` (a string, or parts with `text`), joined.

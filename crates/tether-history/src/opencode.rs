@@ -423,6 +423,7 @@ pub fn summary(path: &Path) -> Result<SessionInfo, HistoryError> {
         updated_utc: Some(rfc3339_ms(updated)).filter(|t| !t.is_empty()),
         size_bytes: u64::try_from(size).unwrap_or(0),
         unreadable: None,
+        skipped_lines: 0,
     })
 }
 

@@ -140,6 +140,14 @@ pub struct SessionInfo {
     /// reader does not know (no record of a known type); listed so, never left out.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unreadable: Option<String>,
+    /// Lines that are not JSON among those the listing read (the head, and for Claude Code
+    /// the tail): a sign of damage the listing shows; omitted when 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub skipped_lines: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A session found in an agent's store.

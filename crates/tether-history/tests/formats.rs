@@ -305,3 +305,24 @@ fn claude_subagent_files_are_found_and_read() {
     // Not listed among the workspace's sessions: it is part of its parent's.
     assert_eq!(store.sessions(Path::new("/home/ada/proj")).len(), 1);
 }
+
+/// A damaged line (not JSON) is counted by the listing and by the reader, never dropped
+/// silently; a torn last line (being written) is not counted by the listing.
+#[test]
+fn lines_not_json_are_counted_by_listing_and_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = claude_session(dir.path(), false);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.insert(3, "{\"type\":\"user\",\"message\":{\"content\":\"cut her");
+    let damaged = format!("{}\n{{\"type\":\"assist", lines.join("\n"));
+    std::fs::write(&path, damaged).unwrap();
+    let info = summarize(AgentKind::Claude, &path).unwrap();
+    assert_eq!(info.skipped_lines, 1, "{info:?}");
+    let t = read(AgentKind::Claude, &path);
+    assert_eq!((t.skipped_lines, t.torn_tail), (1, true));
+    assert_eq!(
+        t.passed_over_note().as_deref(),
+        Some("1 line not JSON, a torn last line")
+    );
+}

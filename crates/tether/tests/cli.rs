@@ -357,8 +357,8 @@ fn sessions_list_all_adds_the_agents_own_stores_newest_first() {
 }
 
 /// A rollout in no format Codex is known to write is listed as unreadable with the reason
-/// and `show` exits non-zero naming the format; the published corpus's Codex session is
-/// shown whole ("all of them").
+/// and `show` exits non-zero naming the format; the published corpus's Codex session,
+/// one line damaged, is shown whole with that line counted (never "all of them").
 #[test]
 fn sessions_of_an_unknown_format_are_listed_unreadable_and_refused_by_show() {
     let dir = tempfile::tempdir().unwrap();
@@ -386,6 +386,9 @@ fn sessions_of_an_unknown_format_are_listed_unreadable_and_refused_by_show() {
     let text = std::fs::read_to_string(corpus)
         .unwrap()
         .replace("/tmp/agent-history-real-agent/codex/workspace", &root);
+    // One line damaged after the first: counted by the listing and by `show`.
+    let (first, rest) = text.split_once('\n').unwrap();
+    let text = format!("{first}\n{{\"timestamp\":\"2026-06-05T04:58:2\n{rest}");
     std::fs::write(
         day.join(format!("rollout-2026-06-05T10-28-20-{published_id}.jsonl")),
         text,
@@ -420,9 +423,17 @@ fn sessions_of_an_unknown_format_are_listed_unreadable_and_refused_by_show() {
             .contains("{v, kind}"),
         "{unknown}"
     );
+    let published = rows
+        .iter()
+        .find(|r| r["sessionId"] == published_id)
+        .expect("listed");
+    assert_eq!(published["skippedLines"], 1, "{published}");
     let out = run(&["list", "--all"]);
     let table = String::from_utf8(out.stdout).unwrap();
-    assert!(table.contains("UNREADABLE"), "{table}");
+    assert!(
+        table.contains("UNREADABLE") && table.contains("[1 lines not JSON]"),
+        "{table}"
+    );
 
     let out = run(&["show", unknown_id]);
     assert!(!out.status.success(), "{out:?}");
@@ -433,7 +444,7 @@ fn sessions_of_an_unknown_format_are_listed_unreadable_and_refused_by_show() {
     assert!(out.status.success(), "{out:?}");
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
-        text.contains("showing the last 2 (all of them)")
+        text.contains("showing the last 2 (the whole file was read; passed over: 1 line not JSON)")
             && text.contains("[REDACTED_ASSISTANT_TEXT]"),
         "{text}"
     );

@@ -42,6 +42,14 @@ pub struct Row {
     /// cannot; listed so that nothing is left out silently.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unreadable: Option<String>,
+    /// Lines that are not JSON among those the listing read of the file (agent stores
+    /// only; omitted when 0): `tether sessions show` counts them all.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub skipped_lines: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The rows of Tether's cache listing `cached` and of every agent store located from
@@ -67,6 +75,7 @@ pub fn rows(
             updated_utc: s.updated_utc.clone(),
             path: None,
             unreadable: None,
+            skipped_lines: 0,
         })
         .collect();
     let mut unreadable = 0;
@@ -90,11 +99,13 @@ pub fn rows(
                         updated_utc: info.updated_utc.unwrap_or_default(),
                         path: Some(info.path.display().to_string()),
                         unreadable: info.unreadable,
+                        skipped_lines: info.skipped_lines,
                         session_id: info.session_id,
                     });
                 }
                 Ok(info) => rows.push(Row {
                     unreadable: None,
+                    skipped_lines: info.skipped_lines,
                     source: kind.name().into(),
                     session_id: info.session_id,
                     agent: Some(kind.name().into()),
@@ -119,6 +130,7 @@ pub fn rows(
                         updated_utc: String::new(),
                         path: Some(path.display().to_string()),
                         unreadable: Some(err.to_string()),
+                        skipped_lines: 0,
                     });
                 }
             }
@@ -167,11 +179,17 @@ pub fn render_table(root: &str, rows: &[Row], unreadable: usize) -> String {
                 r.updated_utc.clone(),
                 match &r.unreadable {
                     Some(why) => format!("UNREADABLE: {why}"),
-                    None => r
-                        .title
-                        .as_deref()
-                        .map(|t| t.chars().take(TITLE_CHARS).collect())
-                        .unwrap_or_default(),
+                    None => {
+                        let title: String = r
+                            .title
+                            .as_deref()
+                            .map(|t| t.chars().take(TITLE_CHARS).collect())
+                            .unwrap_or_default();
+                        match r.skipped_lines {
+                            0 => title,
+                            n => format!("{title} [{n} lines not JSON]"),
+                        }
+                    }
                 },
             ]
         })
