@@ -326,3 +326,54 @@ fn lines_not_json_are_counted_by_listing_and_reader() {
         Some("1 line not JSON, a torn last line")
     );
 }
+
+/// Gemini CLI's older `.json` session document (the published one of the corpus) is found
+/// by id in a project folder, listed and read.
+#[test]
+fn gemini_json_documents_are_found_listed_and_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let chats = dir.path().join(".gemini/tmp/proj/chats");
+    std::fs::create_dir_all(&chats).unwrap();
+    std::fs::write(
+        dir.path().join(".gemini/tmp/proj/.project_root"),
+        "/home/ada/proj",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join(".gemini/projects.json"),
+        r#"{"projects": {"/home/ada/proj": "proj"}}"#,
+    )
+    .unwrap();
+    let published = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tether-testkit/data/sessions/gemini/kvsankar-agent-history-session-01.json");
+    let file = chats.join("session-2026-06-05T04-59-dcbe78d3.json");
+    std::fs::copy(published, &file).unwrap();
+    let env = Env::from_vars([("GEMINI_CLI_HOME", dir.path().to_str().unwrap())]);
+    let store = locate(AgentKind::Gemini, &env).unwrap();
+    let id = "dcbe78d3-ea75-4786-929e-d6cff0fc00ed";
+    assert_eq!(
+        store.find(id, Some(Path::new("/home/ada/proj"))).unwrap(),
+        Some(file.clone())
+    );
+    assert_eq!(
+        store.sessions(Path::new("/home/ada/proj")),
+        std::slice::from_ref(&file)
+    );
+    let info = summarize(AgentKind::Gemini, &file).unwrap();
+    assert_eq!(
+        (info.session_id.as_str(), info.title.as_deref()),
+        (id, Some("[REDACTED_PROMPT]"))
+    );
+    let t = read(AgentKind::Gemini, &file);
+    assert_eq!(
+        turns(&t),
+        [
+            "user: [REDACTED_PROMPT]",
+            "assistant: [REDACTED_ASSISTANT_TEXT]"
+        ]
+    );
+    assert_eq!(
+        t.snapshot.context.model.as_deref(),
+        Some("gemini-2.5-flash")
+    );
+}
