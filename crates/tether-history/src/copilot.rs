@@ -214,13 +214,15 @@ fn result_of(data: &Value) -> ToolResult {
     }
 }
 
-/// The families of Copilot CLI's event types (`<family>.<event>`, observed in 1.0.102);
+/// The families of Copilot CLI's event types (`<family>.<event>`, observed in 1.0.102,
+/// `permission.requested` and `permission.completed` among them);
 /// an event of another family is counted as unknown.
 const EVENT_FAMILIES: &[&str] = &[
     "session",
     "user",
     "assistant",
     "tool",
+    "permission",
     "hook",
     "subagent",
     "skill",

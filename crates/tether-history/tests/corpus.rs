@@ -355,6 +355,14 @@ fn every_published_and_recorded_session_is_read_whole_or_refused() {
         if !t.complete {
             wrong.push("not read whole".to_owned());
         }
+        // A record type the reader does not know may hold conversation: the reader must
+        // learn every type the agents are seen to write.
+        if t.unknown_records > 0 {
+            wrong.push(format!(
+                "records of unknown types: {}",
+                t.unknown_types.join(", ")
+            ));
+        }
         let users = count(&t, ChatRole::User, false);
         let want_users = reference.prompts.len() + reference.commands;
         if users != want_users {
@@ -397,13 +405,13 @@ fn every_published_and_recorded_session_is_read_whole_or_refused() {
         }
         let outcome = if wrong.is_empty() { "read" } else { "WRONG" };
         report.push(format!(
-            "{:<28} {name}: {} prompts, {} answers, {} tool calls ({} turns), {} passed over: {outcome}",
+            "{:<28} {name}: {} prompts, {} answers, {} tool calls ({} turns), passed over: {}: {outcome}",
             reference.version,
             want_users,
             count(&t, ChatRole::Assistant, false),
             t.snapshot.exec_turns.len(),
             t.snapshot.chat_turns.len(),
-            t.passed_over(),
+            t.passed_over_note().unwrap_or_else(|| "nothing".to_owned()),
         ));
         if !wrong.is_empty() {
             failures.push(format!("{name}: {}", wrong.join("; ")));
