@@ -197,7 +197,7 @@ impl AgentStore for ClaudeStore {
 /// # Errors
 /// Reading or seeking fails.
 pub fn read_tail<R: Read + Seek>(reader: R, options: &ReadOptions) -> std::io::Result<Transcript> {
-    crate::transcript::read_tail(reader, &mut ClaudeFormat { subagent: false }, options)
+    crate::transcript::read_tail(reader, &mut ClaudeFormat::new(false), options)
 }
 
 /// [`read_tail`] of a subagent's transcript (`agent-*.jsonl`, [`SUBAGENT_PREFIX`]): its
@@ -209,7 +209,7 @@ pub fn read_subagent_tail<R: Read + Seek>(
     reader: R,
     options: &ReadOptions,
 ) -> std::io::Result<Transcript> {
-    crate::transcript::read_tail(reader, &mut ClaudeFormat { subagent: true }, options)
+    crate::transcript::read_tail(reader, &mut ClaudeFormat::new(true), options)
 }
 
 /// Whether `path` is a subagent's transcript ([`SUBAGENT_PREFIX`]).
@@ -292,6 +292,8 @@ struct Titles {
     uuids: HashSet<String>,
     typed: Option<String>,
     command: Option<String>,
+    /// The `uuid`s of local-command caveats met in the head ([`is_caveat`]).
+    caveats: HashSet<String>,
 }
 
 impl Titles {
@@ -323,6 +325,15 @@ impl Titles {
                     self.summaries[at].push((leaf.to_owned(), text.to_owned()));
                 }
             }
+            Some("user") if !from_tail && is_caveat(line) => {
+                if let Some(uuid) = str_at(line, "uuid") {
+                    self.caveats.insert(uuid.to_owned());
+                }
+            }
+            // A local command's output, written as plain words under the caveat.
+            Some("user")
+                if is_plain(line)
+                    && str_at(line, "parentUuid").is_some_and(|p| self.caveats.contains(p)) => {}
             _ if !from_tail && is_prompt(line, subagent) => {
                 for text in prompt_texts(line) {
                     match classify(&text) {
@@ -437,6 +448,39 @@ pub const KNOWN_TYPES: &[&str] = &[
 struct ClaudeFormat {
     /// The file is a subagent's: its `isSidechain` lines are its conversation.
     subagent: bool,
+    /// The newest user line taken as typed words so far: its `uuid` and `parentUuid`.
+    /// When its parent turns out to be the local-command caveat, it was the output of a
+    /// local command (2.1.x writes e.g. `Unknown skill: usage` so, where a known command
+    /// is a `<command-name>` line under the caveat) and is restyled.
+    last_typed: Option<(String, String)>,
+}
+
+impl ClaudeFormat {
+    fn new(subagent: bool) -> Self {
+        Self {
+            subagent,
+            last_typed: None,
+        }
+    }
+}
+
+/// Whether the texts of user line `line` are all plain words (no command, output or
+/// notification markup).
+fn is_plain(line: &Value) -> bool {
+    prompt_texts(line)
+        .iter()
+        .all(|t| matches!(classify(t), Prompt::Typed(_) | Prompt::Hidden))
+}
+
+/// Whether `line` is the caveat Claude Code writes before a local command's output (a meta
+/// `user` line, `<local-command-caveat>` in 2.1.x); the line whose `parentUuid` it is holds
+/// that output, not the user's words.
+fn is_caveat(line: &Value) -> bool {
+    line.get("isMeta") == Some(&Value::Bool(true))
+        && prompt_texts(line).iter().any(|t| {
+            let t = t.trim_start();
+            t.starts_with("<local-command-caveat>") || t.starts_with("Caveat: The messages below")
+        })
 }
 
 impl ClaudeFormat {
@@ -553,7 +597,21 @@ impl Format for ClaudeFormat {
         let uuid = str_at(line, "uuid").unwrap_or_default();
         let timestamp = str_at(line, "timestamp").unwrap_or_default();
         match kind {
-            "user" => Self::user(line, uuid, timestamp, out),
+            "user" if is_caveat(line) => {
+                if let Some((child, parent)) = self.last_typed.take()
+                    && parent == uuid
+                {
+                    out.restyle(&child, ChatRole::Status);
+                }
+            }
+            "user" => {
+                let before = out.turns();
+                Self::user(line, uuid, timestamp, out);
+                let parent = str_at(line, "parentUuid").unwrap_or_default();
+                // Only plain words can be a local command's output (a command is markup).
+                self.last_typed = (out.turns() > before && is_plain(line))
+                    .then(|| (uuid.to_owned(), parent.to_owned()));
+            }
             "assistant" => Self::assistant(line, uuid, timestamp, out),
             _ => {}
         }

@@ -218,6 +218,28 @@ impl Collector {
         self.turns >= self.limit
     }
 
+    /// Chat turns collected so far (a tool call counts as one).
+    pub(crate) fn turns(&self) -> usize {
+        self.turns
+    }
+
+    /// Gives the newest entry, when it is the `user` chat turn `id`, role `role` instead:
+    /// a line read as the user's words turned out, from an older line, to be output.
+    pub(crate) fn restyle(&mut self, id: &str, role: ChatRole) {
+        if let Some(Entry::Chat {
+            id: i,
+            role: r,
+            group,
+            ..
+        }) = self.entries.last_mut()
+            && i == id
+            && *r == ChatRole::User
+        {
+            *r = role;
+            *group = None;
+        }
+    }
+
     /// A chat turn older than every one pushed so far. Consecutive pushes of the same role
     /// and `group` are one turn (their texts joined, older first).
     pub(crate) fn chat(

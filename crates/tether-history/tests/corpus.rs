@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use tether_history::{AgentKind, HistoryError, ReadOptions, Transcript, read_session};
+use tether_history::{AgentKind, HistoryError, ReadOptions, Transcript, read_session, summarize};
 use tether_store::model::ChatRole;
 
 mod support;
@@ -60,7 +60,21 @@ fn claude(path: &Path) -> Reference {
         .file_name()
         .is_some_and(|n| n.to_string_lossy().starts_with("agent-"));
     let mut r = Reference::default();
+    // The uuids of the caveat lines the CLI writes before a local command's output: a user
+    // line whose parent is one is that output, not a prompt.
+    let mut caveats = std::collections::HashSet::new();
     for line in lines(path) {
+        if line.get("isMeta") == Some(&Value::Bool(true))
+            && serde_json::to_string(&line["message"]["content"])
+                .unwrap()
+                .contains("<local-command-caveat>")
+        {
+            caveats.insert(s(&line, "/uuid").unwrap_or("").to_owned());
+        }
+        let content = serde_json::to_string(&line["message"]["content"]).unwrap();
+        if s(&line, "/parentUuid").is_some_and(|p| caveats.contains(p)) && !content.contains('<') {
+            continue;
+        }
         if r.version.is_empty()
             && let Some(v) = s(&line, "/version")
         {
@@ -405,13 +419,15 @@ fn every_published_and_recorded_session_is_read_whole_or_refused() {
         }
         let outcome = if wrong.is_empty() { "read" } else { "WRONG" };
         report.push(format!(
-            "{:<28} {name}: {} prompts, {} answers, {} tool calls ({} turns), passed over: {}: {outcome}",
+            "{:<28} {name}: {} prompts, {} answers, {} tool calls ({} turns), passed over: {}, \
+             title {:?}: {outcome}",
             reference.version,
             want_users,
             count(&t, ChatRole::Assistant, false),
             t.snapshot.exec_turns.len(),
             t.snapshot.chat_turns.len(),
             t.passed_over_note().unwrap_or_else(|| "nothing".to_owned()),
+            summarize(*kind, path).ok().and_then(|i| i.title),
         ));
         if !wrong.is_empty() {
             failures.push(format!("{name}: {}", wrong.join("; ")));
