@@ -377,3 +377,42 @@ fn gemini_json_documents_are_found_listed_and_read() {
         Some("gemini-2.5-flash")
     );
 }
+
+/// The published Claude Code 2.1.92 session whose `Agent` calls ran subagents: each call
+/// names its subagent's transcript, and that id finds and reads the subagent's file (kept
+/// where Claude Code keeps it, `<session id>/subagents/`).
+#[test]
+fn a_published_agent_call_leads_to_its_subagents_transcript() {
+    let corpus =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tether-testkit/data/sessions/claude");
+    let parent_id = "d4fd5afb-e837-4595-a12a-6c44c0f09739";
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("projects/-Users-xuwentao");
+    let subagents = project.join(parent_id).join("subagents");
+    std::fs::create_dir_all(&subagents).unwrap();
+    let parent = project.join(format!("{parent_id}.jsonl"));
+    std::fs::copy(corpus.join(format!("{parent_id}.jsonl")), &parent).unwrap();
+    let sub = subagents.join("agent-adae2f20e326a65be.jsonl");
+    std::fs::copy(corpus.join("agent-adae2f20e326a65be.jsonl"), &sub).unwrap();
+
+    let t = read(AgentKind::Claude, &parent);
+    let linked: Vec<&str> = t
+        .snapshot
+        .exec_turns
+        .iter()
+        .filter_map(|e| e.extra.get("subagentSessionId").and_then(Value::as_str))
+        .collect();
+    assert_eq!(
+        linked,
+        ["agent-ada37e8b5cf03a018", "agent-adae2f20e326a65be"]
+    );
+    let env = Env::from_vars([("CLAUDE_CONFIG_DIR", dir.path().to_str().unwrap())]);
+    let store = locate(AgentKind::Claude, &env).unwrap();
+    let found = store
+        .find(linked[1], Some(Path::new("/Users/xuwentao")))
+        .unwrap();
+    assert_eq!(found.as_deref(), Some(sub.as_path()));
+    let sub_t = read(AgentKind::Claude, &sub);
+    assert_eq!(sub_t.snapshot.exec_turns.len(), 3, "{:?}", turns(&sub_t));
+    assert!(turns(&sub_t)[0].starts_with("user: Yes, please proceed"));
+}
