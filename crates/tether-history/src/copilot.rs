@@ -12,6 +12,8 @@
 //!   arguments}]}` (`content` is empty for a message that only calls tools);
 //! * `tool.execution_complete {toolCallId, success, shellExecution: {exitCode}, result:
 //!   {content}}`, whose content ends with a `<shellId: N completed with exit code N>` line;
+//! * `session.error {errorType, message, statusCode}` (a quota, an API failure; seen in a
+//!   published file, `crates/tether-testkit/data/sessions/copilot`): a status line;
 //! * bookkeeping, passed over: `system.message` (the system prompt), `tool.execution_start`,
 //!   `permission.requested` / `permission.completed`, `assistant.turn_start` /
 //!   `assistant.turn_end`, `session.usage_record`, `session.shutdown`.
@@ -290,6 +292,15 @@ impl Format for CopilotFormat {
                 }
                 let text = str_at("content").unwrap_or_default();
                 out.chat(id, ChatRole::Assistant, text, timestamp, None);
+            }
+            // The agent's own error (a quota, an API failure): why a turn has no answer.
+            Some("session.error") => {
+                let text = str_at("message").unwrap_or("error");
+                let text = match str_at("errorType") {
+                    Some(kind) => format!("Error ({kind}): {text}"),
+                    None => format!("Error: {text}"),
+                };
+                out.chat(event_id, ChatRole::Status, &text, timestamp, None);
             }
             Some("tool.execution_complete") => {
                 if let Some(call_id) = str_at("toolCallId") {

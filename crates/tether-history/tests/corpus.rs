@@ -304,7 +304,7 @@ fn files(dir: &Path, out: &mut Vec<(AgentKind, PathBuf)>, agent: Option<AgentKin
                 AgentKind::Gemini => {
                     (name.ends_with(".json") || name.ends_with(".jsonl")) && name != "projects.json"
                 }
-                AgentKind::Copilot => name == "events.jsonl",
+                AgentKind::Copilot => name.ends_with("events.jsonl"),
                 // Read by query from its database (`tests/opencode.rs`).
                 AgentKind::Opencode => false,
             };
