@@ -416,3 +416,33 @@ fn a_published_agent_call_leads_to_its_subagents_transcript() {
     assert_eq!(sub_t.snapshot.exec_turns.len(), 3, "{:?}", turns(&sub_t));
     assert!(turns(&sub_t)[0].starts_with("user: Yes, please proceed"));
 }
+
+/// Published Claude Code 2.0.2 sessions whose `summary` lines summarize other sessions
+/// (their `leafUuid`s are in no line of the file) and whose prompts carry the IDE's
+/// `<ide_opened_file>` context: titled by the first prompt's own words, never by another
+/// session's summary nor by the IDE's text.
+#[test]
+fn published_sessions_are_not_titled_by_other_sessions_summaries() {
+    let corpus =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tether-testkit/data/sessions/claude");
+    let cases = [
+        (
+            "678ae7fd-39d1-4972-88ff-cb9abd5a1b0b",
+            "Look at changes.",
+            "YNAB Target",
+        ),
+        (
+            "fcd2bb83-d31c-475d-813e-005f209ba548",
+            "In /Users/bholt/dev/evergreen/ynab_web",
+            "Ruby Version",
+        ),
+    ];
+    for (id, starts, other) in cases {
+        let info = summarize(AgentKind::Claude, &corpus.join(format!("{id}.jsonl"))).unwrap();
+        let title = info.title.unwrap_or_default();
+        assert!(
+            title.starts_with(starts) && !title.contains(other),
+            "{id}: {title}"
+        );
+    }
+}
