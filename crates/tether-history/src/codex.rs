@@ -19,6 +19,15 @@
 //!   command's output (older versions: a JSON string `{"output", "metadata": {exit_code}}`);
 //!   `custom_tool_call {name, input, call_id}` / `custom_tool_call_output` (apply_patch);
 //!   `reasoning` is passed over.
+//!
+//! The older format (Codex CLI of mid 2025, before `session_meta`) has no envelope: a
+//! header line `{id, timestamp, instructions, git?}`, `{"record_type": "state"}` markers and
+//! the response items themselves, one per line (`{"type": "message", "role", "content"}`,
+//! `function_call`, `function_call_output` with the JSON-string output, `reasoning`, …).
+//! Its prompts are the `user` messages other than the context Codex injected
+//! (`<user_instructions>`, `<environment_context>`, whose `<cwd>` is the session's working
+//! directory); it is read and listed like the newer one. A record of a type neither format
+//! knows is passed over and counted ([`Transcript::unknown_records`]).
 
 use std::io::{Read, Seek};
 use std::path::{Path, PathBuf};
@@ -32,7 +41,8 @@ use crate::store::{
     AgentKind, AgentStore, HistoryError, SessionInfo, io_error, size_and_mtime, validate_id,
 };
 use crate::transcript::{
-    COMMAND_JSON_MAX, Collector, Format, ReadOptions, ToolResult, Transcript, cut,
+    COMMAND_JSON_MAX, Collector, Format, ReadOptions, Seen, ToolResult, Transcript, cut,
+    record_label,
 };
 
 /// Codex's store: its home folder.
@@ -137,16 +147,13 @@ impl AgentStore for CodexStore {
         let want = cwd.to_string_lossy();
         self.rollouts()
             .into_iter()
+            // A file whose format is unknown says no working directory: it is listed in
+            // every workspace, as unreadable, rather than in none.
             .filter(|p| {
-                let mut found = false;
-                let _ = head_lines(p, |line| {
-                    if line.get("type").and_then(Value::as_str) == Some("session_meta") {
-                        found = line.pointer("/payload/cwd").and_then(Value::as_str)
-                            == Some(want.as_ref());
-                    }
-                    false
-                });
-                found
+                head_of(p).is_ok_and(|h| {
+                    h.cwd.as_deref() == Some(want.as_ref())
+                        || (h.cwd.is_none() && h.unreadable().is_some())
+                })
             })
             .collect()
     }
@@ -158,53 +165,212 @@ impl AgentStore for CodexStore {
 /// # Errors
 /// Reading or seeking fails.
 pub fn read_tail<R: Read + Seek>(reader: R, options: &ReadOptions) -> std::io::Result<Transcript> {
-    crate::transcript::read_tail(reader, &mut CodexFormat, options)
+    crate::transcript::read_tail(reader, &mut CodexFormat::default(), options)
 }
 
-/// The listing entry of the Codex rollout file `path`: id, working directory and start
-/// from `session_meta`, title from the first prompt (both in the head).
-///
-/// # Errors
-/// [`HistoryError::Io`].
-pub fn summary(path: &Path) -> Result<SessionInfo, HistoryError> {
-    let (size_bytes, updated_utc) = size_and_mtime(path)?;
-    let mut info = SessionInfo {
-        agent: AgentKind::Codex,
-        session_id: id_of(path).unwrap_or_default(),
-        path: path.to_owned(),
-        title: None,
-        cwd: None,
-        started_utc: None,
-        updated_utc,
-        size_bytes,
-    };
-    head_lines(path, |line| {
+/// What the head of a rollout file says, in either format.
+#[derive(Debug, Default)]
+struct Head {
+    id: Option<String>,
+    cwd: Option<String>,
+    started: Option<String>,
+    title: Option<String>,
+    /// Records of a type either format knows.
+    known: u64,
+    /// Records of other types, and the first few of those types.
+    unknown: u64,
+    unknown_types: Vec<String>,
+    /// Lines read that are not JSON.
+    skipped: u64,
+}
+
+impl Head {
+    /// Why the file cannot be read, when no record of its head is of a known type.
+    fn unreadable(&self) -> Option<String> {
+        (self.known == 0 && self.unknown > 0).then(|| {
+            format!(
+                "none of its first {} records is of a type Codex is known to write ({})",
+                self.unknown,
+                self.unknown_types.join(", ")
+            )
+        })
+    }
+}
+
+/// The head of rollout file `path` (at most `head::HEAD_BYTES`): the session's id,
+/// start and working directory from `session_meta` (the envelope format) or from the
+/// header line and the first `<environment_context>` message (the older format), and its
+/// first prompt.
+fn head_of(path: &Path) -> std::io::Result<Head> {
+    let mut head = Head::default();
+    let skipped = head_lines(path, |line| {
         let payload = line.get("payload");
+        let kind = record_label(line);
+        let known = match payload {
+            Some(_) => ENVELOPE_TYPES.contains(&kind.as_str()),
+            None => legacy_record(line) != Legacy::Unknown,
+        };
+        if known {
+            head.known += 1;
+        } else {
+            head.unknown += 1;
+            if head.unknown_types.len() < crate::transcript::UNKNOWN_TYPES_KEPT
+                && !head.unknown_types.contains(&kind)
+            {
+                head.unknown_types.push(kind);
+            }
+        }
         match (
             str_at(line, "type"),
             payload.and_then(|p| str_at(p, "type")),
         ) {
             (Some("session_meta"), _) => {
                 let p = payload.unwrap_or(&Value::Null);
-                if let Some(id) = str_at(p, "id") {
-                    id.clone_into(&mut info.session_id);
-                }
-                info.cwd = str_at(p, "cwd").map(str::to_owned);
-                info.started_utc = str_at(p, "timestamp")
+                head.id = str_at(p, "id").map(str::to_owned);
+                head.cwd = str_at(p, "cwd").map(str::to_owned);
+                head.started = str_at(p, "timestamp")
                     .or_else(|| str_at(line, "timestamp"))
                     .map(str::to_owned);
             }
             (Some("event_msg"), Some("user_message")) => {
-                info.title = payload
+                head.title = payload
                     .and_then(|p| str_at(p, "message"))
                     .and_then(|m| title_of(m, 80));
             }
+            _ if payload.is_none() => match legacy_record(line) {
+                Legacy::Header => {
+                    head.id = str_at(line, "id").map(str::to_owned);
+                    head.started = str_at(line, "timestamp").map(str::to_owned);
+                }
+                Legacy::Message("user") => {
+                    for text in texts_of(line) {
+                        if let Some(cwd) = environment_cwd(text) {
+                            head.cwd.get_or_insert(cwd);
+                        } else if head.title.is_none() && !is_injected(text) {
+                            head.title = title_of(text, 80);
+                        }
+                    }
+                }
+                _ => {}
+            },
             _ => {}
         }
-        info.title.is_none()
+        head.title.is_none() || head.cwd.is_none()
+    })?;
+    head.skipped = skipped;
+    Ok(head)
+}
+
+/// The listing entry of the Codex rollout file `path`: id, working directory and start
+/// from `session_meta` (the older format: the header line and the `<environment_context>`
+/// message), title from the first prompt (all in the head).
+///
+/// # Errors
+/// [`HistoryError::Io`].
+pub fn summary(path: &Path) -> Result<SessionInfo, HistoryError> {
+    let (size_bytes, updated_utc) = size_and_mtime(path)?;
+    let head = head_of(path).map_err(io_error(path))?;
+    let unreadable = head.unreadable();
+    Ok(SessionInfo {
+        agent: AgentKind::Codex,
+        session_id: head.id.or_else(|| id_of(path)).unwrap_or_default(),
+        path: path.to_owned(),
+        title: head.title,
+        cwd: head.cwd,
+        started_utc: head.started,
+        updated_utc,
+        size_bytes,
+        unreadable,
+        skipped_lines: head.skipped,
     })
-    .map_err(io_error(path))?;
-    Ok(info)
+}
+
+/// A record of the older format (no `{timestamp, type, payload}` envelope; Codex CLI of
+/// mid 2025): a header `{id, timestamp, instructions, git?}`, `{"record_type": "state"}`
+/// markers, and bare response items.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Legacy<'a> {
+    Header,
+    State,
+    /// `{"type": "message", "role": …}`, by role.
+    Message(&'a str),
+    /// Another response item: `function_call`, `reasoning`, …, by type.
+    Item(&'a str),
+    Unknown,
+}
+
+/// The response item types of the older format (and of `response_item` payloads).
+const ITEM_TYPES: &[&str] = &[
+    "function_call",
+    "function_call_output",
+    "custom_tool_call",
+    "custom_tool_call_output",
+    "local_shell_call",
+    "reasoning",
+    "web_search_call",
+    "image_generation_call",
+    "tool_search_call",
+    "tool_search_output",
+    "compaction",
+    "compaction_summary",
+    "ghost_snapshot",
+    "other",
+];
+
+fn legacy_record(line: &Value) -> Legacy<'_> {
+    if line.get("record_type").is_some() {
+        return Legacy::State;
+    }
+    match str_at(line, "type") {
+        Some("message") => Legacy::Message(str_at(line, "role").unwrap_or_default()),
+        Some(t) if ITEM_TYPES.contains(&t) => Legacy::Item(t),
+        Some(_) => Legacy::Unknown,
+        None if line.get("id").is_some() && line.get("timestamp").is_some() => Legacy::Header,
+        None => Legacy::Unknown,
+    }
+}
+
+/// The texts of a message's `content` blocks (`input_text`, `output_text`, `text`).
+fn texts_of(message: &Value) -> Vec<&str> {
+    match message.get("content") {
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .filter(|b| {
+                matches!(
+                    str_at(b, "type"),
+                    Some("input_text" | "output_text" | "text")
+                )
+            })
+            .filter_map(|b| str_at(b, "text"))
+            .collect(),
+        Some(Value::String(s)) => vec![s.as_str()],
+        _ => Vec::new(),
+    }
+}
+
+/// Whether a user message's text is context Codex injected rather than a prompt: the
+/// user's instructions (`<user_instructions>`, `AGENTS.md`), the environment
+/// (`<environment_context>`), permissions (observed in Codex 0.2x to 0.137).
+fn is_injected(text: &str) -> bool {
+    let t = text.trim_start();
+    [
+        "<user_instructions>",
+        "<environment_context>",
+        "<permissions instructions>",
+        "<user_shell_command>",
+        "# AGENTS.md instructions",
+        "<INSTRUCTIONS>",
+    ]
+    .iter()
+    .any(|p| t.starts_with(p))
+}
+
+/// The `<cwd>` of an `<environment_context>` text.
+fn environment_cwd(text: &str) -> Option<String> {
+    let t = text.trim_start().strip_prefix("<environment_context>")?;
+    let start = t.find("<cwd>")? + "<cwd>".len();
+    let end = t[start..].find("</cwd>")? + start;
+    Some(t[start..end].trim().to_owned())
 }
 
 fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
@@ -258,6 +424,7 @@ fn result_of(output: Option<&Value>) -> ToolResult {
             text: out.to_owned(),
             failed: exit_code.is_some_and(|c| c != 0),
             exit_code,
+            subagent: None,
         };
     }
     let exit_code = text
@@ -272,20 +439,111 @@ fn result_of(output: Option<&Value>) -> ToolResult {
         text: body,
         failed: exit_code.is_some_and(|c| c != 0),
         exit_code,
+        subagent: None,
     }
 }
 
-/// Codex's lines, newest first.
-struct CodexFormat;
+/// Codex's lines, newest first, in either format.
+#[derive(Debug, Default)]
+struct CodexFormat {
+    /// Lines seen, for the ids of the older format's turns (which have none).
+    seen: u64,
+}
+
+/// The top-level record types of the envelope format (observed in Codex 0.58 to 0.137).
+const ENVELOPE_TYPES: &[&str] = &[
+    "session_meta",
+    "turn_context",
+    "event_msg",
+    "response_item",
+    "compacted",
+];
+
+impl CodexFormat {
+    /// A response item (`payload` of the envelope, or a bare line of the older format)
+    /// other than a message.
+    fn item(item: &Value, timestamp: &str, out: &mut Collector) {
+        match str_at(item, "type") {
+            Some("function_call" | "custom_tool_call") => {
+                let Some(id) = str_at(item, "call_id") else {
+                    return;
+                };
+                let name = str_at(item, "name").unwrap_or("tool");
+                let command = match str_at(item, "arguments") {
+                    Some(arguments) => command_of(arguments),
+                    None => str_at(item, "input").unwrap_or_default().to_owned(),
+                };
+                out.call(id, name, &command, timestamp);
+            }
+            Some("local_shell_call") => {
+                let Some(id) = str_at(item, "call_id").or_else(|| str_at(item, "id")) else {
+                    return;
+                };
+                let command = item
+                    .pointer("/action/command")
+                    .map(|c| command_of(&serde_json::json!({ "command": c }).to_string()))
+                    .unwrap_or_default();
+                out.call(id, "shell", &command, timestamp);
+            }
+            Some("function_call_output" | "custom_tool_call_output") => {
+                if let Some(id) = str_at(item, "call_id") {
+                    out.result(id, result_of(item.get("output")));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// An assistant message's text blocks, as one turn.
+    fn answer(message: &Value, id: &str, timestamp: &str, out: &mut Collector) {
+        for text in texts_of(message).into_iter().rev() {
+            out.chat(id, ChatRole::Assistant, text, timestamp, Some(id));
+        }
+    }
+
+    /// A line of the older format.
+    fn legacy(&mut self, line: &Value, out: &mut Collector) -> Seen {
+        let timestamp = str_at(line, "timestamp").unwrap_or_default();
+        let id = format!("line-{}", self.seen);
+        match legacy_record(line) {
+            Legacy::Header | Legacy::State => {}
+            Legacy::Message("assistant") => {
+                Self::answer(line, &format!("assistant:{id}"), timestamp, out)
+            }
+            Legacy::Message("user") => {
+                for text in texts_of(line).into_iter().rev() {
+                    if let Some(cwd) = environment_cwd(text) {
+                        out.cwd.get_or_insert(cwd);
+                    } else if !is_injected(text) {
+                        let id = format!("user:{id}");
+                        out.chat(&id, ChatRole::User, text, timestamp, Some(&id));
+                    }
+                }
+            }
+            // `system` / `developer` messages: instructions, not conversation.
+            Legacy::Message(_) => {}
+            Legacy::Item(_) => Self::item(line, timestamp, out),
+            Legacy::Unknown => {
+                return Seen::Unknown(record_label(line));
+            }
+        }
+        Seen::Known
+    }
+}
 
 impl Format for CodexFormat {
-    fn line(&mut self, line: &Value, out: &mut Collector) {
+    fn line(&mut self, line: &Value, out: &mut Collector) -> Seen {
+        self.seen += 1;
         let Some(payload) = line.get("payload") else {
-            return;
+            return self.legacy(line, out);
         };
         let timestamp = str_at(line, "timestamp").unwrap_or_default();
-        match (str_at(line, "type"), str_at(payload, "type")) {
-            (Some("session_meta" | "turn_context"), _) => {
+        let kind = str_at(line, "type").unwrap_or("?");
+        if !ENVELOPE_TYPES.contains(&kind) {
+            return Seen::Unknown(kind.to_owned());
+        }
+        match (kind, str_at(payload, "type")) {
+            ("session_meta" | "turn_context", _) => {
                 if out.cwd.is_none() {
                     out.cwd = str_at(payload, "cwd").map(str::to_owned);
                 }
@@ -293,53 +551,19 @@ impl Format for CodexFormat {
                     out.model = str_at(payload, "model").map(str::to_owned);
                 }
             }
-            (Some("event_msg"), Some("user_message")) => {
+            ("event_msg", Some("user_message")) => {
                 let text = str_at(payload, "message").unwrap_or_default();
                 let id = format!("user:{timestamp}");
                 out.chat(&id, ChatRole::User, text, timestamp, None);
             }
-            (Some("response_item"), Some("message"))
-                if str_at(payload, "role") == Some("assistant") =>
-            {
-                let Some(Value::Array(blocks)) = payload.get("content") else {
-                    return;
-                };
+            ("response_item", Some("message")) if str_at(payload, "role") == Some("assistant") => {
                 let id = format!("assistant:{timestamp}");
-                for block in blocks.iter().rev() {
-                    if matches!(str_at(block, "type"), Some("output_text" | "text")) {
-                        let text = str_at(block, "text").unwrap_or_default();
-                        out.chat(&id, ChatRole::Assistant, text, timestamp, Some(&id));
-                    }
-                }
+                Self::answer(payload, &id, timestamp, out);
             }
-            (Some("response_item"), Some("function_call" | "custom_tool_call")) => {
-                let Some(id) = str_at(payload, "call_id") else {
-                    return;
-                };
-                let name = str_at(payload, "name").unwrap_or("tool");
-                let command = match str_at(payload, "arguments") {
-                    Some(arguments) => command_of(arguments),
-                    None => str_at(payload, "input").unwrap_or_default().to_owned(),
-                };
-                out.call(id, name, &command, timestamp);
-            }
-            (Some("response_item"), Some("local_shell_call")) => {
-                let Some(id) = str_at(payload, "call_id") else {
-                    return;
-                };
-                let command = payload
-                    .pointer("/action/command")
-                    .map(|c| command_of(&serde_json::json!({ "command": c }).to_string()))
-                    .unwrap_or_default();
-                out.call(id, "shell", &command, timestamp);
-            }
-            (Some("response_item"), Some("function_call_output" | "custom_tool_call_output")) => {
-                if let Some(id) = str_at(payload, "call_id") {
-                    out.result(id, result_of(payload.get("output")));
-                }
-            }
+            ("response_item", _) => Self::item(payload, timestamp, out),
             _ => {}
         }
+        Seen::Known
     }
 }
 
@@ -367,7 +591,8 @@ mod tests {
             ToolResult {
                 text: "boom\n".into(),
                 failed: true,
-                exit_code: Some(2)
+                exit_code: Some(2),
+                subagent: None,
             }
         );
         let old = json!(r#"{"output":"fine","metadata":{"exit_code":0,"duration_seconds":0.1}}"#);
@@ -376,7 +601,8 @@ mod tests {
             ToolResult {
                 text: "fine".into(),
                 failed: false,
-                exit_code: Some(0)
+                exit_code: Some(0),
+                subagent: None,
             }
         );
         assert_eq!(result_of(Some(&json!("plain"))).text, "plain");

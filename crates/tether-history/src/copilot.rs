@@ -12,6 +12,8 @@
 //!   arguments}]}` (`content` is empty for a message that only calls tools);
 //! * `tool.execution_complete {toolCallId, success, shellExecution: {exitCode}, result:
 //!   {content}}`, whose content ends with a `<shellId: N completed with exit code N>` line;
+//! * `session.error {errorType, message, statusCode}` (a quota, an API failure; seen in a
+//!   published file, `crates/tether-testkit/data/sessions/copilot`): a status line;
 //! * bookkeeping, passed over: `system.message` (the system prompt), `tool.execution_start`,
 //!   `permission.requested` / `permission.completed`, `assistant.turn_start` /
 //!   `assistant.turn_end`, `session.usage_record`, `session.shutdown`.
@@ -27,7 +29,8 @@ use crate::head::{head_lines, title_of};
 use crate::store::{
     AgentKind, AgentStore, HistoryError, SessionInfo, io_error, size_and_mtime, validate_id,
 };
-use crate::transcript::{Collector, Format, ReadOptions, ToolResult, Transcript, command_of};
+use crate::transcript::record_label;
+use crate::transcript::{Collector, Format, ReadOptions, Seen, ToolResult, Transcript, command_of};
 
 /// Copilot CLI's store: its home folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,9 +158,11 @@ pub fn summary(path: &Path) -> Result<SessionInfo, HistoryError> {
         started_utc: scalar(&yaml, "created_at").map(str::to_owned),
         updated_utc,
         size_bytes,
+        unreadable: None,
+        skipped_lines: 0,
     };
     if info.title.is_none() || info.cwd.is_none() {
-        head_lines(path, |line| {
+        info.skipped_lines = head_lines(path, |line| {
             let data = line.get("data");
             match line.get("type").and_then(Value::as_str) {
                 Some("session.start") if info.cwd.is_none() => {
@@ -207,16 +212,39 @@ fn result_of(data: &Value) -> ToolResult {
         text: text.to_owned(),
         failed,
         exit_code,
+        subagent: None,
     }
 }
+
+/// The families of Copilot CLI's event types (`<family>.<event>`, observed in 1.0.102,
+/// `permission.requested` and `permission.completed` among them);
+/// an event of another family is counted as unknown.
+const EVENT_FAMILIES: &[&str] = &[
+    "session",
+    "user",
+    "assistant",
+    "tool",
+    "permission",
+    "hook",
+    "subagent",
+    "skill",
+    "system",
+    "abort",
+    "pending_messages",
+];
 
 /// Copilot CLI's events, newest first.
 struct CopilotFormat;
 
 impl Format for CopilotFormat {
-    fn line(&mut self, line: &Value, out: &mut Collector) {
-        let Some(data) = line.get("data") else {
-            return;
+    fn line(&mut self, line: &Value, out: &mut Collector) -> Seen {
+        let kind = line.get("type").and_then(Value::as_str).unwrap_or("?");
+        let family = kind.split('.').next().unwrap_or_default();
+        let Some(data) = line
+            .get("data")
+            .filter(|_| EVENT_FAMILIES.contains(&family))
+        else {
+            return Seen::Unknown(record_label(line));
         };
         let timestamp = line
             .get("timestamp")
@@ -265,6 +293,15 @@ impl Format for CopilotFormat {
                 let text = str_at("content").unwrap_or_default();
                 out.chat(id, ChatRole::Assistant, text, timestamp, None);
             }
+            // The agent's own error (a quota, an API failure): why a turn has no answer.
+            Some("session.error") => {
+                let text = str_at("message").unwrap_or("error");
+                let text = match str_at("errorType") {
+                    Some(kind) => format!("Error ({kind}): {text}"),
+                    None => format!("Error: {text}"),
+                };
+                out.chat(event_id, ChatRole::Status, &text, timestamp, None);
+            }
             Some("tool.execution_complete") => {
                 if let Some(call_id) = str_at("toolCallId") {
                     out.result(call_id, result_of(data));
@@ -272,6 +309,7 @@ impl Format for CopilotFormat {
             }
             _ => {}
         }
+        Seen::Known
     }
 }
 
@@ -292,7 +330,8 @@ mod tests {
             ToolResult {
                 text: "boom".into(),
                 failed: true,
-                exit_code: Some(2)
+                exit_code: Some(2),
+                subagent: None,
             }
         );
     }

@@ -4,8 +4,10 @@
 //! project registry `<home>/.gemini/projects.json` (`{"projects": {"<root>": "<name>"}}`)
 //! gives the workspace root (older versions: the SHA-256 of the root, in hex). Each project
 //! folder also holds `.project_root`, the root itself. Observed in Gemini CLI 0.61.0
-//! (`tests/fixtures/gemini`); the `.json` session files of older versions (one JSON
-//! document, not lines) are not read.
+//! (`tests/fixtures/gemini`). Older versions wrote `session-….json`: one JSON document
+//! `{sessionId, projectHash, startTime, lastUpdated, messages: […], kind?}` whose messages
+//! have the shape of the log's; it is read whole ([`read_document`], at most
+//! [`DOCUMENT_MAX`] bytes) and listed like the log.
 //!
 //! The file is a log of records, one JSON object per line, replayed in order by the CLI:
 //! * a header `{sessionId, projectHash, startTime, lastUpdated, kind}` (written again when
@@ -34,7 +36,8 @@ use crate::head::{head_lines, title_of};
 use crate::store::{
     AgentKind, AgentStore, HistoryError, SessionInfo, io_error, size_and_mtime, validate_id,
 };
-use crate::transcript::{Collector, Format, ReadOptions, ToolResult, Transcript, command_of};
+use crate::transcript::record_label;
+use crate::transcript::{Collector, Format, ReadOptions, Seen, ToolResult, Transcript, command_of};
 
 /// The text Gemini CLI puts before the session's context message (not a prompt).
 const SESSION_CONTEXT: &str = "<session_context>";
@@ -101,7 +104,93 @@ fn is_plain_name(name: &str) -> bool {
     !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\\'])
 }
 
-/// The `session-*.jsonl` files of project folder `dir`.
+/// Longest `.json` session document read: 64 MiB (it is parsed whole). A longer one is
+/// refused ([`HistoryError::UnreadableFormat`]).
+pub const DOCUMENT_MAX: u64 = 64 * 1024 * 1024;
+
+/// Whether `path` is an older version's session document (`.json`, not `.jsonl`).
+#[must_use]
+pub fn is_document(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "json")
+}
+
+/// The session document `path`, parsed.
+///
+/// # Errors
+/// [`HistoryError::Io`] when it cannot be read; [`HistoryError::UnreadableFormat`] when
+/// it is longer than [`DOCUMENT_MAX`] or is not a JSON object with `messages`.
+fn document(path: &Path) -> Result<Value, HistoryError> {
+    let unreadable = |detail: String| HistoryError::UnreadableFormat {
+        agent: AgentKind::Gemini,
+        path: path.to_owned(),
+        detail,
+    };
+    let len = std::fs::metadata(path).map_err(io_error(path))?.len();
+    if len > DOCUMENT_MAX {
+        return Err(unreadable(format!(
+            "a .json session document of {len} bytes, over the {DOCUMENT_MAX} read whole"
+        )));
+    }
+    let bytes = std::fs::read(path).map_err(io_error(path))?;
+    let value: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| unreadable(format!("a .json session document that does not parse: {e}")))?;
+    if !value.get("messages").is_some_and(Value::is_array) {
+        return Err(unreadable(
+            "a .json session document without a `messages` list".to_owned(),
+        ));
+    }
+    Ok(value)
+}
+
+/// The last `options.max_turns` turns of an older version's session document (`.json`,
+/// [`is_document`]): its `messages`, newest first, as the log's messages are read.
+///
+/// # Errors
+/// [`HistoryError::Io`] when it cannot be read; [`HistoryError::UnreadableFormat`] when it
+/// is longer than [`DOCUMENT_MAX`] or is not a JSON object with `messages`.
+pub fn read_document(path: &Path, options: &ReadOptions) -> Result<Transcript, HistoryError> {
+    let doc = document(path)?;
+    let messages = doc
+        .get("messages")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let mut format = GeminiFormat::default();
+    let mut out = Collector::new(options.max_turns);
+    let (mut known, mut unknown, mut unknown_types) = (0u64, 0u64, Vec::<String>::new());
+    let mut read = 0;
+    for m in messages.iter().rev() {
+        if out.full() {
+            break;
+        }
+        read += 1;
+        match format.message(m, &mut out) {
+            Seen::Known => known += 1,
+            Seen::Unknown(kind) => {
+                unknown += 1;
+                if unknown_types.len() < crate::transcript::UNKNOWN_TYPES_KEPT
+                    && !unknown_types.contains(&kind)
+                {
+                    unknown_types.push(kind);
+                }
+            }
+        }
+    }
+    Ok(Transcript {
+        snapshot: out.into_snapshot(),
+        complete: read == messages.len(),
+        bytes_read: std::fs::metadata(path).map(|m| m.len()).unwrap_or_default(),
+        skipped_lines: 0,
+        oversized_lines: 0,
+        torn_tail: false,
+        unknown_records: unknown,
+        unknown_types,
+        known_records: known,
+    })
+}
+
+/// The `session-*.jsonl` files (and older versions' `session-*.json`) of project folder
+/// `dir`.
 fn chat_files(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir.join("chats")) else {
         return Vec::new();
@@ -110,15 +199,22 @@ fn chat_files(dir: &Path) -> Vec<PathBuf> {
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("session-") && n.ends_with(".jsonl"))
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                n.starts_with("session-") && (n.ends_with(".jsonl") || n.ends_with(".json"))
+            })
         })
         .collect()
 }
 
-/// The header's `sessionId` (the first line that has one).
+/// The header's `sessionId` (the first line that has one; a document's own).
 fn session_id_of(path: &Path) -> Option<String> {
+    if is_document(path) {
+        let doc = document(path).ok()?;
+        return doc
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+    }
     let mut id = None;
     let _ = head_lines(path, |line| {
         id = line
@@ -142,7 +238,7 @@ impl AgentStore for GeminiStore {
     fn find(&self, session_id: &str, cwd: Option<&Path>) -> Result<Option<PathBuf>, HistoryError> {
         validate_id(session_id)?;
         let short: String = session_id.chars().take(8).collect();
-        let suffix = format!("-{short}.jsonl");
+        let suffixes = [format!("-{short}.jsonl"), format!("-{short}.json")];
         let mut dirs = cwd.map(|c| self.project_dirs(c)).unwrap_or_default();
         dirs.extend(self.all_project_dirs());
         for dir in dirs {
@@ -150,7 +246,7 @@ impl AgentStore for GeminiStore {
                 let named = file
                     .file_name()
                     .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.ends_with(&suffix));
+                    .is_some_and(|n| suffixes.iter().any(|s| n.ends_with(s.as_str())));
                 if named && session_id_of(&file).as_deref() == Some(session_id) {
                     return Ok(Some(file));
                 }
@@ -192,7 +288,7 @@ pub fn read_tail<R: Read + Seek>(reader: R, options: &ReadOptions) -> std::io::R
 /// `.project_root`.
 ///
 /// # Errors
-/// [`HistoryError::Io`].
+/// [`HistoryError::Io`]; for a `.json` document, as [`read_document`].
 pub fn summary(path: &Path) -> Result<SessionInfo, HistoryError> {
     let (size_bytes, updated_utc) = size_and_mtime(path)?;
     let mut info = SessionInfo {
@@ -204,8 +300,37 @@ pub fn summary(path: &Path) -> Result<SessionInfo, HistoryError> {
         started_utc: None,
         updated_utc,
         size_bytes,
+        unreadable: None,
+        skipped_lines: 0,
     };
-    head_lines(path, |line| {
+    if is_document(path) {
+        let doc = document(path)?;
+        let str_of = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+        info.session_id = str_of(&doc, "sessionId").unwrap_or_default();
+        info.started_utc = str_of(&doc, "startTime");
+        info.title = doc
+            .get("messages")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|m| m.get("type").and_then(Value::as_str) == Some("user"))
+            .find_map(|m| prompt_text(m).and_then(|t| title_of(&t, 80)));
+    } else {
+        summarize_log(path, &mut info)?;
+    }
+    info.cwd = path
+        .parent()
+        .and_then(Path::parent)
+        .and_then(|project| std::fs::read_to_string(project.join(".project_root")).ok())
+        .map(|root| root.trim().to_owned())
+        .filter(|root| !root.is_empty());
+    Ok(info)
+}
+
+/// The id, start and title of the session log `path`, and its lines that are not JSON,
+/// from its head.
+fn summarize_log(path: &Path, info: &mut SessionInfo) -> Result<(), HistoryError> {
+    let skipped = head_lines(path, |line| {
         if info.session_id.is_empty()
             && let Some(id) = line.get("sessionId").and_then(Value::as_str)
         {
@@ -221,13 +346,8 @@ pub fn summary(path: &Path) -> Result<SessionInfo, HistoryError> {
         info.title.is_none()
     })
     .map_err(io_error(path))?;
-    info.cwd = path
-        .parent()
-        .and_then(Path::parent)
-        .and_then(|project| std::fs::read_to_string(project.join(".project_root")).ok())
-        .map(|root| root.trim().to_owned())
-        .filter(|root| !root.is_empty());
-    Ok(info)
+    info.skipped_lines = skipped;
+    Ok(())
 }
 
 /// The text parts of `content` (a string, or parts with `text`), joined.
@@ -287,6 +407,7 @@ fn result_of(call: &Value) -> ToolResult {
         text,
         failed,
         exit_code,
+        subagent: None,
     }
 }
 
@@ -309,18 +430,18 @@ struct GeminiFormat {
 }
 
 impl GeminiFormat {
-    fn message(&mut self, m: &Value, out: &mut Collector) {
+    fn message(&mut self, m: &Value, out: &mut Collector) -> Seen {
         let Some(id) = m.get("id").and_then(Value::as_str) else {
-            return;
+            return Seen::Unknown(record_label(m));
         };
         if !self.seen.insert(id.to_owned()) {
-            return;
+            return Seen::Known;
         }
         if let Some(target) = &self.rewind_to {
             if target == id {
                 self.rewind_to = None;
             }
-            return;
+            return Seen::Known;
         }
         let timestamp = m
             .get("timestamp")
@@ -362,15 +483,16 @@ impl GeminiFormat {
                 let text = text_of(m.get("content"));
                 out.chat(id, ChatRole::Status, &text, timestamp, None);
             }
-            _ => {}
+            other => return Seen::Unknown(other.unwrap_or("?").to_owned()),
         }
+        Seen::Known
     }
 }
 
 impl Format for GeminiFormat {
-    fn line(&mut self, line: &Value, out: &mut Collector) {
+    fn line(&mut self, line: &Value, out: &mut Collector) -> Seen {
         if self.done {
-            return;
+            return Seen::Known;
         }
         if let Some(target) = line.get("$rewindTo").and_then(Value::as_str) {
             if self.rewind_to.is_none() {
@@ -379,13 +501,18 @@ impl Format for GeminiFormat {
         } else if let Some(set) = line.get("$set") {
             if let Some(Value::Array(messages)) = set.get("messages") {
                 for m in messages.iter().rev() {
-                    self.message(m, out);
+                    // Counted as the `$set` line that holds them.
+                    let _ = self.message(m, out);
                 }
                 self.done = true;
             }
         } else if line.get("id").and_then(Value::as_str).is_some() {
-            self.message(line, out);
+            return self.message(line, out);
+        } else if line.get("sessionId").is_none() {
+            // Not a header either.
+            return Seen::Unknown(record_label(line));
         }
+        Seen::Known
     }
 
     fn done(&self) -> bool {
@@ -406,7 +533,8 @@ mod tests {
             ToolResult {
                 text: "Output: hi\nExit Code: 3".into(),
                 failed: true,
-                exit_code: Some(3)
+                exit_code: Some(3),
+                subagent: None,
             }
         );
         let call = json!({"status": "error", "result": [{"functionResponse": {"response": {"error": "denied"}}}]});

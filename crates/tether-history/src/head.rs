@@ -17,39 +17,56 @@ pub(crate) const HEAD_BYTES: u64 = 256 * 1024;
 pub(crate) const TAIL_BYTES: u64 = 256 * 1024;
 
 /// Calls `visit` with each JSON line among the first [`HEAD_BYTES`] of `path`, until it
-/// returns `false`. Lines that are not JSON (or are cut by the bound) are passed over.
-pub(crate) fn head_lines(path: &Path, mut visit: impl FnMut(&Value) -> bool) -> io::Result<()> {
-    let reader = BufReader::new(File::open(path)?.take(HEAD_BYTES));
-    for line in reader.split(b'\n') {
-        let line = line?;
-        if let Ok(value) = serde_json::from_slice::<Value>(&line)
-            && !visit(&value)
-        {
+/// returns `false`; returns how many of the lines read were not JSON (blank lines, and a
+/// last line cut by the bound or torn at the file's end, are not counted).
+pub(crate) fn head_lines(path: &Path, mut visit: impl FnMut(&Value) -> bool) -> io::Result<u64> {
+    let mut reader = BufReader::new(File::open(path)?.take(HEAD_BYTES));
+    let mut not_json = 0;
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line)? == 0 {
             break;
         }
+        // Without its newline, the line was cut by the bound or is being written.
+        let whole = line.last() == Some(&b'\n');
+        match serde_json::from_slice::<Value>(&line) {
+            Ok(value) => {
+                if !visit(&value) {
+                    break;
+                }
+            }
+            Err(_) if !whole || line.iter().all(u8::is_ascii_whitespace) => {}
+            Err(_) => not_json += 1,
+        }
     }
-    Ok(())
+    Ok(not_json)
 }
 
 /// Calls `visit` with each JSON line among the last [`TAIL_BYTES`] of `path`, newest
-/// first, until it returns `false`.
-pub(crate) fn tail_lines(path: &Path, mut visit: impl FnMut(&Value) -> bool) -> io::Result<()> {
+/// first, until it returns `false`; returns how many of the lines read were not JSON (a
+/// torn last line of the file is not counted: it may be being written).
+pub(crate) fn tail_lines(path: &Path, mut visit: impl FnMut(&Value) -> bool) -> io::Result<u64> {
     let max_line = usize::try_from(TAIL_BYTES).unwrap_or(usize::MAX);
     let mut lines = BackwardLines::with_limits(File::open(path)?, 64 * 1024, max_line)?;
+    let (mut not_json, mut last) = (0, true);
     while lines.bytes_read() < TAIL_BYTES {
         match lines.next_line()? {
             None => break,
             Some(Line::Oversized { .. }) => {}
-            Some(Line::Text { bytes, .. }) => {
-                if let Ok(value) = serde_json::from_slice::<Value>(&bytes)
-                    && !visit(&value)
-                {
-                    break;
+            Some(Line::Text { bytes, .. }) => match serde_json::from_slice::<Value>(&bytes) {
+                Ok(value) => {
+                    if !visit(&value) {
+                        break;
+                    }
                 }
-            }
+                Err(_) if last || bytes.iter().all(u8::is_ascii_whitespace) => {}
+                Err(_) => not_json += 1,
+            },
         }
+        last = false;
     }
-    Ok(())
+    Ok(not_json)
 }
 
 /// The first line of `text`, at most `chars` characters, for a title.

@@ -13,7 +13,15 @@
 //!   collected; memory is bounded by the chunk, the longest line kept
 //!   ([`backward::DEFAULT_MAX_LINE`]) and the turns kept. A torn last line is skipped and
 //!   reported ([`Transcript::torn_tail`]); other lines that are not JSON are skipped and
-//!   counted ([`Transcript::skipped_lines`]).
+//!   counted ([`Transcript::skipped_lines`]); records of a type the reader does not know are
+//!   passed over and counted ([`Transcript::unknown_records`]), and a file holding not one
+//!   record of a known type is refused ([`HistoryError::UnreadableFormat`]) rather than
+//!   shown as an empty transcript that claims to be whole. Every format version an agent
+//!   is known to have written is read: Codex's rollouts with and without the `{timestamp,
+//!   type, payload}` envelope, Gemini CLI's `.jsonl` logs and older `.json` documents,
+//!   Claude Code's session and subagent files. The corpus test (`tests/corpus.rs`) reads
+//!   the files users published (`crates/tether-testkit/data/sessions`) against an
+//!   independent reading of each.
 //! * A listing reads a bounded head and tail of each file ([`SessionInfo`]), never the
 //!   whole file.
 //!
@@ -21,6 +29,7 @@
 
 pub mod backward;
 pub mod claude;
+mod claude_markup;
 pub mod codex;
 pub mod copilot;
 mod env;
@@ -35,4 +44,6 @@ pub use store::{
     AgentKind, AgentStore, Found, HistoryError, SessionInfo, find_session, locate, read_session,
     summarize,
 };
-pub use transcript::{DEFAULT_MAX_TURNS, EXEC_BUFFER_CAP, ReadOptions, Transcript};
+pub use transcript::{
+    DEFAULT_MAX_TURNS, EXEC_BUFFER_CAP, ReadOptions, Transcript, UNKNOWN_TYPES_KEPT,
+};

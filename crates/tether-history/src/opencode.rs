@@ -220,7 +220,7 @@ pub fn read(path: &Path, options: &ReadOptions) -> Result<Transcript, HistoryErr
         .map_err(sql_error(&db))?;
     let mut out = Collector::new(options.max_turns);
     let mut bytes_read = 0u64;
-    let mut skipped = 0u64;
+    let (mut skipped, mut known) = (0u64, 0u64);
     if let Some((directory, model)) = &session {
         out.cwd = Some(directory.clone()).filter(|d| !d.is_empty());
         out.model = model.as_deref().and_then(model_of);
@@ -252,6 +252,7 @@ pub fn read(path: &Path, options: &ReadOptions) -> Result<Transcript, HistoryErr
             skipped += 1;
             continue;
         };
+        known += 1;
         let mut message_parts = Vec::new();
         let mut part_rows = parts.query(params![message_id]).map_err(sql_error(&db))?;
         while let Some(part) = part_rows.next().map_err(sql_error(&db))? {
@@ -272,6 +273,10 @@ pub fn read(path: &Path, options: &ReadOptions) -> Result<Transcript, HistoryErr
         skipped_lines: skipped,
         oversized_lines: 0,
         torn_tail: false,
+        // Rows are read by their columns: no record is of an unknown type.
+        unknown_records: 0,
+        unknown_types: Vec::new(),
+        known_records: known,
     })
 }
 
@@ -334,6 +339,7 @@ fn tool_part(part: &Value, message_time: &str, out: &mut Collector) {
                 text: str_of(state, "output").to_owned(),
                 failed: exit_code.is_some_and(|c| c != 0),
                 exit_code,
+                subagent: None,
             },
         ),
         Some("error") => out.result(
@@ -342,6 +348,7 @@ fn tool_part(part: &Value, message_time: &str, out: &mut Collector) {
                 text: str_of(state, "error").to_owned(),
                 failed: true,
                 exit_code,
+                subagent: None,
             },
         ),
         _ => {}
@@ -415,6 +422,8 @@ pub fn summary(path: &Path) -> Result<SessionInfo, HistoryError> {
         started_utc: Some(rfc3339_ms(created)).filter(|t| !t.is_empty()),
         updated_utc: Some(rfc3339_ms(updated)).filter(|t| !t.is_empty()),
         size_bytes: u64::try_from(size).unwrap_or(0),
+        unreadable: None,
+        skipped_lines: 0,
     })
 }
 

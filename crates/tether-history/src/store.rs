@@ -98,6 +98,19 @@ pub enum HistoryError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// The file is in a format this reader cannot read: not one record of a type it knows
+    /// (a format the agent wrote before or after the ones observed), or a document too
+    /// long or damaged to parse. Refused rather than shown as an empty transcript that
+    /// claims to be whole.
+    #[error("{path}: not a {} session format Tether can read: {detail}", agent.display_name())]
+    UnreadableFormat {
+        /// Whose store the file is in.
+        agent: AgentKind,
+        /// The file.
+        path: PathBuf,
+        /// What was found instead, for the message.
+        detail: String,
+    },
 }
 
 /// One session of an agent's store, as a listing shows it, from a bounded read of its head
@@ -123,6 +136,18 @@ pub struct SessionInfo {
     pub updated_utc: Option<String>,
     /// The file's size in bytes.
     pub size_bytes: u64,
+    /// Why the session cannot be read, when the part read shows it is in a format the
+    /// reader does not know (no record of a known type); listed so, never left out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
+    /// Lines that are not JSON among those the listing read (the head, and for Claude Code
+    /// the tail): a sign of damage the listing shows; omitted when 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub skipped_lines: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A session found in an agent's store.
@@ -207,15 +232,48 @@ pub fn read_session(
 ) -> Result<Transcript, HistoryError> {
     type TailReader = fn(std::fs::File, &ReadOptions) -> std::io::Result<Transcript>;
     let read_tail: TailReader = match kind {
+        AgentKind::Claude if crate::claude::is_subagent_file(path) => {
+            crate::claude::read_subagent_tail
+        }
         AgentKind::Claude => crate::claude::read_tail,
         AgentKind::Codex => crate::codex::read_tail,
+        AgentKind::Gemini if crate::gemini::is_document(path) => {
+            return crate::gemini::read_document(path, options)
+                .and_then(|t| refuse_unknown(kind, path, t));
+        }
         AgentKind::Gemini => crate::gemini::read_tail,
         AgentKind::Copilot => crate::copilot::read_tail,
         // One database holds every session: read by query, not from a file's tail.
         AgentKind::Opencode => return crate::opencode::read(path, options),
     };
     let file = std::fs::File::open(path).map_err(io_error(path))?;
-    read_tail(file, options).map_err(io_error(path))
+    let transcript = read_tail(file, options).map_err(io_error(path))?;
+    refuse_unknown(kind, path, transcript)
+}
+
+/// `transcript`, unless it is empty, whole, and holds not one record of a type the reader
+/// knows while the file had records or lines: then the file is in a format the reader
+/// cannot read, and [`HistoryError::UnreadableFormat`] says so (never an empty transcript
+/// that claims to be complete).
+fn refuse_unknown(
+    kind: AgentKind,
+    path: &Path,
+    transcript: Transcript,
+) -> Result<Transcript, HistoryError> {
+    let empty =
+        transcript.snapshot.chat_turns.is_empty() && transcript.snapshot.exec_turns.is_empty();
+    if !(transcript.complete && empty && transcript.known_records == 0)
+        || transcript.passed_over() == 0
+    {
+        return Ok(transcript);
+    }
+    Err(HistoryError::UnreadableFormat {
+        agent: kind,
+        path: path.to_owned(),
+        detail: transcript.passed_over_note().map_or_else(String::new, |n| {
+            format!("{n}, and no record of a known type")
+        }),
+    })
 }
 
 /// The listing entry of `kind`'s session in `path`, from that agent's module (a bounded

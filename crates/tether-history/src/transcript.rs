@@ -5,10 +5,14 @@
 //! Mapping (R-HIST-1): a prompt is a `user` chat turn, an answer an `assistant` chat turn;
 //! a tool call is an exec turn (`execId` = the agent's call id, `header` = the tool's name,
 //! `command` = its command line or its input as JSON, `status` `completed` / `failed` from
-//! its result, `running` when it is the transcript's last entry and has no result yet,
-//! `interrupted` otherwise; `buffer` = the result's text, at most [`EXEC_BUFFER_CAP`]
-//! bytes, its end kept) plus an `assistant` chat turn `"[<tool>] <command>"` linked to it
-//! (`linkedExecId`, `metadata.toolCall`). `chatTurnsBase` stays 0: how many turns are older
+//! its result, `interrupted` when the file holds no result: a file says nothing of whether
+//! its agent is still running, and a session being restored is not, so a call without a
+//! result is never shown as `running`; `buffer` = the result's text, at most
+//! [`EXEC_BUFFER_CAP`] bytes, its end kept) plus an `assistant` chat turn
+//! `"[<tool>] <command>"` linked to it (`linkedExecId`, `metadata.toolCall`; a call that
+//! ran a subagent whose transcript is a file of its own names it as
+//! `metadata.toolCall.subagentSessionId` and the exec turn's `subagentSessionId`, an id
+//! `tether sessions show` finds). `chatTurnsBase` stays 0: how many turns are older
 //! is not known without reading the whole file ([`Transcript::complete`] says whether
 //! there may be any).
 
@@ -67,6 +71,95 @@ pub struct Transcript {
     pub oversized_lines: u64,
     /// The last line was torn (half written, or cut by a truncation) and was skipped.
     pub torn_tail: bool,
+    /// JSON records of a type this reader does not know, passed over (a newer version of
+    /// the agent may have added them); their types are in [`Transcript::unknown_types`].
+    pub unknown_records: u64,
+    /// The first [`UNKNOWN_TYPES_KEPT`] distinct types among [`Transcript::unknown_records`].
+    pub unknown_types: Vec<String>,
+    /// JSON records of a type this reader knows (whether or not they hold a turn).
+    pub known_records: u64,
+}
+
+/// Distinct unknown record types a [`Transcript`] names: 5.
+pub const UNKNOWN_TYPES_KEPT: usize = 5;
+
+impl Transcript {
+    /// Lines and records left out of the snapshot that may have held conversation: lines
+    /// not JSON, lines too long, a torn last line, and records of unknown types.
+    #[must_use]
+    pub fn passed_over(&self) -> u64 {
+        self.skipped_lines + self.oversized_lines + u64::from(self.torn_tail) + self.unknown_records
+    }
+
+    /// One line saying what [`Transcript::passed_over`] counts, e.g. `2 lines not JSON, 1
+    /// record of unknown type (foo)`; `None` when nothing was passed over.
+    #[must_use]
+    pub fn passed_over_note(&self) -> Option<String> {
+        let plural = |n: u64, one: &str, many: &str| {
+            if n == 1 {
+                format!("1 {one}")
+            } else {
+                format!("{n} {many}")
+            }
+        };
+        let mut parts = Vec::new();
+        if self.skipped_lines > 0 {
+            parts.push(plural(
+                self.skipped_lines,
+                "line not JSON",
+                "lines not JSON",
+            ));
+        }
+        if self.oversized_lines > 0 {
+            parts.push(plural(
+                self.oversized_lines,
+                "line too long to read",
+                "lines too long to read",
+            ));
+        }
+        if self.torn_tail {
+            parts.push("a torn last line".to_owned());
+        }
+        if self.unknown_records > 0 {
+            parts.push(format!(
+                "{} ({})",
+                plural(
+                    self.unknown_records,
+                    "record of unknown type",
+                    "records of unknown types"
+                ),
+                self.unknown_types.join(", ")
+            ));
+        }
+        (!parts.is_empty()).then(|| parts.join(", "))
+    }
+}
+
+/// How a record of an unknown type is named in messages: its `type` when it has one, else
+/// its keys, `{a, b, c}` (at most 4, then `…`).
+pub(crate) fn record_label(line: &Value) -> String {
+    if let Some(kind) = line.get("type").and_then(Value::as_str) {
+        return kind.to_owned();
+    }
+    match line {
+        Value::Object(map) => {
+            let mut keys: Vec<&str> = map.keys().map(String::as_str).take(4).collect();
+            if map.len() > 4 {
+                keys.push("…");
+            }
+            format!("{{{}}}", keys.join(", "))
+        }
+        _ => "not an object".to_owned(),
+    }
+}
+
+/// What a format module made of one record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Seen {
+    /// A record of a type the reader knows (it may hold no turn: bookkeeping).
+    Known,
+    /// A record of a type the reader does not know, named by its type (or `?`).
+    Unknown(String),
 }
 
 /// A tool's result, as the agent recorded it.
@@ -75,6 +168,8 @@ pub(crate) struct ToolResult {
     pub(crate) text: String,
     pub(crate) failed: bool,
     pub(crate) exit_code: Option<i64>,
+    /// The session id of the subagent transcript the call ran, when it is a file of its own.
+    pub(crate) subagent: Option<String>,
 }
 
 #[derive(Debug)]
@@ -121,6 +216,28 @@ impl Collector {
 
     pub(crate) fn full(&self) -> bool {
         self.turns >= self.limit
+    }
+
+    /// Chat turns collected so far (a tool call counts as one).
+    pub(crate) fn turns(&self) -> usize {
+        self.turns
+    }
+
+    /// Gives the newest entry, when it is the `user` chat turn `id`, role `role` instead:
+    /// a line read as the user's words turned out, from an older line, to be output.
+    pub(crate) fn restyle(&mut self, id: &str, role: ChatRole) {
+        if let Some(Entry::Chat {
+            id: i,
+            role: r,
+            group,
+            ..
+        }) = self.entries.last_mut()
+            && i == id
+            && *r == ChatRole::User
+        {
+            *r = role;
+            *group = None;
+        }
     }
 
     /// A chat turn older than every one pushed so far. Consecutive pushes of the same role
@@ -195,10 +312,6 @@ impl Collector {
             },
             ..SessionSnapshot::default()
         };
-        let newest_call = match self.entries.first() {
-            Some(Entry::Call { id, .. }) => Some(id.clone()),
-            _ => None,
-        };
         for entry in self.entries.into_iter().rev() {
             match entry {
                 Entry::Chat {
@@ -228,7 +341,6 @@ impl Collector {
                     let status = match &result {
                         Some(r) if r.failed => "failed",
                         Some(_) => "completed",
-                        None if newest_call.as_deref() == Some(id.as_str()) => "running",
                         None => "interrupted",
                     };
                     let one_line: String = command
@@ -238,8 +350,15 @@ impl Collector {
                         .chars()
                         .take(COMMAND_LINE_CHARS)
                         .collect();
+                    let subagent = result.as_ref().and_then(|r| r.subagent.clone());
                     let mut metadata = Map::new();
-                    metadata.insert("toolCall".into(), json!({"name": name}));
+                    let mut tool_call = json!({"name": name});
+                    let mut exec_extra = Map::new();
+                    if let Some(sub) = &subagent {
+                        tool_call["subagentSessionId"] = json!(sub);
+                        exec_extra.insert("subagentSessionId".into(), json!(sub));
+                    }
+                    metadata.insert("toolCall".into(), tool_call);
                     snapshot.chat_turns.push(ChatTurn {
                         id: format!("tool:{id}"),
                         role: ChatRole::Assistant,
@@ -264,7 +383,7 @@ impl Collector {
                         buffer,
                         ansi_buffer: None,
                         truncated_bytes: truncated,
-                        extra: Map::new(),
+                        extra: exec_extra,
                     });
                 }
             }
@@ -317,8 +436,9 @@ pub(crate) fn command_of(input: Option<&Value>, keys: &[&str]) -> String {
 
 /// What an agent's format module does with one parsed line.
 pub(crate) trait Format {
-    /// Feeds `line` (the newest line not yet seen) to `out`.
-    fn line(&mut self, line: &Value, out: &mut Collector);
+    /// Feeds `line` (the newest line not yet seen) to `out`, saying whether its record type
+    /// is one the reader knows.
+    fn line(&mut self, line: &Value, out: &mut Collector) -> Seen;
 
     /// Whether nothing older can matter (a record replaced everything before it); reading
     /// stops, and the transcript is complete.
@@ -337,6 +457,7 @@ pub(crate) fn read_tail<R: Read + Seek>(
     let mut lines = BackwardLines::new(reader)?;
     let mut collector = Collector::new(options.max_turns);
     let (mut skipped, mut oversized, mut torn) = (0u64, 0u64, false);
+    let (mut known, mut unknown, mut unknown_types) = (0u64, 0u64, Vec::<String>::new());
     let mut last = true;
     while !collector.full() && !format.done() {
         let Some(line) = lines.next_line()? else {
@@ -350,7 +471,17 @@ pub(crate) fn read_tail<R: Read + Seek>(
                     continue;
                 }
                 match serde_json::from_slice::<Value>(&bytes) {
-                    Ok(value) => format.line(&value, &mut collector),
+                    Ok(value) => match format.line(&value, &mut collector) {
+                        Seen::Known => known += 1,
+                        Seen::Unknown(kind) => {
+                            unknown += 1;
+                            if unknown_types.len() < UNKNOWN_TYPES_KEPT
+                                && !unknown_types.contains(&kind)
+                            {
+                                unknown_types.push(kind);
+                            }
+                        }
+                    },
                     // The agent is writing it, or a crash or truncation cut it.
                     Err(_) if is_last => torn = true,
                     Err(_) => skipped += 1,
@@ -364,6 +495,9 @@ pub(crate) fn read_tail<R: Read + Seek>(
         skipped_lines: skipped,
         oversized_lines: oversized,
         torn_tail: torn,
+        unknown_records: unknown,
+        unknown_types,
+        known_records: known,
         snapshot: collector.into_snapshot(),
     })
 }
@@ -396,7 +530,7 @@ mod tests {
     }
 
     #[test]
-    fn a_call_without_result_is_running_only_when_newest() {
+    fn a_call_without_result_is_interrupted_even_when_newest() {
         let mut c = Collector::new(10);
         c.call("c2", "Bash", "sleep 9", "t3");
         c.result(
@@ -405,13 +539,15 @@ mod tests {
                 text: "out".into(),
                 failed: false,
                 exit_code: Some(0),
+                subagent: None,
             },
         );
         c.call("c1", "Bash", "echo out", "t2");
         c.call("c0", "Bash", "killed", "t1");
         let s = c.into_snapshot();
         let status: Vec<&str> = s.exec_turns.iter().map(|e| e.status.as_str()).collect();
-        assert_eq!(status, ["interrupted", "completed", "running"]);
+        // A file cannot say its agent is still running the newest call.
+        assert_eq!(status, ["interrupted", "completed", "interrupted"]);
         assert_eq!(s.exec_turns[1].buffer, "out");
         assert_eq!(s.chat_turns[2].text, "[Bash] sleep 9");
         assert_eq!(s.chat_turns[2].linked_exec_id.as_deref(), Some("c2"));

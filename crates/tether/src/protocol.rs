@@ -729,7 +729,9 @@ pub struct StatusParams {
 
 /// Where a `session/restored` transcript came from when it is not Tether's own cache
 /// (R-HIST-3): the agent's own session store. JSON: `{"agent": "claude", "path":
-/// "/home/ada/.claude/projects/-home-ada-proj/1f3a9c2e-….jsonl", "complete": false}`.
+/// "/home/ada/.claude/projects/-home-ada-proj/1f3a9c2e-….jsonl", "complete": false}`, with
+/// `"passedOver": 3, "passedOverNote": "2 lines not JSON, 1 record of unknown type (x)"`
+/// when the reader left lines or records out.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RestoredSource {
@@ -739,7 +741,19 @@ pub struct RestoredSource {
     pub path: String,
     /// Whether the whole file was read; `false` when only its latest turns were (older
     /// turns may exist; `snapshot.chatTurnsBase` is 0 either way, their count unknown).
+    /// A whole file may still have had lines passed over ([`RestoredSource::passed_over`]).
     pub complete: bool,
+    /// Lines and records of the part read that the reader left out (not JSON, too long,
+    /// torn, of a record type it does not know); omitted when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub passed_over: u64,
+    /// What [`RestoredSource::passed_over`] counts, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passed_over_note: Option<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Banner kinds.

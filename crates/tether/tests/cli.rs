@@ -355,3 +355,97 @@ fn sessions_list_all_adds_the_agents_own_stores_newest_first() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("nor in any agent's own store"));
 }
+
+/// A rollout in no format Codex is known to write is listed as unreadable with the reason
+/// and `show` exits non-zero naming the format; the published corpus's Codex session,
+/// one line damaged, is shown whole with that line counted (never "all of them").
+#[test]
+fn sessions_of_an_unknown_format_are_listed_unreadable_and_refused_by_show() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let root = tether_store::Workspace::new(&ws)
+        .unwrap()
+        .root()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let codex_home = dir.path().join("codex");
+    let day = codex_home.join("sessions/2030/01/01");
+    std::fs::create_dir_all(&day).unwrap();
+    let unknown_id = "c27a914d-5b0e-4e7f-9a51-0d3f5e2b7a11";
+    std::fs::write(
+        day.join(format!("rollout-2030-01-01T00-00-00-{unknown_id}.jsonl")),
+        "{\"v\":9,\"kind\":\"thread.started\"}\n{\"v\":9,\"kind\":\"item.completed\"}\n",
+    )
+    .unwrap();
+    let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tether-testkit/data/sessions/codex/kvsankar-agent-history-0.135.0.jsonl");
+    let published_id = "019e9625-802f-7e91-840a-cfe88d14117a";
+    let text = std::fs::read_to_string(corpus)
+        .unwrap()
+        .replace("/tmp/agent-history-real-agent/codex/workspace", &root);
+    // One line damaged after the first: counted by the listing and by `show`.
+    let (first, rest) = text.split_once('\n').unwrap();
+    let text = format!("{first}\n{{\"timestamp\":\"2026-06-05T04:58:2\n{rest}");
+    std::fs::write(
+        day.join(format!("rollout-2026-06-05T10-28-20-{published_id}.jsonl")),
+        text,
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        tether()
+            .args(["sessions"])
+            .args(args)
+            .arg("--dir")
+            .arg(&cache)
+            .arg("--workspace")
+            .arg(&ws)
+            .env("HOME", dir.path())
+            .env("CODEX_HOME", &codex_home)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["list", "--all", "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listed["unreadable"], 1, "{listed}");
+    let rows = listed["sessions"].as_array().unwrap();
+    let unknown = rows
+        .iter()
+        .find(|r| r["sessionId"] == unknown_id)
+        .expect("listed");
+    assert!(
+        unknown["unreadable"]
+            .as_str()
+            .unwrap()
+            .contains("{v, kind}"),
+        "{unknown}"
+    );
+    let published = rows
+        .iter()
+        .find(|r| r["sessionId"] == published_id)
+        .expect("listed");
+    assert_eq!(published["skippedLines"], 1, "{published}");
+    let out = run(&["list", "--all"]);
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        table.contains("UNREADABLE") && table.contains("[1 lines not JSON]"),
+        "{table}"
+    );
+
+    let out = run(&["show", unknown_id]);
+    assert!(!out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not a Codex session format"), "{err}");
+
+    let out = run(&["show", published_id]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("showing the last 2 (the whole file was read; passed over: 1 line not JSON)")
+            && text.contains("[REDACTED_ASSISTANT_TEXT]"),
+        "{text}"
+    );
+}

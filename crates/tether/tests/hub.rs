@@ -447,6 +447,57 @@ async fn an_uncached_session_is_restored_from_opencodes_database() {
     hub.shutdown().await;
 }
 
+/// A session in the agent's store whose file is in no format the reader knows is not
+/// shown as an empty transcript: a `restoreFailed` banner names the file and the format,
+/// no `restored` is sent, and the resume goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_file_of_unknown_format_is_refused_with_a_banner_not_shown_empty() {
+    const ID: &str = "c27a914d-5b0e-4e7f-9a51-0d3f5e2b7a11";
+    let world = World::new(json!([]));
+    let codex_home = world.path().join("codex-home");
+    let day = codex_home.join("sessions/2030/01/01");
+    std::fs::create_dir_all(&day).unwrap();
+    let file = day.join(format!("rollout-2030-01-01T00-00-00-{ID}.jsonl"));
+    std::fs::write(
+        &file,
+        "{\"v\":9,\"kind\":\"thread.started\"}\n{\"v\":9,\"kind\":\"item.completed\"}\n",
+    )
+    .unwrap();
+    let recorder = Recorder::new(None, None);
+    let hub = world
+        .hub_with(
+            &recorder,
+            json!({"agents": {"scripted": {
+                "command": env!("CARGO_BIN_EXE_tether"),
+                "args": ["scripted-agent", "--script", world.path().join("script.json")],
+                "protocol": "acp",
+                "env": {"CODEX_HOME": codex_home}
+            }}}),
+        )
+        .await;
+    let _ = hub
+        .resume(world.resume(Some(ID)), None)
+        .await
+        .expect("an answer");
+    let events = recorder.of(ID);
+    assert!(
+        !events.iter().any(|s| s.what == "restored"),
+        "no transcript claims to be the file's: {events:?}"
+    );
+    let banner = &events
+        .iter()
+        .find(|s| s.what == "banner:restoreFailed")
+        .expect("a restoreFailed banner")
+        .detail;
+    let message = banner["message"].as_str().unwrap();
+    assert!(
+        message.contains("not a Codex session format")
+            && message.contains(&file.display().to_string()),
+        "{message}"
+    );
+    hub.shutdown().await;
+}
+
 /// R-HIST-3: a session Tether never cached, found in Claude Code's own store (the
 /// `CLAUDE_CONFIG_DIR` of the agent's configured environment, never the test process's),
 /// is shown from there (stale, with its source) before the first agent attempt.

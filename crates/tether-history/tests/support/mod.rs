@@ -1,6 +1,9 @@
 //! What the readers' test files share: where the fixtures are, and a transcript's chat turns
 //! in the shape the tests compare (`role: text`).
 
+// Each test file uses a part of it.
+#![allow(dead_code)]
+
 use std::path::{Path, PathBuf};
 
 use tether_history::Transcript;

@@ -34,7 +34,10 @@ pub fn load(
     Ok(Some((found.agent, info, transcript)))
 }
 
-/// `{agent, summary, snapshot, complete, skippedLines, tornTail}`.
+/// `{agent, summary, snapshot, complete, skippedLines, tornTail, unknownRecords,
+/// unknownTypes, passedOver, passedOverNote}`: `complete` says the whole file was read,
+/// `passedOver` how many of its lines and records were left out (`passedOverNote` in
+/// words, `null` when none).
 #[must_use]
 pub fn render_json(agent: AgentKind, info: &SessionInfo, t: &Transcript) -> Value {
     json!({
@@ -44,7 +47,27 @@ pub fn render_json(agent: AgentKind, info: &SessionInfo, t: &Transcript) -> Valu
         "complete": t.complete,
         "skippedLines": t.skipped_lines + t.oversized_lines,
         "tornTail": t.torn_tail,
+        "unknownRecords": t.unknown_records,
+        "unknownTypes": t.unknown_types,
+        "passedOver": t.passed_over(),
+        "passedOverNote": t.passed_over_note(),
     })
+}
+
+/// The `Turns` line: how many are shown, whether they are all of the file's, and what was
+/// passed over (never "all of them" when something was).
+fn turns_line(t: &Transcript) -> String {
+    let shown = t.snapshot.chat_turns.len();
+    match (t.complete, t.passed_over_note()) {
+        (true, None) => format!("showing the last {shown} (all of them)"),
+        (true, Some(note)) => {
+            format!("showing the last {shown} (the whole file was read; passed over: {note})")
+        }
+        (false, None) => format!("showing the last {shown} (older turns not read)"),
+        (false, Some(note)) => {
+            format!("showing the last {shown} (older turns not read; passed over: {note})")
+        }
+    }
 }
 
 /// The session's fields, then its turns (`#`, time, role, text on one line).
@@ -65,18 +88,20 @@ pub fn render_table(agent: AgentKind, info: &SessionInfo, t: &Transcript) -> Str
     field("Working dir", info.cwd.as_deref().unwrap_or("-"));
     field("Started (UTC)", info.started_utc.as_deref().unwrap_or("-"));
     field("Updated (UTC)", info.updated_utc.as_deref().unwrap_or("-"));
-    field(
-        "Turns",
-        &format!(
-            "showing the last {}{}",
-            t.snapshot.chat_turns.len(),
-            if t.complete { " (all of them)" } else { "" }
-        ),
-    );
+    field("Turns", &turns_line(t));
     if !t.snapshot.chat_turns.is_empty() {
         out.push('\n');
         for (i, turn) in t.snapshot.chat_turns.iter().enumerate() {
             let role = format!("{:?}", turn.role).to_lowercase();
+            // A call that ran a subagent names the id that shows its transcript.
+            let subagent = turn
+                .metadata
+                .as_ref()
+                .and_then(|m| m.get("toolCall"))
+                .and_then(|c| c.get("subagentSessionId"))
+                .and_then(Value::as_str)
+                .map(|id| format!(" (subagent: tether sessions show {id})"))
+                .unwrap_or_default();
             let text: String = turn
                 .text
                 .split_whitespace()
@@ -86,7 +111,7 @@ pub fn render_table(agent: AgentKind, info: &SessionInfo, t: &Transcript) -> Str
                 .take(TEXT_CHARS)
                 .collect();
             out.push_str(&format!(
-                "{:>3}  {:<24}  {:<9}  {text}\n",
+                "{:>3}  {:<24}  {:<9}  {text}{subagent}\n",
                 i + 1,
                 turn.timestamp_utc,
                 role
@@ -94,4 +119,41 @@ pub fn render_table(agent: AgentKind, info: &SessionInfo, t: &Transcript) -> Str
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn transcript(complete: bool, skipped: u64, unknown: &[&str]) -> Transcript {
+        Transcript {
+            snapshot: tether_store::model::SessionSnapshot::default(),
+            complete,
+            bytes_read: 0,
+            skipped_lines: skipped,
+            oversized_lines: 0,
+            torn_tail: false,
+            unknown_records: unknown.len() as u64,
+            unknown_types: unknown.iter().map(|s| (*s).to_owned()).collect(),
+            known_records: 1,
+        }
+    }
+
+    /// "All of them" only when the whole file was read and nothing passed over.
+    #[test]
+    fn the_turns_line_never_claims_all_when_lines_were_passed_over() {
+        assert_eq!(
+            turns_line(&transcript(true, 0, &[])),
+            "showing the last 0 (all of them)"
+        );
+        assert_eq!(
+            turns_line(&transcript(true, 2, &["x"])),
+            "showing the last 0 (the whole file was read; passed over: 2 lines not JSON, 1 \
+             record of unknown type (x))"
+        );
+        assert_eq!(
+            turns_line(&transcript(false, 0, &[])),
+            "showing the last 0 (older turns not read)"
+        );
+    }
 }

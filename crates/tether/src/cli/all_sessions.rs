@@ -38,12 +38,24 @@ pub struct Row {
     pub updated_utc: String,
     /// The session's file (agent stores only).
     pub path: Option<String>,
+    /// Why the session's file cannot be read (its format, or the OS error), when it
+    /// cannot; listed so that nothing is left out silently.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
+    /// Lines that are not JSON among those the listing read of the file (agent stores
+    /// only; omitted when 0): `tether sessions show` counts them all.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub skipped_lines: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The rows of Tether's cache listing `cached` and of every agent store located from
-/// `env` for workspace `root`, newest first. Files that cannot be read are left out and
-/// counted in the second value. Each store and each file summarized is counted on
-/// `progress`.
+/// `env` for workspace `root`, newest first. Files that cannot be read are listed with the
+/// reason ([`Row::unreadable`]) and counted in the second value. Each store and each file
+/// summarized is counted on `progress`.
 #[must_use]
 pub fn rows(
     root: &Path,
@@ -62,6 +74,8 @@ pub fn rows(
             size_bytes: None,
             updated_utc: s.updated_utc.clone(),
             path: None,
+            unreadable: None,
+            skipped_lines: 0,
         })
         .collect();
     let mut unreadable = 0;
@@ -74,7 +88,24 @@ pub fn rows(
         for path in paths {
             progress.file();
             match store.summary(&path) {
+                Ok(info) if info.unreadable.is_some() => {
+                    unreadable += 1;
+                    rows.push(Row {
+                        source: kind.name().into(),
+                        agent: Some(kind.name().into()),
+                        title: None,
+                        turn_count: None,
+                        size_bytes: Some(info.size_bytes),
+                        updated_utc: info.updated_utc.unwrap_or_default(),
+                        path: Some(info.path.display().to_string()),
+                        unreadable: info.unreadable,
+                        skipped_lines: info.skipped_lines,
+                        session_id: info.session_id,
+                    });
+                }
                 Ok(info) => rows.push(Row {
+                    unreadable: None,
+                    skipped_lines: info.skipped_lines,
                     source: kind.name().into(),
                     session_id: info.session_id,
                     agent: Some(kind.name().into()),
@@ -84,7 +115,24 @@ pub fn rows(
                     updated_utc: info.updated_utc.unwrap_or_default(),
                     path: Some(info.path.display().to_string()),
                 }),
-                Err(_) => unreadable += 1,
+                Err(err) => {
+                    unreadable += 1;
+                    rows.push(Row {
+                        source: kind.name().into(),
+                        session_id: path
+                            .file_stem()
+                            .map(|s| s.to_string_lossy().into_owned())
+                            .unwrap_or_default(),
+                        agent: Some(kind.name().into()),
+                        title: None,
+                        turn_count: None,
+                        size_bytes: std::fs::metadata(&path).ok().map(|m| m.len()),
+                        updated_utc: String::new(),
+                        path: Some(path.display().to_string()),
+                        unreadable: Some(err.to_string()),
+                        skipped_lines: 0,
+                    });
+                }
             }
         }
     }
@@ -129,10 +177,20 @@ pub fn render_table(root: &str, rows: &[Row], unreadable: usize) -> String {
                 r.turn_count.map_or_else(|| "-".into(), |n| n.to_string()),
                 r.size_bytes.map_or_else(|| "-".into(), human_size),
                 r.updated_utc.clone(),
-                r.title
-                    .as_deref()
-                    .map(|t| t.chars().take(TITLE_CHARS).collect())
-                    .unwrap_or_default(),
+                match &r.unreadable {
+                    Some(why) => format!("UNREADABLE: {why}"),
+                    None => {
+                        let title: String = r
+                            .title
+                            .as_deref()
+                            .map(|t| t.chars().take(TITLE_CHARS).collect())
+                            .unwrap_or_default();
+                        match r.skipped_lines {
+                            0 => title,
+                            n => format!("{title} [{n} lines not JSON]"),
+                        }
+                    }
+                },
             ]
         })
         .collect();
@@ -159,7 +217,9 @@ pub fn render_table(root: &str, rows: &[Row], unreadable: usize) -> String {
         out.push_str(&line(row.iter().map(String::as_str).collect()));
     }
     if unreadable > 0 {
-        out.push_str(&format!("({unreadable} session files could not be read)\n"));
+        out.push_str(&format!(
+            "({unreadable} session files could not be read: marked UNREADABLE above)\n"
+        ));
     }
     out
 }

@@ -28,13 +28,36 @@ impl Hub {
     /// its transcript (stale, with where it came from) and the stale banner, and marks the
     /// resume as showing unconfirmed history (`had_cache`). A store that cannot be read is
     /// logged (its path and the OS error) and the resume goes on as without a cache.
+    ///
+    /// A file in a format the reader cannot read is not shown as an empty transcript: a
+    /// `restoreFailed` banner names the file and the format, and the resume goes on.
     pub(super) async fn restore_from_agent_store(&self, ctx: &mut ResumeCtx) {
         let workspace = ctx.workspace.clone();
-        if let Some((found, transcript)) = self
-            .read_agent_history(&ctx.agent, &ctx.session_id, &workspace, DEFAULT_MAX_TURNS)
+        match self
+            .try_agent_history(&ctx.agent, &ctx.session_id, &workspace, DEFAULT_MAX_TURNS)
             .await
         {
-            self.publish_history(ctx, &found, transcript).await;
+            Ok(Some((found, transcript))) => self.publish_history(ctx, &found, transcript).await,
+            Ok(None) => {}
+            Err(err @ tether_history::HistoryError::UnreadableFormat { .. }) => {
+                self.log(&ctx.session_id, format!("the agent's own history: {err}"))
+                    .await;
+                let banner = BannerParams {
+                    id: format!("history-unreadable:{}", ctx.session_id),
+                    session_id: Some(ctx.session_id.clone()),
+                    kind: BannerKind::RestoreFailed,
+                    message: format!("The agent's saved transcript is not shown: {err}"),
+                    dismissible: true,
+                };
+                self.emit_for(ctx, Event::Banner(banner)).await;
+            }
+            Err(err) => {
+                self.log(
+                    &ctx.session_id,
+                    format!("the agent's own history could not be read: {err}"),
+                )
+                .await;
+            }
         }
     }
 
@@ -48,7 +71,33 @@ impl Hub {
         workspace: &Path,
         max_turns: usize,
     ) -> Option<(Found, Transcript)> {
-        let config = self.config.agents.get(agent).cloned()?;
+        match self
+            .try_agent_history(agent, session_id, workspace, max_turns)
+            .await
+        {
+            Ok(found) => found,
+            Err(err) => {
+                self.log(
+                    session_id,
+                    format!("the agent's own history could not be read: {err}"),
+                )
+                .await;
+                None
+            }
+        }
+    }
+
+    /// [`Hub::read_agent_history`], its error returned rather than logged.
+    async fn try_agent_history(
+        &self,
+        agent: &str,
+        session_id: &str,
+        workspace: &Path,
+        max_turns: usize,
+    ) -> Result<Option<(Found, Transcript)>, tether_history::HistoryError> {
+        let Some(config) = self.config.agents.get(agent).cloned() else {
+            return Ok(None);
+        };
         let kinds = agent_kinds(&config);
         let env = agent_env(&config);
         let id = session_id.to_owned();
@@ -61,18 +110,8 @@ impl Hub {
             Ok::<_, tether_history::HistoryError>(Some((found, transcript)))
         })
         .await;
-        match read {
-            Ok(Ok(found)) => found,
-            Err(_) => None,
-            Ok(Err(err)) => {
-                self.log(
-                    session_id,
-                    format!("the agent's own history could not be read: {err}"),
-                )
-                .await;
-                None
-            }
-        }
+        // A reader that panicked has nothing to show (the join error).
+        read.unwrap_or(Ok(None))
     }
 
     async fn publish_history(&self, ctx: &mut ResumeCtx, found: &Found, transcript: Transcript) {
@@ -89,14 +128,18 @@ impl Hub {
             // The text names where the transcript came from, so every editor shows it
             // as it shows any banner (they decide nothing).
             message: format!(
-                "Showing the transcript saved by {} in {}{}; the agent has not confirmed it yet.",
+                "Showing the transcript saved by {} in {}{}{}; the agent has not confirmed it yet.",
                 found.agent.display_name(),
                 found.path.display(),
                 if transcript.complete {
                     ""
                 } else {
                     " (its latest turns only)"
-                }
+                },
+                transcript
+                    .passed_over_note()
+                    .map(|n| format!(" ({n} passed over)"))
+                    .unwrap_or_default()
             ),
             dismissible: true,
         };
@@ -115,16 +158,15 @@ impl Hub {
         self.log(
             session_id,
             format!(
-                "restored {turns} turns from {}'s own store ({}; {} bytes read, {} lines skipped{})",
+                "restored {turns} turns from {}'s own store ({}; {} bytes read, {} passed over{})",
                 found.agent.display_name(),
                 found.path.display(),
                 transcript.bytes_read,
-                transcript.skipped_lines + transcript.oversized_lines,
-                if transcript.torn_tail {
-                    ", a torn last line left out"
-                } else {
-                    ""
-                }
+                transcript.passed_over(),
+                transcript
+                    .passed_over_note()
+                    .map(|n| format!(": {n}"))
+                    .unwrap_or_default()
             ),
         )
         .await;
@@ -209,10 +251,15 @@ impl Hub {
                     let Ok(info) = store.summary(&path) else {
                         continue;
                     };
+                    // A file in a format the reader cannot read is listed, saying so.
+                    let title = match info.unreadable {
+                        Some(why) => Some(format!("(unreadable) {why}")),
+                        None => info.title,
+                    };
                     out.push(SessionSummary {
                         session_id: info.session_id,
                         agent: name.clone(),
-                        title: info.title,
+                        title,
                         first_prompt: None,
                         updated_utc: info.updated_utc.unwrap_or_default(),
                         turn_count: 0,
@@ -272,6 +319,8 @@ pub(super) fn restored_event(found: &Found, transcript: &Transcript) -> Event {
             agent: found.agent.name().to_owned(),
             path: found.path.display().to_string(),
             complete: transcript.complete,
+            passed_over: transcript.passed_over(),
+            passed_over_note: transcript.passed_over_note(),
         }),
     }
 }
