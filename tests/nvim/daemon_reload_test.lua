@@ -20,35 +20,10 @@ local state_file = dir .. "/phase1.json"
 local total = 400
 vim.fn.mkdir(workspace, "p")
 
-local failures, checks = 0, 0
-local function expect(ok, what)
-  checks = checks + 1
-  if ok then
-    io.stdout:write("ok   - " .. what .. "\n")
-  else
-    failures = failures + 1
-    io.stdout:write("FAIL - " .. what .. "\n")
-  end
-end
+local t = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":h") .. "/lib.lua")
+local expect, finish = t.expect, t.finish
 
-local function finish()
-  io.stdout:write(string.format("%d passed, %d failed\n", checks - failures, failures))
-  vim.cmd(failures == 0 and "qall!" or "cquit! 1")
-end
-
-local function write_file(path, text)
-  local f = assert(io.open(path, "w"))
-  f:write(text)
-  f:close()
-end
-
-local function read_file(path)
-  local f = io.open(path, "r")
-  if not f then return nil end
-  local text = f:read("*a")
-  f:close()
-  return text
-end
+local read_file, write_file = t.read_file, t.write_file
 
 -- The scripted agent's script: the first prompt turn streams numbered chunks.
 if phase == 1 then

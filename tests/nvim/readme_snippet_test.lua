@@ -17,29 +17,10 @@ local dir = assert(os.getenv("TETHER_TEST_DIR"), "TETHER_TEST_DIR is not set")
 local runtime = assert(os.getenv("TETHER_RUNTIME_DIR"), "TETHER_RUNTIME_DIR is not set")
 local repo = assert(os.getenv("TETHER_REPO"), "TETHER_REPO is not set")
 
-local failures, checks = 0, 0
-local function expect(ok, what)
-  checks = checks + 1
-  if ok then
-    io.stdout:write("ok   - " .. what .. "\n")
-  else
-    failures = failures + 1
-    io.stdout:write("FAIL - " .. what .. "\n")
-  end
-end
+local t = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":h") .. "/lib.lua")
+local expect, finish = t.expect, t.finish
 
-local function finish()
-  io.stdout:write(string.format("%d passed, %d failed\n", checks - failures, failures))
-  vim.cmd(failures == 0 and "qall!" or "cquit! 1")
-end
-
-local function read_file(path)
-  local f = io.open(path, "r")
-  if not f then return nil end
-  local text = f:read("*a")
-  f:close()
-  return text
-end
+local read_file = t.read_file
 
 -- 1. The snippet, verbatim.
 local readme = assert(read_file(repo .. "/README.md"), "README.md is not readable")

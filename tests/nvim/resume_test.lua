@@ -12,26 +12,8 @@ local dir = assert(os.getenv("TETHER_TEST_DIR"), "TETHER_TEST_DIR is not set")
 local workspace = dir .. "/workspace"
 vim.fn.mkdir(workspace, "p")
 
-local failures = 0
-local function check(ok, what)
-  if ok then
-    io.stdout:write("ok   - " .. what .. "\n")
-  else
-    failures = failures + 1
-    io.stdout:write("FAIL - " .. what .. "\n")
-  end
-end
-
-local function finish()
-  io.stdout:write(string.format("%d passed, %d failed\n", CHECKS - failures, failures))
-  vim.cmd(failures == 0 and "qall!" or "cquit! 1")
-end
-
-CHECKS = 0
-local function expect(ok, what)
-  CHECKS = CHECKS + 1
-  check(ok, what)
-end
+local t = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":h") .. "/lib.lua")
+local expect, finish = t.expect, t.finish
 
 local notifications = {}
 local asked = {}
