@@ -40,6 +40,10 @@
 //!
 //! What each agent returned is written to `$CARGO_TARGET_TMPDIR/real-agents-host/<agent>.json`.
 
+// Unix process groups, signals and shell scripts; Windows supervision is the Job Object
+// of tether_host::sys (type-checked by the cross build; its run under Wine is to come).
+#![cfg(unix)]
+
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

@@ -24,6 +24,9 @@
 //! on the way are asserted as found (so a fixed bug shows up) and worked around, each where it
 //! happens: Gemini's `session/load` (in `reload`) and Claude's stale turn after an error.
 
+// Real agents under Unix process groups (the harness's Windows side is not proven yet).
+#![cfg(unix)]
+
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
