@@ -192,6 +192,15 @@ pub enum SpawnError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// The program was not found: every file tried is named ([`crate::command`]), with how
+    /// to install it ([`install_hint`]).
+    #[error("cannot start {program}: {source}{}", not_found_hint(program, &std::io::ErrorKind::NotFound.into()))]
+    NotFound {
+        /// The program.
+        program: String,
+        /// Where it was looked for.
+        source: crate::command::NotFound,
+    },
     /// The child started but could not be recorded in the registry; it was killed.
     #[error("cannot record {program} in the child registry: {source}")]
     Registry {
@@ -357,6 +366,37 @@ pub struct AgentProcess {
     marker: String,
 }
 
+/// Finds `spec.program` in the `PATH` the agent will get (its configured environment, else
+/// the base environment, else the server's), with `PATHEXT` on Windows; a relative path
+/// with a separator is left for the OS to find from the agent's working directory.
+fn resolve_program(spec: &SpawnSpec) -> Result<crate::command::Resolved, crate::command::NotFound> {
+    let program = std::path::Path::new(&spec.program);
+    if program.is_relative() && program.components().count() > 1 {
+        return Ok(crate::command::Resolved {
+            program: program.to_path_buf(),
+            leading_args: Vec::new(),
+        });
+    }
+    let var = |name: &str| -> Option<String> {
+        spec.env
+            .get(name)
+            .cloned()
+            .or_else(|| match &spec.base_env {
+                Some(base) => base.0.get(name).cloned(),
+                None => std::env::var_os(name).map(|v| v.to_string_lossy().into_owned()),
+            })
+    };
+    let extensions = sys::executable_extensions(var("PATHEXT").as_deref());
+    crate::command::resolve(
+        &spec.program,
+        var("PATH").as_deref(),
+        sys::PATH_SEPARATOR,
+        &extensions,
+        &sys::is_executable,
+        &|p| std::fs::read_to_string(p).ok(),
+    )
+}
+
 /// A value of `TETHER_AGENT_RUN` no other agent shares: this server's pid, the time, and a
 /// counter.
 fn new_marker() -> String {
@@ -382,7 +422,12 @@ impl AgentProcess {
         registry: Option<Arc<ChildRegistry>>,
     ) -> Result<(Self, ProcessIo), SpawnError> {
         let marker = new_marker();
-        let mut cmd = std::process::Command::new(&spec.program);
+        let resolved = resolve_program(spec).map_err(|source| SpawnError::NotFound {
+            program: spec.program.clone(),
+            source,
+        })?;
+        let mut cmd = std::process::Command::new(&resolved.program);
+        cmd.args(&resolved.leading_args);
         if let Some(base) = &spec.base_env {
             cmd.env_clear().envs(base.0.iter());
         }
