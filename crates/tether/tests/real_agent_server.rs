@@ -11,6 +11,9 @@
 //! Needs `tests/agents/install.sh` and `TETHER_REAL_AGENTS=1` (set by `tests/run-all.sh`);
 //! without it the test FAILS, so a run that did not drive the agent never counts as a pass.
 
+// Real agents under Unix signals (the Windows side is not proven yet).
+#![cfg(unix)]
+
 mod support;
 
 use std::os::unix::process::ExitStatusExt;
