@@ -1424,7 +1424,7 @@ async fn handle_eof(inner: &Inner) {
             pgid = inner.process.pgid(),
             "the agent closed its stdout but keeps running; killing its process group"
         );
-        inner.process.signal_unreaped(libc::SIGKILL);
+        inner.process.kill_unreaped();
     }
     let stderr = inner.process.stderr_tail(Duration::from_millis(500)).await;
     let observation = Observation::Transport {
@@ -1488,7 +1488,7 @@ async fn orphan_task(inner: std::sync::Weak<Inner>) {
     tokio::time::sleep(ORPHAN_GRACE).await;
     let Some(inner) = inner.upgrade() else { return };
     if !inner.closing.load(Ordering::SeqCst) {
-        inner.process.signal_unreaped(libc::SIGKILL);
+        inner.process.kill_unreaped();
         // Tool commands started in groups of their own carry the agent's marker.
         let escaped = inner.process.kill_escaped().await;
         if escaped > 0 {

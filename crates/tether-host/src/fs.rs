@@ -4,11 +4,10 @@
 //! symlinks followed (`canonicalize`) and must stay under the canonical root, so `..`
 //! traversal and symlinks pointing outside are refused alike. A write to a file that does
 //! not exist yet is checked through its nearest existing ancestor; the final component is
-//! opened with `O_NOFOLLOW` unless it was already resolved, so a symlink swapped in after
+//! opened with `O_NOFOLLOW` (on Windows: as a reparse point, then refused if it is one) unless it was already resolved, so a symlink swapped in after
 //! the check is not followed.
 
 use std::io::ErrorKind;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
 
 use serde_json::{Value, json};
@@ -197,12 +196,14 @@ impl WorkspaceFs {
         let content = content.to_owned();
         let result = tokio::task::spawn_blocking(move || {
             use std::io::Write;
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(&target)?;
+            let mut f = crate::sys::open_nofollow(
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(true),
+            )
+            .open(&target)?;
+            crate::sys::refuse_link(&f)?;
             f.write_all(content.as_bytes())?;
             f.flush()
         })
@@ -223,8 +224,8 @@ mod tests {
         std::fs::create_dir(&root).expect("mkdir");
         std::fs::write(outer.path().join("secret.txt"), "s3cret").expect("write");
         std::fs::write(root.join("a.txt"), "1\n2\n3\n").expect("write");
-        std::os::unix::fs::symlink(outer.path().join("secret.txt"), root.join("link")).expect("ln");
-        std::os::unix::fs::symlink(root.join("a.txt"), root.join("inner-link")).expect("ln");
+        crate::sys::symlink(&outer.path().join("secret.txt"), &root.join("link")).expect("ln");
+        crate::sys::symlink(&root.join("a.txt"), &root.join("inner-link")).expect("ln");
         let fs = WorkspaceFs::new(&root).expect("root");
 
         assert_eq!(

@@ -3,6 +3,10 @@
 //!
 //! - [`process`]: agent processes, each leading its own process group; bounded stderr tail;
 //!   graceful shutdown (close stdin → 1 s → `SIGTERM` → 2 s → `SIGKILL`), kill on drop.
+//! - [`sys`]: the platform layer (process groups and signals on Unix, Job Objects on
+//!   Windows); the only module with `cfg`.
+//! - [`command`]: finding an agent's command (`PATH`, `PATHEXT`, npm's `.cmd` shims run
+//!   through `node` or their `.exe`, never `cmd.exe /c`).
 //! - [`spawner`]: every agent forked from one process-lifetime thread, with a parent-death
 //!   signal on Linux so a SIGKILLed server takes its agents with it.
 //! - [`registry`]: the child registry file and [`reap_orphans`] for groups left by a dead
@@ -19,14 +23,15 @@
 
 pub mod acp;
 pub mod claude_print;
+pub mod command;
 pub mod config;
 pub mod fs;
 pub mod process;
-pub mod procfs;
 pub mod quirks;
 pub mod registry;
 pub mod scripted;
 pub mod spawner;
+pub mod sys;
 pub mod tools;
 
 pub use acp::{

@@ -12,9 +12,11 @@
 //! }
 //! ```
 //!
-//! `startTime` is field 22 of `/proc/<pid>/stat` (clock ticks after boot); with the boot id
-//! it tells a live owner from a later process that reused its pid. A child's `pgid` equals
-//! its `pid` (it leads its own group, `setpgid(0, 0)`).
+//! `startTime` is field 22 of `/proc/<pid>/stat` (clock ticks after boot) on Linux; with the
+//! boot id it tells a live owner from a later process that reused its pid. On Windows it is
+//! the creation time of `GetProcessTimes` (100 ns units since 1601, UTC; no boot id needed).
+//! A child's `pgid` equals its `pid` (it leads its own group, `setpgid(0, 0)`; on Windows,
+//! its own Job Object). [`crate::sys`] reads and kills; this module holds no `cfg`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -22,7 +24,7 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
-use crate::procfs;
+use crate::sys;
 
 /// The registry file's format version.
 pub const REGISTRY_VERSION: u32 = 1;
@@ -44,7 +46,8 @@ impl ProcessIdentity {
     /// The identity of the calling process.
     ///
     /// # Errors
-    /// [`RegistryError::Proc`] when `/proc/self` cannot be read (not Linux, or no `/proc`).
+    /// [`RegistryError::Proc`] when this process's start time cannot be read (no `/proc` on a
+    /// Unix other than Linux).
     pub fn current() -> Result<Self, RegistryError> {
         let pid = i32::try_from(std::process::id()).map_err(|_| RegistryError::Proc)?;
         Self::of(pid).ok_or(RegistryError::Proc)
@@ -53,23 +56,22 @@ impl ProcessIdentity {
     /// The identity of a live process, `None` when it does not exist.
     #[must_use]
     pub fn of(pid: i32) -> Option<Self> {
-        let stat = procfs::stat(pid)?;
         Some(Self {
             pid,
-            start_time: stat.start_time,
-            boot_id: procfs::boot_id(),
+            start_time: sys::process_start_time(pid)?,
+            boot_id: sys::boot_id(),
         })
     }
 
     /// Whether this exact process (not a later one reusing its pid) is still running.
     #[must_use]
     pub fn is_alive(&self) -> bool {
-        if let (Some(recorded), Some(now)) = (&self.boot_id, procfs::boot_id())
+        if let (Some(recorded), Some(now)) = (&self.boot_id, sys::boot_id())
             && *recorded != now
         {
             return false; // rebooted since: every recorded process is gone
         }
-        procfs::is_same_live_process(self.pid, self.start_time)
+        sys::is_same_live_process(self.pid, self.start_time)
     }
 }
 
@@ -116,7 +118,9 @@ pub enum RegistryError {
         source: std::io::Error,
     },
     /// `/proc` could not tell this process's identity.
-    #[error("cannot read /proc/self/stat: the child registry needs Linux procfs")]
+    #[error(
+        "cannot read this process's start time (/proc/self/stat on Linux, GetProcessTimes on Windows): the child registry needs it"
+    )]
     Proc,
     /// Another server that is still running owns the registry file.
     #[error("child registry {path} belongs to live server pid {pid}")]
@@ -174,10 +178,7 @@ pub fn reap_orphans(path: &Path) -> Result<ReapReport, RegistryError> {
                 source,
             })?;
             // Kept private like everything beside it, whoever wrote it.
-            {
-                use std::os::unix::fs::PermissionsExt;
-                let _ = std::fs::set_permissions(&aside, std::fs::Permissions::from_mode(0o600));
-            }
+            let _ = sys::make_private(&aside);
             report.corrupt = true;
             return Ok(report);
         }
@@ -187,12 +188,10 @@ pub fn reap_orphans(path: &Path) -> Result<ReapReport, RegistryError> {
         return Ok(report);
     }
     for child in &file.children {
-        let leader = procfs::stat(child.pid);
-        let reused = leader.is_some_and(|s| s.start_time != child.start_time);
-        let members = procfs::live_group_members(child.pgid);
+        let alive = sys::orphan_alive(child);
         // Descendants that left the group (tool commands in groups of their own) carry the
         // agent's marker: they go too, whatever became of the group.
-        let escaped = child.marker.as_deref().map_or(0, procfs::kill_marked);
+        let escaped = child.marker.as_deref().map_or(0, sys::kill_marked);
         if escaped > 0 {
             tracing::info!(
                 pgid = child.pgid,
@@ -200,11 +199,11 @@ pub fn reap_orphans(path: &Path) -> Result<ReapReport, RegistryError> {
                 "reaped processes an orphaned agent left outside its group"
             );
         }
-        if reused || members.is_empty() {
+        if !alive {
             report.already_gone.push(child.pgid);
             continue;
         }
-        crate::process::signal_group(child.pgid, libc::SIGKILL);
+        sys::kill_orphan(child);
         tracing::info!(pgid = child.pgid, command = %child.command, "reaped orphaned agent group");
         report.killed_groups.push(child.pgid);
     }
@@ -329,15 +328,11 @@ impl ChildRegistry {
 /// is 0700 and the file is 0600, whatever the umask. The temporary file is created with
 /// mode 0600 and set to 0600 again in case a stale one of another mode was left behind.
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or_else(|| Path::new("."));
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
+    sys::create_private_dir_all(dir)?;
     let name = path
         .file_name()
         .ok_or_else(|| std::io::Error::other("registry path has no file name"))?;
@@ -347,19 +342,13 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         std::process::id()
     ));
     {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&tmp)?;
-        f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        let mut f = sys::private_file_options().open(&tmp)?;
+        sys::make_private(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
     }
     std::fs::rename(&tmp, path)?;
-    std::fs::File::open(dir)?.sync_all()?;
+    sys::sync_dir(dir)?;
     Ok(())
 }
 
@@ -368,6 +357,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg(unix)] // file modes; Windows privacy is the folder ACL (sys::windows)
     fn registry_file_is_private_whatever_was_there() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().expect("tempdir");

@@ -422,15 +422,7 @@ impl State {
                 let _ = err.write_all(b"\nflooded stderr\n");
             }
             Some(FaultAction::CloseStdout) => {
-                // SAFETY: open(2) and dup2(2) on a constant path and our own descriptor 1;
-                // no memory is shared. Descriptor 1 becomes /dev/null, which closes the pipe.
-                unsafe {
-                    let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY);
-                    if null >= 0 {
-                        libc::dup2(null, 1);
-                        libc::close(null);
-                    }
-                }
+                crate::sys::close_stdout();
                 std::future::pending::<()>().await;
             }
             Some(FaultAction::Exit { code }) => std::process::exit(*code),
@@ -683,11 +675,7 @@ async fn run_prompt(
             match exit_code {
                 Some(code) => std::process::exit(code),
                 None => {
-                    // SAFETY: kill(2) on our own pid; no memory-safety preconditions.
-                    unsafe {
-                        libc::kill(libc::getpid(), libc::SIGKILL);
-                    }
-                    std::future::pending::<()>().await;
+                    crate::sys::crash_now();
                 }
             }
         }

@@ -23,7 +23,9 @@ type Job = (Command, mpsc::SyncSender<std::io::Result<Child>>);
 /// The spawner thread's queue; the thread lives as long as this sender, that is, the process.
 static QUEUE: OnceLock<Mutex<mpsc::Sender<Job>>> = OnceLock::new();
 
-/// Spawns `cmd` from the spawner thread, with the parent-death signal set on Linux.
+/// Spawns `cmd` from the spawner thread, readied by [`crate::sys::prepare`] (its own
+/// process group and the parent-death signal on Linux; created suspended on Windows, for
+/// [`crate::sys::Group::adopt`] to resume once it is in its job).
 ///
 /// Blocks the calling thread for the fork and exec only (call it from a blocking context,
 /// as [`crate::AgentProcess::spawn`] is).
@@ -33,7 +35,7 @@ static QUEUE: OnceLock<Mutex<mpsc::Sender<Job>>> = OnceLock::new();
 /// process dying between the fork and the `prctl`, is reported as the spawn's error too (the
 /// child then exits at once without running the program).
 pub fn spawn(mut cmd: Command) -> std::io::Result<Child> {
-    with_parent_death_signal(&mut cmd);
+    crate::sys::prepare(&mut cmd);
     let queue = QUEUE.get_or_init(|| {
         let (tx, rx) = mpsc::channel::<Job>();
         // A spawn failure here (no threads left) leaves the queue without a reader: every
@@ -61,31 +63,6 @@ pub fn spawn(mut cmd: Command) -> std::io::Result<Child> {
         .recv()
         .unwrap_or_else(|_| Err(std::io::Error::other("the agent spawner thread ended")))
 }
-
-#[cfg(target_os = "linux")]
-fn with_parent_death_signal(cmd: &mut Command) {
-    use std::os::unix::process::CommandExt;
-    let parent = std::process::id();
-    // SAFETY: the closure runs in the forked child before exec and calls only prctl(2),
-    // getppid(2) and reads a copied integer: all async-signal-safe, no allocation.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // The parent may have died before the prctl: then nothing would ever signal us.
-            if u32::try_from(libc::getppid()).ok() != Some(parent) {
-                return Err(std::io::Error::other(
-                    "the server exited while starting the agent",
-                ));
-            }
-            Ok(())
-        });
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn with_parent_death_signal(_cmd: &mut Command) {}
 
 #[cfg(test)]
 mod tests {

@@ -1,6 +1,10 @@
 //! The `claude -p` driver against a fake `claude` written by the test (a POSIX sh script),
 //! covering the outcomes of R-ONESHOT-1..6.
 
+// Unix process groups, signals and shell scripts; Windows supervision is the Job Object
+// of tether_host::sys (type-checked by the cross build; its run under Wine is to come).
+#![cfg(unix)]
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 

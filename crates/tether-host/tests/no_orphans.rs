@@ -2,6 +2,10 @@
 //! that ignore SIGTERM, that die mid-prompt, that are dropped mid-turn — no process of any
 //! recorded group remains, and the registry is empty. And a dead server's groups are reaped.
 
+// Unix process groups, signals and shell scripts; Windows supervision is the Job Object
+// of tether_host::sys (type-checked by the cross build; its run under Wine is to come).
+#![cfg(unix)]
+
 mod common;
 
 use std::os::unix::process::CommandExt;
@@ -9,9 +13,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{Env, fault};
-use tether_host::procfs::live_group_members;
 use tether_host::registry::{ChildRecord, ProcessIdentity, REGISTRY_VERSION, RegistryFile};
 use tether_host::scripted::FaultAction;
+use tether_host::sys::procfs::live_group_members;
 use tether_host::{AcpConnection, AcpOptions, ChildRegistry, reap_orphans};
 
 const CYCLES: usize = 50;
@@ -190,7 +194,9 @@ async fn groups_recorded_by_a_dead_server_are_reaped_on_start() {
         children: vec![ChildRecord {
             pgid,
             pid: pgid,
-            start_time: tether_host::procfs::stat(pgid).expect("stat").start_time,
+            start_time: tether_host::sys::procfs::stat(pgid)
+                .expect("stat")
+                .start_time,
             command: "sh".into(),
             marker: None,
         }],
@@ -233,7 +239,9 @@ async fn a_recorded_pgid_now_led_by_a_stranger_is_never_signalled() {
         .spawn()
         .expect("sleep");
     let pgid = i32::try_from(stranger.id()).expect("pid");
-    let start_time = tether_host::procfs::stat(pgid).expect("stat").start_time;
+    let start_time = tether_host::sys::procfs::stat(pgid)
+        .expect("stat")
+        .start_time;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("children.json");
     let file = RegistryFile {

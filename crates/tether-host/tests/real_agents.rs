@@ -45,6 +45,10 @@
 //! without the agents; `tests/run-all.sh` runs them (`cargo nextest run --run-ignored all`),
 //! and CI always does. Run one by hand with `cargo test --test <file> -- --ignored`.
 
+// Unix process groups, signals and shell scripts; Windows supervision is the Job Object
+// of tether_host::sys (type-checked by the cross build; its run under Wine is to come).
+#![cfg(unix)]
+
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

@@ -4,7 +4,7 @@
 //! be proven against [`crate::sim::SimFs`], which keeps unsynced data, renames and directory
 //! entries in a volatile layer and throws them away on a simulated power cut. [`RealFs`] is
 //! the production implementation (Unix: `O_NOFOLLOW`, mode 0600/0700, `fdatasync`, advisory
-//! `flock` via `std::fs::File::try_lock`).
+//! `flock` via `std::fs::File::try_lock`; what differs per OS is in [`crate::sys`]).
 
 use std::fmt::Debug;
 use std::io;
@@ -80,35 +80,11 @@ impl AppendFile for RealAppend {
 struct RealLock(#[allow(dead_code)] std::fs::File);
 impl LockGuard for RealLock {}
 
-#[cfg(unix)]
-fn private_options() -> std::fs::OpenOptions {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut o = std::fs::OpenOptions::new();
-    o.mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
-    o
-}
-
-#[cfg(not(unix))]
-fn private_options() -> std::fs::OpenOptions {
-    std::fs::OpenOptions::new()
-}
-
-#[cfg(unix)]
-fn euid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
-}
+use crate::sys::private_options;
 
 impl Fs for RealFs {
     fn create_dir(&self, path: &Path) -> io::Result<bool> {
-        let mut b = std::fs::DirBuilder::new();
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::DirBuilderExt;
-            b.mode(0o700);
-        }
-        match b.create(path) {
+        match crate::sys::create_private_dir(path) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
             Err(e) => Err(e),
@@ -130,24 +106,7 @@ impl Fs for RealFs {
         if !dir && !meta.is_file() {
             return Err("it is not a regular file".into());
         }
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::MetadataExt;
-            if meta.uid() != euid() {
-                return Err(format!(
-                    "it is owned by uid {}, not by this user (uid {})",
-                    meta.uid(),
-                    euid()
-                ));
-            }
-            let mode = meta.mode() & 0o777;
-            if mode & 0o077 != 0 {
-                return Err(format!(
-                    "its mode is {mode:04o}; group and others must have no access (chmod {})",
-                    if dir { "700" } else { "600" }
-                ));
-            }
-        }
+        crate::sys::check_owner_only(&meta, dir)?;
         Ok(true)
     }
 
@@ -216,7 +175,7 @@ impl Fs for RealFs {
     }
 
     fn sync_dir(&self, path: &Path) -> io::Result<()> {
-        std::fs::File::open(path)?.sync_all()
+        crate::sys::sync_dir(path)
     }
 
     fn truncate_synced(&self, path: &Path, len: u64) -> io::Result<()> {

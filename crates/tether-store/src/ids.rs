@@ -59,6 +59,11 @@ pub fn validate_session_id(id: &str) -> Result<(), StoreError> {
 /// path need not exist, so a workspace keeps its id while it is unmounted or moved behind a
 /// symlink. The id is the lowercase hex SHA-256 of the normalized path's bytes (on Unix the
 /// raw `OsStr` bytes).
+///
+/// A root Windows wrote (`C:\…`, `\\server\share\…`, `\\?\…`; [`crate::roots`]) is
+/// absolute on every OS and normalized as Windows normalizes it; its id hashes
+/// [`crate::roots::windows_key`], so every spelling of one Windows folder (case, `/` or
+/// `\`, the `\\?\` form) is one workspace.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Workspace {
     root: PathBuf,
@@ -82,6 +87,18 @@ impl Workspace {
         }
         if os_bytes(root.as_os_str()).contains(&0) {
             return Err(invalid("contains NUL"));
+        }
+        if let Some(text) = root.to_str()
+            && crate::roots::root_style(text).is_some_and(crate::roots::RootStyle::is_windows)
+            && let (Some(normalized), Some(key)) = (
+                crate::roots::windows_normalize(text),
+                crate::roots::windows_key(text),
+            )
+        {
+            return Ok(Workspace {
+                root: PathBuf::from(normalized),
+                id: hex::encode(Sha256::digest(key.as_bytes())),
+            });
         }
         let absolute = if root.is_absolute() {
             root.to_path_buf()
@@ -129,16 +146,7 @@ pub fn normalize(path: &Path) -> PathBuf {
     out
 }
 
-#[cfg(unix)]
-fn os_bytes(s: &std::ffi::OsStr) -> Vec<u8> {
-    use std::os::unix::ffi::OsStrExt;
-    s.as_bytes().to_vec()
-}
-
-#[cfg(not(unix))]
-fn os_bytes(s: &std::ffi::OsStr) -> Vec<u8> {
-    s.to_string_lossy().as_bytes().to_vec()
-}
+use crate::sys::os_bytes;
 
 /// Checks a diff document's `relativePath` before it is joined to the workspace root: it
 /// must be relative and free of `..`, root and prefix components. Returns the joined path.
@@ -161,6 +169,32 @@ pub fn join_inside(root: &Path, relative: &str) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A root recorded on Windows is absolute here too, and its spellings are one workspace.
+    #[test]
+    fn windows_roots_are_absolute_and_compared_as_windows_compares() {
+        let a = Workspace::new(r"C:\Users\Ada\Project").expect("drive root");
+        assert_eq!(a.root(), Path::new(r"C:\Users\Ada\Project"));
+        for other in [
+            "c:/users/ada/project/",
+            r"\\?\C:\Users\Ada\Project",
+            r"C:\Users\Ada\src\..\Project",
+        ] {
+            assert_eq!(Workspace::new(other).expect(other).id(), a.id(), "{other}");
+        }
+        assert_ne!(
+            Workspace::new(r"D:\Users\Ada\Project").expect("d").id(),
+            a.id()
+        );
+        let unc = Workspace::new(r"\\server\team\repo").expect("unc");
+        assert_eq!(unc.root(), Path::new(r"\\server\team\repo"));
+        assert_eq!(
+            Workspace::new(r"\\?\UNC\SERVER\team\repo")
+                .expect("verbatim unc")
+                .id(),
+            unc.id()
+        );
+    }
 
     #[test]
     fn session_ids_accept_the_allowed_alphabet() {

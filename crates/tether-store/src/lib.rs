@@ -28,9 +28,11 @@ mod migrate;
 pub mod model;
 pub mod redact;
 pub mod render;
+pub mod roots;
 pub mod sim;
 mod state;
 mod store;
+pub mod sys;
 
 pub use config::{
     ChatPage, Clock, ExecPage, FIRST_PROMPT_CHARS, LoadedSession, PersistReport, PersistTrigger,

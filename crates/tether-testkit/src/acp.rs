@@ -207,8 +207,8 @@ impl AcpProcess {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .process_group(0)
             .kill_on_drop(true);
+        procs::own_group(&mut command);
         let mut child = command.spawn().map_err(|source| AcpError::Spawn {
             program: program.to_owned(),
             source,
@@ -510,7 +510,7 @@ impl AcpProcess {
 
     /// SIGKILLs the whole process group (and any marked escapee), then reaps the agent.
     pub async fn kill(&mut self) -> Option<ExitStatus> {
-        procs::signal_group(self.pgid, libc::SIGKILL);
+        procs::kill_group(self.pgid);
         procs::kill_marked(&self.marker);
         self.child.wait().await.ok()
     }
@@ -520,12 +520,12 @@ impl AcpProcess {
     pub async fn shutdown(&mut self) -> Option<ExitStatus> {
         let _ = self.out.send(Outgoing::Close);
         if let Ok(status) = tokio::time::timeout(Duration::from_secs(1), self.child.wait()).await {
-            procs::signal_group(self.pgid, libc::SIGTERM);
+            procs::terminate_group(self.pgid);
             return status.ok();
         }
-        procs::signal_group(self.pgid, libc::SIGTERM);
+        procs::terminate_group(self.pgid);
         if let Ok(status) = tokio::time::timeout(Duration::from_secs(2), self.child.wait()).await {
-            procs::signal_group(self.pgid, libc::SIGKILL);
+            procs::kill_group(self.pgid);
             return status.ok();
         }
         self.kill().await
@@ -534,7 +534,7 @@ impl AcpProcess {
 
 impl Drop for AcpProcess {
     fn drop(&mut self) {
-        procs::signal_group(self.pgid, libc::SIGKILL);
+        procs::kill_group(self.pgid);
         procs::kill_marked(&self.marker);
         for t in &self.tasks {
             t.abort();

@@ -441,8 +441,8 @@ impl AgentLaunch {
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .process_group(0)
             .kill_on_drop(true);
+        procs::own_group(&mut cmd);
         let started = Instant::now();
         let mut child = cmd.spawn()?;
         let pgid = child.id().map_or(0, |p| p as i32);
@@ -472,12 +472,12 @@ impl AgentLaunch {
         let (stdout, stderr, exit_code, timed_out) = match outcome {
             Ok((o, e, status)) => (o, e, status.ok().and_then(|s| s.code()), false),
             Err(_) => {
-                procs::signal_group(pgid, libc::SIGKILL);
+                procs::kill_group(pgid);
                 let _ = child.wait().await;
                 (Vec::new(), Vec::new(), None, true)
             }
         };
-        procs::signal_group(pgid, libc::SIGKILL);
+        procs::kill_group(pgid);
         let left = procs::wait_marked_gone(&marker, Duration::from_secs(5)).await;
         procs::kill_marked(&marker);
         let stdout = String::from_utf8_lossy(&stdout).into_owned();

@@ -329,10 +329,7 @@ impl Editor {
             .and_then(Child::id)
             .ok_or("the server is not a child process")?;
         let pid = i32::try_from(pid).map_err(|e| e.to_string())?;
-        // SAFETY: kill has no memory-safety preconditions; pid is our live child's.
-        if unsafe { libc::kill(pid, signal) } != 0 {
-            return Err(format!("kill: {}", std::io::Error::last_os_error()));
-        }
+        crate::sys::send_signal(pid, signal).map_err(|e| format!("kill: {e}"))?;
         self.wait_end(timeout).await
     }
 

@@ -11,3 +11,4 @@ pub mod lsp_client;
 pub mod params;
 pub mod protocol;
 pub mod server;
+pub mod sys;

@@ -3,7 +3,6 @@
 //! `info`.
 
 use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -154,29 +153,10 @@ fn day_file(dir: &Path, prefix: &str, day: u64) -> PathBuf {
     dir.join(format!("{prefix}.{}", date.format("%Y-%m-%d")))
 }
 
-fn create_private_file(path: &Path) -> std::io::Result<()> {
-    std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .open(path)?
-        .set_permissions(std::fs::Permissions::from_mode(0o600))
-}
-
-fn make_private(path: &Path) -> std::io::Result<()> {
-    let meta = std::fs::symlink_metadata(path)?;
-    if meta.is_file() && meta.permissions().mode() & 0o077 != 0 {
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
-    }
-    Ok(())
-}
+use crate::sys::{create_private_file, make_private};
 
 fn create_private_dir(dir: &Path) -> Result<(), String> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
+    crate::sys::create_private_dir_all(dir)
         .map_err(|e| format!("cannot create log folder {}: {e}", dir.display()))
 }
 

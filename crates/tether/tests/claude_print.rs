@@ -2,6 +2,9 @@
 //! stand-in (a real child process: a shell script that prints what `claude -p
 //! --output-format json` prints, and fails on cue).
 
+// Fake `claude` shell scripts (Unix); the one-shot driver's Windows side is not proven yet.
+#![cfg(unix)]
+
 mod support;
 
 use std::path::{Path, PathBuf};

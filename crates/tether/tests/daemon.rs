@@ -9,6 +9,10 @@
 //! (`…::in_process_daemon`, [`DaemonKind`]). Starting, killing and idling the daemon
 //! process are tested with the separate daemon only.
 
+// Unix signals and the daemon's Unix socket; Windows ends on console events and serves
+// in-process (crate::sys, crate::daemon::windows).
+#![cfg(unix)]
+
 mod support;
 
 use std::path::{Path, PathBuf};

@@ -15,6 +15,9 @@
 //! without the agents; `tests/run-all.sh` runs them (`cargo nextest run --run-ignored all`),
 //! and CI always does. Run one by hand with `cargo test --test <file> -- --ignored`.
 
+// Real agents under Unix signals (the Windows side is not proven yet).
+#![cfg(unix)]
+
 mod support;
 
 use std::os::unix::process::ExitStatusExt;

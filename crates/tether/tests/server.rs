@@ -1112,6 +1112,7 @@ async fn binary_vanishing_client_mid_request_leaves_no_agent() {
     );
 }
 
+#[cfg(unix)] // file modes; on Windows privacy is the profile folder's ACL
 /// Folders 0700 and files 0600 under `dirs`, every entry; returns how many were checked.
 fn assert_private(dirs: &[std::path::PathBuf]) -> usize {
     use std::os::unix::fs::MetadataExt;
@@ -1141,6 +1142,7 @@ fn assert_private(dirs: &[std::path::PathBuf]) -> usize {
 
 /// Everything `tether serve` writes (the cache with a blob, the child registry, the logs) is
 /// private to the user, while the agent runs and after shutdown.
+#[cfg(unix)] // checks file modes (assert_private)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn binary_everything_written_is_private() {
     let world = World::new(Mode::Binary);

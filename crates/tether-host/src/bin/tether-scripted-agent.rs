@@ -68,10 +68,7 @@ fn main() -> ExitCode {
         }
     };
     if script.ignore_sigterm {
-        // SAFETY: setting a signal disposition to SIG_IGN has no memory-safety preconditions.
-        unsafe {
-            libc::signal(libc::SIGTERM, libc::SIG_IGN);
-        }
+        tether_host::sys::ignore_terminate();
     }
     if script.spawn_grandchild {
         // Stays in our process group (no setpgid), inherits SIG_IGN for SIGTERM if set.

@@ -11,7 +11,6 @@ use std::process::ExitCode;
 
 use tether_testkit::{FakeModel, Reply, ReplyMode};
 use tokio::io::AsyncReadExt;
-use tokio::signal::unix::{SignalKind, signal};
 
 const USAGE: &str = "usage: tether-fake-model [--port N] [--reply TEXT | --echo PREFIX] [--chunk-delay-ms N] [--until-stdin-closes]
 
@@ -90,10 +89,7 @@ async fn main() -> ExitCode {
     {
         return ExitCode::FAILURE;
     }
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
+    let Ok(ended) = tether_testkit::procs::end_requested() else {
         eprintln!("tether-fake-model: cannot install signal handlers");
         return ExitCode::FAILURE;
     };
@@ -106,8 +102,7 @@ async fn main() -> ExitCode {
         while matches!(stdin.read(&mut buf).await, Ok(n) if n > 0) {}
     };
     tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
+        () = ended => {}
         () = stdin_closed => {}
     }
     drop(fake);

@@ -16,21 +16,9 @@ use crate::acp::{AcpError, AcpProcess, text_of};
 use crate::fake_model::{FaultRule, Reply, ReplyMode};
 use crate::procs;
 
-fn signal_name(signal: i32) -> String {
-    match signal {
-        libc::SIGKILL => "SIGKILL".into(),
-        libc::SIGTERM => "SIGTERM".into(),
-        libc::SIGSEGV => "SIGSEGV".into(),
-        libc::SIGABRT => "SIGABRT".into(),
-        libc::SIGINT => "SIGINT".into(),
-        other => format!("signal {other}"),
-    }
-}
-
 fn exit_fields(status: Option<std::process::ExitStatus>) -> (Option<i32>, Option<String>) {
-    use std::os::unix::process::ExitStatusExt;
     match status {
-        Some(s) => (s.code(), s.signal().map(signal_name)),
+        Some(s) => (s.code(), procs::exit_signal(s)),
         None => (None, None),
     }
 }
@@ -428,7 +416,7 @@ async fn killed_mid_turn(ctx: &mut Ctx<'_>) -> Result<(Value, String), String> {
                 u.kind == "agent_message_chunk" && u.text().is_some_and(|t| !t.is_empty())
             })
             .await;
-        procs::signal_group(pgid, libc::SIGKILL);
+        procs::kill_group(pgid);
         streamed
     });
     ctx.fake.set_reply(Reply::default());

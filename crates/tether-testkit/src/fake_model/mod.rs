@@ -38,7 +38,8 @@ pub use faults::{FaultAction, FaultRule, Provider, Times, provider_error_body};
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::os::fd::{AsRawFd, RawFd};
+mod linger;
+use linger::{RawFd, raw_fd, set_linger_zero};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -334,7 +335,7 @@ async fn accept_loop(listener: TcpListener, state: Arc<State>) {
             accepted = listener.accept() => {
                 let Ok((stream, _peer)) = accepted else { continue };
                 let _ = stream.set_nodelay(true);
-                let fd = stream.as_raw_fd();
+                let fd = raw_fd(&stream);
                 let state = state.clone();
                 connections.spawn(async move {
                     let service = hyper::service::service_fn(move |req| {
@@ -676,28 +677,6 @@ async fn stream_frames(
         if !frame.is_empty() && sender.send_data(frame).await.is_err() {
             return;
         }
-    }
-}
-
-/// Sets `SO_LINGER {on, 0}` so that closing the socket resets the connection.
-fn set_linger_zero(fd: RawFd) {
-    let linger = libc::linger {
-        l_onoff: 1,
-        l_linger: 0,
-    };
-    // SAFETY: `fd` is the connection's socket, open while its response body is being
-    // streamed (this runs before the body ends); the option value is a valid `linger`.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            (&linger as *const libc::linger).cast(),
-            std::mem::size_of::<libc::linger>() as libc::socklen_t,
-        )
-    };
-    if rc != 0 {
-        tracing::warn!(fd, err = %std::io::Error::last_os_error(), "SO_LINGER failed; the drop will be a FIN");
     }
 }
 

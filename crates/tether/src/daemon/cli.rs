@@ -11,22 +11,11 @@ use super::paths::{build_id, runtime_dir, socket_path};
 use super::relay::{Reconnect, relay};
 use super::server::{DaemonOptions, Status, bind, run};
 
-/// The default of `--idle-secs`: the daemon exits after 10 minutes with no editor and no
-/// live session.
-pub const DEFAULT_IDLE_SECS: u64 = 600;
-
 /// How long `tether daemon stop` waits for the daemon's process to end once its sessions
 /// are down.
 pub const STOP_EXIT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Whether `tether serve` forwards to the daemon (`--remote`, `TETHER_REMOTE`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Remote {
-    /// Serve in this process (the hub ends with the editor).
-    Off,
-    /// Forward to the user's daemon, starting it when none runs.
-    Auto,
-}
+pub use super::remote::{DEFAULT_IDLE_SECS, Remote};
 
 fn current_thread_runtime(what: &str) -> Option<tokio::runtime::Runtime> {
     match tokio::runtime::Builder::new_current_thread()

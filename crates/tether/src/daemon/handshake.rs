@@ -67,7 +67,7 @@ impl Hello {
     pub fn of_this_process(purpose: Purpose) -> Self {
         Self {
             protocol_version: crate::protocol::PROTOCOL_VERSION,
-            build: super::paths::build_id(),
+            build: super::build::build_id(),
             purpose,
             pid: std::process::id(),
             cwd: std::env::current_dir().unwrap_or_default(),

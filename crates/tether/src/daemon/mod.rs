@@ -9,12 +9,31 @@
 //! (what is in flight, what to replay); [`server`]: the daemon's accept loop, peer check
 //! and shared hubs; [`image`]: the start-up pages of the binary given back; [`cli`]: `tether daemon` and the forwarding `tether serve`.
 
-pub mod cli;
-pub mod forwarder;
+//!
+//! The endpoint is a Unix domain socket. On Windows (a named pipe is to come) the daemon's
+//! modules are replaced by [`windows`]'s `cli` and `image`, whose `tether serve
+//! --remote=auto` serves in-process and says so; this file is the one place that chooses.
+
+pub mod build;
 pub mod frames;
 pub mod handshake;
-pub mod image;
 pub mod ledger;
+pub mod remote;
+
+#[cfg(unix)]
+pub mod cli;
+#[cfg(unix)]
+pub mod forwarder;
+#[cfg(unix)]
+pub mod image;
+#[cfg(unix)]
 pub mod paths;
+#[cfg(unix)]
 pub mod relay;
+#[cfg(unix)]
 pub mod server;
+
+#[cfg(windows)]
+pub mod windows;
+#[cfg(windows)]
+pub use windows::{cli, image};

@@ -10,8 +10,6 @@
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
-
 /// The environment variable that overrides the runtime folder.
 pub const RUNTIME_DIR_ENV: &str = "TETHER_RUNTIME_DIR";
 
@@ -100,32 +98,7 @@ pub fn ensure_private_dir(dir: &Path) -> Result<(), PathError> {
     Ok(())
 }
 
-/// A short hash of this build: the package version, the protocol version, and the size
-/// and modification time of the running binary (two builds of one version differ there).
-/// Hex, 12 characters. [`build_id_of`] the running executable.
-#[must_use]
-pub fn build_id() -> String {
-    build_id_of(&std::env::current_exe().unwrap_or_default())
-}
-
-/// The build hash of the `tether` binary at `exe`, as that binary computes it for itself
-/// ([`build_id`]) when this library is the one it was built from: the package version,
-/// the protocol version, and `exe`'s size (bytes) and modification time (seconds and
-/// nanoseconds). Hex, 12 characters. When `exe` cannot be read, the hash covers the two
-/// versions only. Lets a process host the daemon another binary's forwarders look for
-/// (the tests' in-process daemon).
-#[must_use]
-pub fn build_id_of(exe: &Path) -> String {
-    let mut hasher = Sha256::new();
-    hasher.update(env!("CARGO_PKG_VERSION").as_bytes());
-    hasher.update(crate::protocol::PROTOCOL_VERSION.to_le_bytes());
-    if let Ok(meta) = std::fs::metadata(exe) {
-        hasher.update(meta.len().to_le_bytes());
-        hasher.update(meta.mtime().to_le_bytes());
-        hasher.update(meta.mtime_nsec().to_le_bytes());
-    }
-    hex::encode(&hasher.finalize()[..6])
-}
+pub use super::build::{build_id, build_id_of};
 
 /// The daemon's socket in `dir`: `tether-<build id>.sock` for this build ([`build_id`]).
 #[must_use]

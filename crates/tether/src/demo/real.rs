@@ -198,7 +198,7 @@ impl Real {
         groups.dedup();
         for pgid in groups {
             println!("   the demo sends SIGKILL to the agent's process group {pgid}");
-            procs::signal_group(pgid, libc::SIGKILL);
+            procs::kill_group(pgid);
         }
         self.fake.set_reply(Reply {
             mode: ReplyMode::Echo("ok: ".to_owned()),

@@ -54,68 +54,13 @@ pub async fn serve_stdio(options: ServeOptions) {
 }
 
 /// This process's stdin and stdout as the reactor drives them (see [`serve_stdio`]).
-pub(crate) fn stdio_streams() -> (StdioIn, StdioOut) {
+pub fn stdio_streams() -> (StdioIn, StdioOut) {
     (stdio::input(), stdio::output())
 }
 
 /// This process's stdin, as [`stdio_streams`] gives it.
-pub(crate) type StdioIn = std::pin::Pin<Box<dyn tokio::io::AsyncRead + Send>>;
+pub type StdioIn = std::pin::Pin<Box<dyn tokio::io::AsyncRead + Send>>;
 /// This process's stdout, as [`stdio_streams`] gives it.
-pub(crate) type StdioOut = std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>;
+pub type StdioOut = std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>;
 
-mod stdio {
-    use std::fs::File;
-    use std::os::fd::{AsFd, OwnedFd};
-    use std::os::unix::fs::FileTypeExt;
-    use std::pin::Pin;
-
-    use tokio::io::{AsyncRead, AsyncWrite};
-
-    /// A duplicate of `fd` and what it is, when it is a pipe or a socket.
-    fn dup_stream(fd: std::os::fd::BorrowedFd<'_>) -> Option<(OwnedFd, bool)> {
-        let owned = fd.try_clone_to_owned().ok()?;
-        let file = File::from(owned);
-        let kind = file.metadata().ok()?.file_type();
-        if kind.is_fifo() {
-            Some((file.into(), true))
-        } else if kind.is_socket() {
-            Some((file.into(), false))
-        } else {
-            None
-        }
-    }
-
-    fn socket(fd: OwnedFd) -> Option<tokio::net::UnixStream> {
-        let std = std::os::unix::net::UnixStream::from(fd);
-        std.set_nonblocking(true).ok()?;
-        tokio::net::UnixStream::from_std(std).ok()
-    }
-
-    pub(super) fn input() -> Pin<Box<dyn AsyncRead + Send>> {
-        let reactor: Option<Pin<Box<dyn AsyncRead + Send>>> = dup_stream(std::io::stdin().as_fd())
-            .and_then(|(fd, fifo)| {
-                if fifo {
-                    tokio::net::unix::pipe::Receiver::from_owned_fd(fd)
-                        .ok()
-                        .map(|r| Box::pin(r) as Pin<Box<dyn AsyncRead + Send>>)
-                } else {
-                    socket(fd).map(|s| Box::pin(s) as Pin<Box<dyn AsyncRead + Send>>)
-                }
-            });
-        reactor.unwrap_or_else(|| Box::pin(tokio::io::stdin()))
-    }
-
-    pub(super) fn output() -> Pin<Box<dyn AsyncWrite + Send>> {
-        let reactor: Option<Pin<Box<dyn AsyncWrite + Send>>> =
-            dup_stream(std::io::stdout().as_fd()).and_then(|(fd, fifo)| {
-                if fifo {
-                    tokio::net::unix::pipe::Sender::from_owned_fd(fd)
-                        .ok()
-                        .map(|w| Box::pin(w) as Pin<Box<dyn AsyncWrite + Send>>)
-                } else {
-                    socket(fd).map(|s| Box::pin(s) as Pin<Box<dyn AsyncWrite + Send>>)
-                }
-            });
-        reactor.unwrap_or_else(|| Box::pin(tokio::io::stdout()))
-    }
-}
+use crate::sys::stdio;

@@ -144,7 +144,7 @@ where
         let cut_input = guard.abort_handle();
         let on_signal = shared.clone();
         let signalled = signalled.clone();
-        let installed = TerminationSignals::install();
+        let installed = crate::sys::TerminationSignals::install();
         tokio::spawn(async move {
             let name = installed.first().await;
             signalled.store(true, Ordering::SeqCst);
@@ -186,49 +186,7 @@ where
 /// Waits for the first of SIGTERM, SIGHUP and SIGINT (handlers installed at the call) and
 /// returns its name: the daemon ends on them as `tether serve` does.
 pub async fn first_termination_signal() -> &'static str {
-    TerminationSignals::install().first().await
-}
-
-/// The termination signals `tether serve` handles: SIGTERM, SIGHUP and SIGINT (an editor
-/// that quits often ends its server with one of them). Installed at once (before the server
-/// answers anything), so none of them can end the process with its default action later; a
-/// signal whose handler cannot be installed is logged and not waited for.
-struct TerminationSignals(Vec<(tokio::signal::unix::Signal, &'static str)>);
-
-impl TerminationSignals {
-    fn install() -> Self {
-        use tokio::signal::unix::{SignalKind, signal};
-        let kinds = [
-            (SignalKind::terminate(), "SIGTERM"),
-            (SignalKind::hangup(), "SIGHUP"),
-            (SignalKind::interrupt(), "SIGINT"),
-        ];
-        Self(
-            kinds
-                .into_iter()
-                .filter_map(|(kind, name)| match signal(kind) {
-                    Ok(stream) => Some((stream, name)),
-                    Err(e) => {
-                        tracing::warn!(signal = name, "cannot handle {name}: {e}");
-                        None
-                    }
-                })
-                .collect(),
-        )
-    }
-
-    /// Waits for the first of them and returns its name.
-    async fn first(mut self) -> &'static str {
-        std::future::poll_fn(|cx| {
-            for (stream, name) in &mut self.0 {
-                if stream.poll_recv(cx).is_ready() {
-                    return std::task::Poll::Ready(*name);
-                }
-            }
-            std::task::Poll::Pending
-        })
-        .await
-    }
+    crate::sys::TerminationSignals::install().first().await
 }
 
 /// Reads LSP frames from the editor; hands Tether's methods to `dispatcher` (parsed once,

@@ -620,8 +620,14 @@ fn store_error(err: &tether_store::StoreError) -> HubError {
     )
 }
 
+/// A workspace root must be absolute on the OS that wrote it: `/…`, or `C:\…`, `\\server\share`
+/// and `\\?\…` for a session recorded on Windows (`tether_store::roots`).
 fn absolute_root(root: &Path) -> Result<PathBuf> {
-    if root.is_absolute() {
+    if root.is_absolute()
+        || root
+            .to_str()
+            .is_some_and(tether_store::roots::is_absolute_root)
+    {
         Ok(root.to_owned())
     } else {
         Err(invalid_params(

@@ -87,11 +87,7 @@ fn all_processes_in(proc_root: &Path) -> Vec<ProcStat> {
         .collect()
 }
 
-/// The environment variable that marks every process an agent started, whatever process
-/// group or session it moved to: tool commands inherit it even when an agent runs them in a
-/// group of their own (Claude Code, opencode and Copilot do), so they can be found after the
-/// agent's group is gone.
-pub const AGENT_MARKER_VAR: &str = "TETHER_AGENT_RUN";
+pub use crate::process::AGENT_MARKER_VAR;
 
 /// The live processes (other than this one) whose environment has
 /// `TETHER_AGENT_RUN=<marker>`. Processes of other users are not readable and not listed.

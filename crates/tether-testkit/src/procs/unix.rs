@@ -1,4 +1,4 @@
-//! Finding and ending the processes a test started (Linux `/proc`).
+//! Unix: finding and ending the processes a test started (Linux `/proc`).
 //!
 //! Every agent the harness starts carries a unique marker in its environment
 //! ([`MARKER_VAR`]`=<id>`), which its children inherit. Scanning `/proc/*/environ` for the
@@ -8,8 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-/// The environment variable that tags a harness run's processes.
-pub const MARKER_VAR: &str = "TETHER_TESTKIT_RUN";
+use super::MARKER_VAR;
 
 /// A live process, as read from `/proc`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,6 +98,51 @@ pub fn signal_group(pgid: i32, signal: i32) -> bool {
     }
     // SAFETY: killpg has no memory-safety preconditions; pgid > 1 was checked above.
     unsafe { libc::killpg(pgid, signal) == 0 }
+}
+
+/// Makes the command's child lead a process group of its own (`setpgid(0, 0)`).
+pub fn own_group(cmd: &mut tokio::process::Command) {
+    cmd.process_group(0);
+}
+
+/// `SIGKILL`s process group `pgid`; false when no process was in it.
+pub fn kill_group(pgid: i32) -> bool {
+    signal_group(pgid, libc::SIGKILL)
+}
+
+/// `SIGTERM`s process group `pgid`; false when no process was in it.
+pub fn terminate_group(pgid: i32) -> bool {
+    signal_group(pgid, libc::SIGTERM)
+}
+
+/// The name of the signal that ended a process (`SIGKILL`, …), if a signal did.
+#[must_use]
+pub fn exit_signal(status: std::process::ExitStatus) -> Option<String> {
+    use std::os::unix::process::ExitStatusExt;
+    status.signal().map(|signal| match signal {
+        libc::SIGKILL => "SIGKILL".into(),
+        libc::SIGTERM => "SIGTERM".into(),
+        libc::SIGSEGV => "SIGSEGV".into(),
+        libc::SIGABRT => "SIGABRT".into(),
+        libc::SIGINT => "SIGINT".into(),
+        other => format!("signal {other}"),
+    })
+}
+
+/// A future that completes when this process is asked to end (`SIGTERM` or `SIGINT`).
+///
+/// # Errors
+/// When the signal handlers cannot be installed.
+pub fn end_requested() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+    })
 }
 
 /// Sends SIGKILL to every live process carrying `marker` (escapees from the process group).

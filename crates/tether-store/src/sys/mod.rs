@@ -1,0 +1,23 @@
+//! The store's platform layer: the one place that knows which OS it runs on. Each OS
+//! module offers the same names (the shape of mio's `sys`):
+//!
+//! | name | Unix | Windows |
+//! |---|---|---|
+//! | [`private_options`] | mode 0600, `O_NOFOLLOW`, `O_CLOEXEC` | defaults (the folder's ACL) |
+//! | [`create_private_dir`] | mode 0700 | default ACL (inherited from the profile folder) |
+//! | [`check_owner_only`] | owner is the effective uid, no group/other bits | not checked yet |
+//! | [`sync_dir`] | `fsync` of the directory | nothing: Windows has no directory sync |
+//! | [`os_bytes`] | the raw `OsStr` bytes | UTF-8 of the (UTF-16) name |
+//!
+//! `File::sync_data`/`sync_all` are `fdatasync`/`fsync` on Unix and `FlushFileBuffers` on
+//! Windows (std), so the journal needs nothing here.
+
+#[cfg(unix)]
+mod unix;
+#[cfg(unix)]
+pub use unix::*;
+
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+pub use windows::*;

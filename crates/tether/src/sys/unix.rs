@@ -1,0 +1,156 @@
+//! Unix: reactor-driven stdio, termination signals, file modes.
+
+use std::path::Path;
+
+pub mod stdio {
+    //! stdin and stdout driven by the reactor when they are pipes or sockets.
+    use std::fs::File;
+    use std::os::fd::{AsFd, OwnedFd};
+    use std::os::unix::fs::FileTypeExt;
+    use std::pin::Pin;
+
+    use tokio::io::{AsyncRead, AsyncWrite};
+
+    /// A duplicate of `fd` and what it is, when it is a pipe or a socket.
+    fn dup_stream(fd: std::os::fd::BorrowedFd<'_>) -> Option<(OwnedFd, bool)> {
+        let owned = fd.try_clone_to_owned().ok()?;
+        let file = File::from(owned);
+        let kind = file.metadata().ok()?.file_type();
+        if kind.is_fifo() {
+            Some((file.into(), true))
+        } else if kind.is_socket() {
+            Some((file.into(), false))
+        } else {
+            None
+        }
+    }
+
+    fn socket(fd: OwnedFd) -> Option<tokio::net::UnixStream> {
+        let std = std::os::unix::net::UnixStream::from(fd);
+        std.set_nonblocking(true).ok()?;
+        tokio::net::UnixStream::from_std(std).ok()
+    }
+
+    pub fn input() -> Pin<Box<dyn AsyncRead + Send>> {
+        let reactor: Option<Pin<Box<dyn AsyncRead + Send>>> = dup_stream(std::io::stdin().as_fd())
+            .and_then(|(fd, fifo)| {
+                if fifo {
+                    tokio::net::unix::pipe::Receiver::from_owned_fd(fd)
+                        .ok()
+                        .map(|r| Box::pin(r) as Pin<Box<dyn AsyncRead + Send>>)
+                } else {
+                    socket(fd).map(|s| Box::pin(s) as Pin<Box<dyn AsyncRead + Send>>)
+                }
+            });
+        reactor.unwrap_or_else(|| Box::pin(tokio::io::stdin()))
+    }
+
+    pub fn output() -> Pin<Box<dyn AsyncWrite + Send>> {
+        let reactor: Option<Pin<Box<dyn AsyncWrite + Send>>> =
+            dup_stream(std::io::stdout().as_fd()).and_then(|(fd, fifo)| {
+                if fifo {
+                    tokio::net::unix::pipe::Sender::from_owned_fd(fd)
+                        .ok()
+                        .map(|w| Box::pin(w) as Pin<Box<dyn AsyncWrite + Send>>)
+                } else {
+                    socket(fd).map(|s| Box::pin(s) as Pin<Box<dyn AsyncWrite + Send>>)
+                }
+            });
+        reactor.unwrap_or_else(|| Box::pin(tokio::io::stdout()))
+    }
+}
+
+/// The termination signals `tether serve` handles: SIGTERM, SIGHUP and SIGINT (an editor
+/// that quits often ends its server with one of them). Installed at once (before the server
+/// answers anything), so none of them can end the process with its default action later; a
+/// signal whose handler cannot be installed is logged and not waited for.
+pub struct TerminationSignals(Vec<(tokio::signal::unix::Signal, &'static str)>);
+
+impl TerminationSignals {
+    /// Installs the handlers.
+    #[must_use]
+    pub fn install() -> Self {
+        use tokio::signal::unix::{SignalKind, signal};
+        let kinds = [
+            (SignalKind::terminate(), "SIGTERM"),
+            (SignalKind::hangup(), "SIGHUP"),
+            (SignalKind::interrupt(), "SIGINT"),
+        ];
+        Self(
+            kinds
+                .into_iter()
+                .filter_map(|(kind, name)| match signal(kind) {
+                    Ok(stream) => Some((stream, name)),
+                    Err(e) => {
+                        tracing::warn!(signal = name, "cannot handle {name}: {e}");
+                        None
+                    }
+                })
+                .collect(),
+        )
+    }
+
+    /// Waits for the first of them and returns its name.
+    pub async fn first(mut self) -> &'static str {
+        std::future::poll_fn(|cx| {
+            for (stream, name) in &mut self.0 {
+                if stream.poll_recv(cx).is_ready() {
+                    return std::task::Poll::Ready(*name);
+                }
+            }
+            std::task::Poll::Pending
+        })
+        .await
+    }
+}
+
+/// Sends `signal` to process `pid`.
+///
+/// # Errors
+/// `kill(2)`'s error.
+pub fn send_signal(pid: i32, signal: i32) -> std::io::Result<()> {
+    // SAFETY: kill has no memory-safety preconditions.
+    if unsafe { libc::kill(pid, signal) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Creates (or opens for appending) a file only its owner can read (`0600`).
+///
+/// # Errors
+/// The open's or the `chmod`'s error.
+pub fn create_private_file(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .open(path)?
+        .set_permissions(std::fs::Permissions::from_mode(0o600))
+}
+
+/// Makes an existing regular file owner-only (`0600`) when group or others had access.
+///
+/// # Errors
+/// The `lstat`'s or the `chmod`'s error.
+pub fn make_private(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::symlink_metadata(path)?;
+    if meta.is_file() && meta.permissions().mode() & 0o077 != 0 {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(())
+}
+
+/// Creates `dir` and its missing parents, each new one `0700`.
+///
+/// # Errors
+/// The creation's error.
+pub fn create_private_dir_all(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
