@@ -8,7 +8,7 @@
 # Usage:
 #   tests/run-all.sh                              every suite
 #   TETHER_SUITES="rust nvim" tests/run-all.sh    some suites (local work)
-# Suites: rust (with the real agents), nvim, lsp, visualstudio, vscode, fuzz.
+# Suites: rust (with the real agents), platforms, nvim, lsp, visualstudio, vscode, fuzz.
 # Long runs (fuzzing for hours, many power cuts, many property cases) are not here:
 # tests/long-run.sh has them.
 #
@@ -25,7 +25,7 @@ set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
-all_suites="rust nvim lsp visualstudio vscode fuzz"
+all_suites="rust platforms nvim lsp visualstudio vscode fuzz"
 suites="${TETHER_SUITES:-$all_suites}"
 start_all=$(date +%s)
 export CARGO_TERM_COLOR=never
@@ -199,6 +199,29 @@ suite_rust() {
   phase "  rust: doctests" build cargo test --workspace --locked --doc -q
 }
 
+# A rustup target, added when missing.
+need_target() {
+  rustup target list --installed 2>/dev/null | grep -qx "$1" && return 0
+  log "rustup: adding the target $1"
+  rustup target add "$1" || die "platforms: 'rustup target add $1' failed"
+}
+
+suite_platforms() {
+  # The platform layer (ARCHITECTURE.md, "crates/tether-host (the agent host)") keeps
+  # compiling for the systems this machine cannot run: Windows (the whole workspace, clippy
+  # as on Linux; the bundled SQLite's C code needs the mingw cross compiler) and macOS (the
+  # crates whose platform code differs there; the bundled SQLite needs an Apple SDK, so the
+  # whole workspace is not checked). Nothing here runs on those systems yet.
+  command -v rustup >/dev/null || die "platforms: rustup is missing (needed to add the cross targets)"
+  need_target x86_64-pc-windows-gnu
+  need_target aarch64-apple-darwin
+  need_apt gcc-mingw-w64-x86-64
+  phase "  platforms: clippy, Windows" build cargo clippy --workspace --all-targets --locked \
+    --target x86_64-pc-windows-gnu -- -D warnings
+  phase "  platforms: check, macOS" build cargo check --locked --all-targets --target aarch64-apple-darwin \
+    -p tether-host -p tether-store -p tether-recovery
+}
+
 suite_vscode() {
   # The extension's lint and unit tests, then a real VS Code (code-server) in Debian's
   # Chromium driven by playwright-core, with the packaged extension and the real server.
@@ -271,6 +294,7 @@ suite_fuzz() {
 for s in $suites; do
   case "$s" in
     rust) run_suite rust suite_rust ;;
+    platforms) run_suite platforms suite_platforms ;;
     nvim) run_suite nvim suite_nvim ;;
     lsp) run_suite lsp suite_lsp ;;
     visualstudio) run_suite visualstudio suite_visualstudio ;;
