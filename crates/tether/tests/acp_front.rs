@@ -235,6 +235,41 @@ async fn a_session_the_agent_forgot_is_loaded_with_its_history_and_goes_on() {
 }
 
 #[tokio::test]
+async fn a_live_agent_that_forgets_the_session_gets_the_history_with_the_next_prompt() {
+    let mut acp = Acp::new();
+    let mut client = acp.client(Remote::Off).await;
+    let sid = client.new_session(acp.ws(), STEP).await.unwrap();
+    prompt(&client, &sid, "remember 42").await;
+    // The agent still runs but its session is gone (expired, its store cleared).
+    std::fs::remove_file(acp.world.path().join(format!("agent/sessions/{sid}.json"))).unwrap();
+    assert_eq!(prompt(&client, &sid, "what number?").await, "end_turn");
+    let (agent_sid, text) = acp.prompts().last().cloned().unwrap();
+    assert_ne!(agent_sid, sid);
+    assert!(
+        text.contains("remember 42") && text.contains("what number?"),
+        "{text}"
+    );
+    assert!(
+        client
+            .agent_requests()
+            .iter()
+            .all(|(m, _)| m != "session/request_permission"),
+        "carried over without a question"
+    );
+    let updates = client.updates();
+    assert!(updates.iter().all(|u| u.session_id == sid), "{updates:?}");
+    assert_eq!(
+        updates
+            .iter()
+            .filter_map(Update::text)
+            .filter(|t| t.contains("context carried over"))
+            .count(),
+        1
+    );
+    client.shutdown().await;
+}
+
+#[tokio::test]
 async fn a_rate_limit_is_waited_out_inside_one_prompt() {
     let mut acp = Acp::new();
     acp.world.script(json!([{"method": "session/prompt", "calls": [1], "action": {

@@ -260,11 +260,10 @@ impl Front {
                     };
                     let offered = |id: &str| recovery.actions.iter().any(|a| a.id == id);
                     let lost = r.error.as_ref().is_some_and(|e| {
-                        matches!(
-                            e.kind,
-                            tether_recovery::ErrorKind::SessionExpired
-                                | tether_recovery::ErrorKind::SessionCorrupt
-                        )
+                        serde_json::to_value(e.kind)
+                            .ok()
+                            .and_then(|k| k.as_str().map(lost_session))
+                            .unwrap_or(false)
                     });
                     // The agent lost it and the conversation is cached: carried over
                     // without a question (R-ACP-4); anything else is the user's choice.
@@ -329,6 +328,7 @@ impl Front {
             hub_id = self.take_back(&hub_id, &cwd, true).await?;
         }
         self.state.watch(&hub_id);
+        let mut carried = false;
         for round in 1..=MAX_PROMPT_ROUNDS {
             let origin = self.hub.origin();
             self.state.own_request(origin);
@@ -354,6 +354,13 @@ impl Front {
             if !askable(err.code, &kind) || round == MAX_PROMPT_ROUNDS {
                 return Err(hub_error(err));
             }
+            if lost_session(&kind) && !carried {
+                // The live agent no longer has the session (its store lost or expired):
+                // carried over without a question, once, as `session/load` does (R-ACP-4).
+                carried = true;
+                hub_id = self.replace(&hub_id, Choice::NewWithHistory).await?;
+                continue;
+            }
             let recovery = Recovery {
                 message: format!("The prompt turn failed: {}", err.message),
                 detail: format!("Tether's retries are spent ({kind})."),
@@ -372,22 +379,28 @@ impl Front {
             match self.ask_recovery(&client, &recovery).await {
                 Some(Choice::Retry) => {}
                 Some(choice @ (Choice::New | Choice::NewWithHistory)) => {
-                    let replaced = self
-                        .as_client(self.hub.replace_session(&hub_id, choice))
-                        .await
-                        .map_err(hub_error)?;
-                    match replaced.session_id {
-                        Some(id) if replaced.outcome != ResumeOutcome::Failed => {
-                            self.state.watch(&id);
-                            hub_id = id;
-                        }
-                        _ => return Err(failed(&replaced)),
-                    }
+                    hub_id = self.replace(&hub_id, choice).await?;
                 }
                 _ => return Err(hub_error(err)),
             }
         }
         unreachable!("the last round returns")
+    }
+
+    /// Replaces live session `hub_id` by a new one (`choice`: carrying the conversation
+    /// over or blank) and returns the new session's id, which the client's id now reaches.
+    async fn replace(&self, hub_id: &str, choice: Choice) -> Result<String, RpcError> {
+        let replaced = self
+            .as_client(self.hub.replace_session(hub_id, choice))
+            .await
+            .map_err(hub_error)?;
+        match replaced.session_id {
+            Some(id) if replaced.outcome != ResumeOutcome::Failed => {
+                self.state.watch(&id);
+                Ok(id)
+            }
+            _ => Err(failed(&replaced)),
+        }
     }
 
     /// Asks the user a recovery question through `session/request_permission` (R-ACP-5):
@@ -479,6 +492,12 @@ pub fn askable(code: i64, kind: &str) -> bool {
             kind,
             "" | "authentication" | "invalidRequest" | "cancelled" | "turnRunning"
         )
+}
+
+/// Whether a failure's kind says the agent no longer has the session (R-ACP-4).
+#[must_use]
+pub fn lost_session(kind: &str) -> bool {
+    matches!(kind, "sessionExpired" | "sessionCorrupt")
 }
 
 #[cfg(test)]
