@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{Mode, STEP, World, tether_bin};
+use support::{Mode, STEP, World, processes_mentioning, tether_bin};
 use tether_testkit::acp::{AcpProcess, Update, text_of};
 use tether_testkit::procs::MARKER_VAR;
 
@@ -400,4 +400,37 @@ async fn a_client_killed_mid_turn_reloads_through_the_daemon_and_gets_the_rest_o
     acp.stop_daemon();
     drop(first);
     drop(second);
+}
+
+/// In process, no agent outlives `tether acp`: neither when the client closes its output nor
+/// on SIGTERM (R-ACP-7).
+#[tokio::test]
+async fn no_agent_outlives_tether_acp_in_process() {
+    for signal in [None, Some(libc::SIGTERM)] {
+        let mut acp = Acp::new();
+        let mut client = acp.client(Remote::Off).await;
+        client.new_session(acp.ws(), STEP).await.unwrap();
+        let script = acp.world.path().join("script.json").display().to_string();
+        assert!(
+            !processes_mentioning(&script).is_empty(),
+            "the session's agent runs"
+        );
+        let status = match signal {
+            // SAFETY: kill(2) on the pid of our own child.
+            Some(sig) => {
+                unsafe { libc::kill(client.pgid(), sig) };
+                client.shutdown().await
+            }
+            None => client.shutdown().await,
+        };
+        assert!(
+            status.is_some_and(|s| s.success()),
+            "{signal:?}: {status:?}"
+        );
+        assert!(
+            processes_mentioning(&script).is_empty(),
+            "{signal:?}: no agent is left: {:?}",
+            processes_mentioning(&script)
+        );
+    }
 }
