@@ -235,6 +235,35 @@ async fn a_session_the_agent_forgot_is_loaded_with_its_history_and_goes_on() {
 }
 
 #[tokio::test]
+async fn a_session_with_nothing_cached_that_the_agent_lost_loads_as_a_new_one_without_a_question() {
+    let mut acp = Acp::new();
+    let mut first = acp.client(Remote::Off).await;
+    let sid = first.new_session(acp.ws(), STEP).await.unwrap();
+    first.shutdown().await;
+    // As Claude does with a session that never had a prompt: nothing saved.
+    let _ = std::fs::remove_file(acp.world.path().join(format!("agent/sessions/{sid}.json")));
+    let mut second = acp.client(Remote::Off).await;
+    second
+        .load_session(&sid, acp.ws(), STEP * 2)
+        .await
+        .expect("load");
+    assert_eq!(prompt(&second, &sid, "hi").await, "end_turn");
+    assert!(
+        second
+            .agent_requests()
+            .iter()
+            .all(|(m, _)| m != "session/request_permission"),
+        "no question"
+    );
+    assert!(
+        text_of(&second.updates(), &sid, "agent_message_chunk").ends_with("echo: hi"),
+        "{:?}",
+        second.updates()
+    );
+    second.shutdown().await;
+}
+
+#[tokio::test]
 async fn a_live_agent_that_forgets_the_session_gets_the_history_with_the_next_prompt() {
     let mut acp = Acp::new();
     let mut client = acp.client(Remote::Off).await;

@@ -265,10 +265,15 @@ impl Front {
                             .and_then(|k| k.as_str().map(lost_session))
                             .unwrap_or(false)
                     });
-                    // The agent lost it and the conversation is cached: carried over
-                    // without a question (R-ACP-4); anything else is the user's choice.
+                    // The agent lost it: the conversation carried over (or, with nothing
+                    // cached, a new session) without a question (R-ACP-4); anything else
+                    // is the user's choice.
                     let choice = if lost && offered("newWithHistory") {
                         Some(Choice::NewWithHistory)
+                    } else if lost && offered("new") {
+                        // Nothing cached to carry (a session the agent never saved, such
+                        // as one without a prompt yet): a new one loses nothing.
+                        Some(Choice::New)
                     } else if asked < MAX_PROMPT_ROUNDS {
                         asked += 1;
                         self.ask_recovery(&self.state.client_id(hub_id), recovery)
