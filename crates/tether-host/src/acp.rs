@@ -887,6 +887,15 @@ impl AcpConnection {
         request(&self.inner, method, params, hook).await
     }
 
+    /// Sends any request (`session/set_mode`, `session/set_model`…) and returns the
+    /// agent's result as it is: for fronts that forward methods Tether has no flow for.
+    ///
+    /// # Errors
+    /// [`AcpError::Rpc`] with the agent's error; [`AcpError::Transport`] when it is gone.
+    pub async fn call(&self, method: &str, params: Value) -> Result<Value, AcpError> {
+        request(&self.inner, method, params, Hook::None).await
+    }
+
     /// Graceful shutdown: closes stdin, waits 1 s, `SIGTERM`s the group, waits 2 s,
     /// `SIGKILL`s it; then reaps and deregisters. Returns how the agent ended.
     pub async fn shutdown(mut self) -> Option<ExitInfo> {

@@ -1,6 +1,7 @@
 //! The `tether` binary's library: the stdio JSON-RPC server (the only crate that knows LSP
 //! and the editor-facing JSON protocol), the command line, and the demo.
 
+pub mod acp_front;
 pub mod carry_over;
 pub mod cli;
 pub mod daemon;

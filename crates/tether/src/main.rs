@@ -51,6 +51,25 @@ enum Command {
         #[arg(long, value_enum, env = "TETHER_REMOTE", default_value = "auto")]
         remote: tether::daemon::cli::Remote,
     },
+    /// Tether as an ACP agent on stdio, for any Agent Client Protocol client (Zed,
+    /// JetBrains, Emacs agent-shell, acpx): the client's sessions go through Tether to the
+    /// configured agent, restored, carried over and retried as for editors.
+    Acp {
+        /// The configured agent to run (default: the configuration's `defaultAgent`).
+        #[arg(long, value_name = "NAME")]
+        agent: Option<String>,
+        /// A JSON file holding the configuration, as editors send it in
+        /// `initializationOptions` (default: Tether's defaults).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// `auto`: through the user's daemon (started when none runs), so sessions and
+        /// running turns outlive the client; `off`: in this process.
+        #[arg(long, value_enum, env = "TETHER_REMOTE", default_value = "auto")]
+        remote: tether::daemon::cli::Remote,
+        /// The log file (rotated daily); default `<data dir>/logs/tether.log`.
+        #[arg(long, value_name = "PATH")]
+        log_file: Option<PathBuf>,
+    },
     /// The per-user daemon that holds every session for the forwarding `tether serve`.
     Daemon {
         #[command(subcommand)]
@@ -104,6 +123,12 @@ fn main() -> ExitCode {
             log_file,
             remote,
         } => tether::cli::serve::run(log_file, remote),
+        Command::Acp {
+            agent,
+            config,
+            remote,
+            log_file,
+        } => tether::cli::acp::run(agent, config.as_deref(), remote, log_file),
         Command::Daemon {
             action,
             runtime_dir,

@@ -1,5 +1,6 @@
 //! The command line's subcommands (`tether --help`).
 
+pub mod acp;
 pub mod agent_session;
 pub mod all_sessions;
 pub mod classify;

@@ -26,6 +26,9 @@ pub enum Purpose {
     Status,
     /// Stop the daemon gracefully (`tether daemon stop`).
     Stop,
+    /// Carry an ACP client's stream (`tether acp`): after the welcome, the client sends
+    /// one line of [`crate::acp_front::AcpSettings`], then ACP messages (R-ACP-7).
+    Acp,
 }
 
 /// The client's first line.

@@ -325,7 +325,75 @@ impl Daemon {
                 self.left.notify_waiters();
                 tracing::info!(client_pid = hello.pid, "editor left");
             }
+            Purpose::Acp => {
+                self.clients.fetch_add(1, Ordering::SeqCst);
+                let env = tether_host::process::BaseEnv(std::sync::Arc::new(std::mem::take(
+                    &mut hello.env,
+                )));
+                self.serve_acp(stream, env).await;
+                self.clients.fetch_sub(1, Ordering::SeqCst);
+                self.left.notify_waiters();
+                tracing::info!(client_pid = hello.pid, "ACP client left");
+            }
         }
+    }
+
+    /// Serves an ACP client (`tether acp`) with the hub of its configuration, shared with
+    /// every editor and ACP client that has the same one (R-ACP-7). Its settings line is
+    /// answered with an error line, and the connection closed, when it is invalid.
+    async fn serve_acp(
+        &self,
+        mut stream: BufReader<UnixStream>,
+        env: tether_host::process::BaseEnv,
+    ) {
+        let settings: crate::acp_front::AcpSettings =
+            match tokio::time::timeout(HELLO_TIMEOUT, read_line(&mut stream)).await {
+                Ok(Ok(s)) => s,
+                Ok(Err(err)) => {
+                    tracing::warn!(error = %err, "bad ACP settings line");
+                    return;
+                }
+                Err(_) => {
+                    tracing::warn!("no ACP settings within {HELLO_TIMEOUT:?}; closed");
+                    return;
+                }
+            };
+        let options = ServeOptions {
+            registry_file: self.registry_file.clone(),
+            handle_signals: false,
+            hubs: Some(self.hubs.clone()),
+            client_env: Some(env.clone()),
+        };
+        let attached = crate::acp_front::check(&settings)
+            .map_err(|e| e.to_string())
+            .and_then(|config| {
+                let key = Hubs::key_of(&config);
+                self.hubs
+                    .attach(&key, config, &options)
+                    .map_err(|e| format!("{}: {}", e.kind, e.message))
+            });
+        let (hub, started) = match attached {
+            Ok(pair) => pair,
+            Err(error) => {
+                tracing::warn!(%error, "ACP client refused");
+                let _ = write_line(stream.get_mut(), &self.welcome(Some(error))).await;
+                return;
+            }
+        };
+        if write_line(stream.get_mut(), &self.welcome(None))
+            .await
+            .is_err()
+        {
+            return;
+        }
+        if started {
+            hub.initialized().await;
+        }
+        // Bytes read ahead with the settings belong to the ACP stream.
+        let ahead = stream.buffer().to_vec();
+        let (read, write) = stream.into_inner().into_split();
+        let input = tokio::io::AsyncReadExt::chain(std::io::Cursor::new(ahead), read);
+        crate::acp_front::serve_on(hub, input, write, settings.agent, Some(env)).await;
     }
 
     fn welcome(&self, error: Option<String>) -> Welcome {

@@ -105,7 +105,7 @@ impl Hub {
     /// dialog, cancels its running turn (abandoning a rate-limit wait), waits up to
     /// [`TURN_END_WAIT`] for the turn to end, and shuts its agent down; a resume of it still
     /// waiting answers with `new_id`.
-    async fn retire(&self, id: &str, new_id: &str) {
+    pub(super) async fn retire(&self, id: &str, new_id: &str) {
         lock(&self.handed_off).insert(id.to_owned(), new_id.to_owned());
         lock(&self.open).remove(id);
         // A carry-over the old session never sent goes nowhere now (the new one has its own).

@@ -30,6 +30,7 @@ mod catalog;
 mod choice;
 pub mod error;
 pub mod events;
+mod front;
 mod handoff;
 mod history;
 pub mod live;

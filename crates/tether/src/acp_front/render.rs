@@ -1,0 +1,387 @@
+//! What one ACP client sees of the hub's events: the ACP front's peer of
+//! `server::conn::render`. Agent updates go out as `session/update` under the session id
+//! the client knows ([`super::aliases`]); a cached transcript is replayed as
+//! `user_message_chunk` / `agent_message_chunk` updates (R-ACP-3); a rate-limit or backoff
+//! wait shows as an `agent_thought_chunk` "rate limited; retrying at 13:02" (R-ACP-5); a
+//! session carried over shows one notice (R-ACP-4); an agent's permission question goes to
+//! the client as `session/request_permission` and its answer back (R-ACP-2).
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Local, TimeDelta};
+use serde_json::{Value, json};
+
+use super::aliases::Aliases;
+use super::rpc::Peer;
+use crate::protocol::{CarriedOver, StatusParams, StatusState};
+use crate::server::hub::events::{Delivery, Envelope, Event, Origin, Subscriber};
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// What the client's connection knows, shared by its handlers and its renderer.
+#[derive(Debug)]
+pub struct State {
+    /// Client session ids ↔ hub sessions.
+    pub aliases: Mutex<Aliases>,
+    /// Hub sessions this client works with (the hub may be the daemon's, shared).
+    watching: Mutex<HashSet<String>>,
+    /// Hub sessions whose cached transcript this client was just sent: the agent's own
+    /// replay of them is not sent again.
+    restored: Mutex<HashSet<String>>,
+    /// Hub sessions being resumed to serve a prompt, not a load: nothing is replayed.
+    quiet: Mutex<HashSet<String>>,
+    /// This client's prompt requests: the echo of its own prompt is not sent back.
+    own: Mutex<HashSet<Origin>>,
+}
+
+impl State {
+    /// The state of a new connection.
+    #[must_use]
+    pub fn new(aliases: Aliases) -> Self {
+        Self {
+            aliases: Mutex::new(aliases),
+            watching: Mutex::default(),
+            restored: Mutex::default(),
+            quiet: Mutex::default(),
+            own: Mutex::default(),
+        }
+    }
+
+    /// The hub session the client's `client` id reaches.
+    #[must_use]
+    pub fn hub_id(&self, client: &str) -> String {
+        lock(&self.aliases).hub_id(client)
+    }
+
+    /// The id the client knows hub session `hub` by.
+    #[must_use]
+    pub fn client_id(&self, hub: &str) -> String {
+        lock(&self.aliases).client_id(hub)
+    }
+
+    /// Starts rendering hub session `hub` for this client.
+    pub fn watch(&self, hub: &str) {
+        lock(&self.watching).insert(hub.to_owned());
+    }
+
+    /// Marks hub session `hub` as resumed for a prompt (`true`) or a load (`false`).
+    pub fn set_quiet(&self, hub: &str, quiet: bool) {
+        if quiet {
+            lock(&self.quiet).insert(hub.to_owned());
+        } else {
+            lock(&self.quiet).remove(hub);
+        }
+    }
+
+    /// The load of `hub` is over: later replays of it (none are expected) go out again.
+    pub fn loaded(&self, hub: &str) {
+        lock(&self.restored).remove(hub);
+    }
+
+    /// Whether this client was sent `hub`'s transcript during the load now running.
+    #[must_use]
+    pub fn was_restored(&self, hub: &str) -> bool {
+        lock(&self.restored).contains(hub)
+    }
+
+    /// Records a prompt request of this client's.
+    pub fn own_request(&self, origin: Origin) {
+        lock(&self.own).insert(origin);
+    }
+
+    /// Forgets a prompt request of this client's that ended.
+    pub fn request_done(&self, origin: Origin) {
+        lock(&self.own).remove(&origin);
+    }
+}
+
+/// The subscriber that renders the hub's events for one ACP client.
+#[derive(Debug)]
+pub struct Renderer {
+    peer: Arc<Peer>,
+    state: Arc<State>,
+}
+
+impl Renderer {
+    /// A renderer writing through `peer`.
+    #[must_use]
+    pub fn new(peer: Arc<Peer>, state: Arc<State>) -> Self {
+        Self { peer, state }
+    }
+
+    fn update(&self, client: &str, update: &Value) {
+        self.peer.notify(
+            "session/update",
+            &json!({"sessionId": client, "update": update}),
+        );
+    }
+
+    /// Sends the cached transcript `snapshot` (a `SessionSnapshot`) as ACP updates.
+    pub fn replay(&self, client: &str, snapshot: &Value) {
+        for update in replay_updates(snapshot) {
+            self.update(client, &update);
+        }
+    }
+
+    fn agent_update(
+        &self,
+        envelope: &Envelope,
+        hub: &str,
+        client: &str,
+        update: &Value,
+        replay: bool,
+    ) {
+        if replay && self.state.was_restored(hub) {
+            // Sent already from the cache, which holds what the agent replays.
+            return;
+        }
+        let own = envelope
+            .origin
+            .is_some_and(|o| lock(&self.state.own).contains(&o));
+        if own && update["sessionUpdate"] == "user_message_chunk" {
+            // The echo of this client's own prompt: it shows the prompt itself.
+            return;
+        }
+        self.update(client, update);
+    }
+
+    fn render(&self, envelope: &Envelope) {
+        let Some(hub) = envelope.session_id.as_deref() else {
+            if let Event::Warning { message } = &envelope.event {
+                tracing::warn!("{message}");
+            }
+            return;
+        };
+        if !lock(&self.state.watching).contains(hub) {
+            return;
+        }
+        let client = self.state.client_id(hub);
+        match &envelope.event {
+            Event::Restored { snapshot, .. } => {
+                if lock(&self.state.quiet).contains(hub) {
+                    return;
+                }
+                lock(&self.state.restored).insert(hub.to_owned());
+                self.replay(&client, snapshot);
+            }
+            Event::Update { update, replay } => {
+                self.agent_update(envelope, hub, &client, update, *replay);
+            }
+            Event::KeptUpdate { update, replay } => {
+                if let Ok(update) = serde_json::from_str::<Value>(update.get()) {
+                    self.agent_update(envelope, hub, &client, &update, *replay);
+                }
+            }
+            Event::Status(status) => {
+                if let Some(text) = status_thought(status, Local::now()) {
+                    self.update(&client, &thought(&text));
+                }
+            }
+            Event::Expired {
+                previous_session_id,
+                session_id,
+                carried_over,
+                ..
+            } => {
+                lock(&self.state.aliases).replaced(previous_session_id, session_id);
+                self.state.watch(session_id);
+                let text = expired_notice(previous_session_id, carried_over.as_ref());
+                self.update(&client, &message(&text));
+            }
+            Event::Permission { params, answer } => {
+                if !answer.is_open() {
+                    return;
+                }
+                answer.asked();
+                let mut params = params.clone();
+                params["sessionId"] = json!(client);
+                let (peer, answer) = (self.peer.clone(), answer.clone());
+                tokio::spawn(async move {
+                    match peer.request("session/request_permission", params).await {
+                        Ok(result) => {
+                            answer.send(Some(result));
+                        }
+                        Err(error) => {
+                            tracing::warn!(%error, "the client failed the permission request");
+                            answer.decline(None);
+                        }
+                    }
+                });
+            }
+            Event::Log { message, .. } => tracing::debug!(session = hub, "{message}"),
+            Event::Warning { message } => tracing::warn!(session = hub, "{message}"),
+            // The front asks for recovery choices itself, from the hub's answers; a
+            // handoff offer is not made to ACP clients (the wait goes on).
+            Event::ChoiceNeeded { .. }
+            | Event::HandoffOffered { .. }
+            | Event::Banner(_)
+            | Event::BannerCleared { .. }
+            | Event::PermissionResolved { .. }
+            | Event::Telemetry { .. }
+            | Event::TurnEnded { .. } => {}
+        }
+    }
+}
+
+impl Subscriber for Renderer {
+    fn deliver<'a>(&'a self, envelope: &'a Envelope) -> Delivery<'a> {
+        self.render(envelope);
+        Box::pin(std::future::ready(()))
+    }
+
+    fn watches(&self, session_id: &str) -> bool {
+        lock(&self.state.watching).contains(session_id)
+    }
+}
+
+/// An `agent_thought_chunk` update of `text`.
+#[must_use]
+pub fn thought(text: &str) -> Value {
+    json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": text}})
+}
+
+/// An `agent_message_chunk` update of `text`.
+#[must_use]
+pub fn message(text: &str) -> Value {
+    json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}})
+}
+
+/// A cached transcript (`SessionSnapshot.chatTurns`) as ACP updates: each user turn a
+/// `user_message_chunk`, each agent turn an `agent_message_chunk`, status lines left out
+/// (ACP spec, "Loading sessions": the agent replays the conversation as `session/update`
+/// notifications).
+#[must_use]
+pub fn replay_updates(snapshot: &Value) -> Vec<Value> {
+    snapshot["chatTurns"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|turn| {
+            let text = turn["text"].as_str()?;
+            let kind = match turn["role"].as_str()? {
+                "user" => "user_message_chunk",
+                "assistant" => "agent_message_chunk",
+                _ => return None,
+            };
+            Some(json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}}))
+        })
+        .collect()
+}
+
+/// The thought that shows a wait (R-ACP-5): "rate limited; retrying at 13:02 (in 40 s)",
+/// "retrying at 13:02 (in 2 s) after serverError", or the silence line of an agent that
+/// says nothing mid-turn; `None` for the other states.
+#[must_use]
+pub fn status_thought(status: &StatusParams, now: DateTime<Local>) -> Option<String> {
+    let at = |ms: u64| {
+        let when = now + TimeDelta::milliseconds(i64::try_from(ms).unwrap_or(i64::MAX / 2));
+        format!("{} (in {} s)", when.format("%H:%M"), ms.div_ceil(1000))
+    };
+    match status.state {
+        StatusState::RateLimited => Some(match status.retry_in_ms {
+            Some(ms) => format!("rate limited; retrying at {}", at(ms)),
+            None => "rate limited; waiting".to_owned(),
+        }),
+        StatusState::WaitingRetry => {
+            let kind = status
+                .error_kind
+                .and_then(|k| serde_json::to_value(k).ok())
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_else(|| "an error".into());
+            Some(match status.retry_in_ms {
+                Some(ms) => format!("retrying at {} after {kind}", at(ms)),
+                None => format!("retrying after {kind}"),
+            })
+        }
+        StatusState::AgentSilent => Some(status.message.clone()),
+        StatusState::Resuming | StatusState::Ready | StatusState::Failed => None,
+    }
+}
+
+/// The one notice a client sees when its session went on in a new agent session (R-ACP-4).
+#[must_use]
+pub fn expired_notice(previous: &str, carried: Option<&CarriedOver>) -> String {
+    let short = previous.get(..8).unwrap_or(previous);
+    match carried {
+        Some(c) => format!(
+            "[tether] The agent no longer had session {short}; context carried over into a new session: {} of {} turns.\n",
+            c.turns, c.total_turns
+        ),
+        None => format!(
+            "[tether] The agent no longer had session {short}; this is a new, empty session.\n"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn status(state: StatusState, retry_in_ms: Option<u64>) -> StatusParams {
+        StatusParams {
+            session_id: "s".into(),
+            state,
+            attempt: 1,
+            max_attempts: 3,
+            retry_in_ms,
+            error_kind: Some(tether_recovery::ErrorKind::ServerError),
+            message: "quiet".into(),
+            handoff: None,
+        }
+    }
+
+    #[test]
+    fn waits_show_when_the_retry_comes() {
+        let now = Local.with_ymd_and_hms(2026, 1, 2, 13, 1, 30).unwrap();
+        let cases = [
+            (
+                status(StatusState::RateLimited, Some(40_000)),
+                Some("rate limited; retrying at 13:02 (in 40 s)"),
+            ),
+            (
+                status(StatusState::RateLimited, None),
+                Some("rate limited; waiting"),
+            ),
+            (
+                status(StatusState::WaitingRetry, Some(1_500)),
+                Some("retrying at 13:01 (in 2 s) after serverError"),
+            ),
+            (status(StatusState::AgentSilent, None), Some("quiet")),
+            (status(StatusState::Ready, None), None),
+            (status(StatusState::Resuming, None), None),
+        ];
+        for (s, expected) in cases {
+            assert_eq!(
+                status_thought(&s, now).as_deref(),
+                expected,
+                "{:?}",
+                s.state
+            );
+        }
+    }
+
+    #[test]
+    fn a_transcript_replays_as_message_chunks() {
+        let snapshot = json!({"chatTurns": [
+            {"role": "user", "text": "hi"},
+            {"role": "status", "text": "Resuming…"},
+            {"role": "assistant", "text": "echo: hi"}
+        ]});
+        let kinds: Vec<_> = replay_updates(&snapshot)
+            .iter()
+            .map(|u| (u["sessionUpdate"].clone(), u["content"]["text"].clone()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                (json!("user_message_chunk"), json!("hi")),
+                (json!("agent_message_chunk"), json!("echo: hi"))
+            ]
+        );
+        assert!(replay_updates(&json!({})).is_empty());
+    }
+}

@@ -1,0 +1,465 @@
+//! `tether acp` as an ACP client sees it (R-ACP-1..7): the real binary as a child process
+//! on stdio, driven by the test kit's ACP client, in front of the scripted agent
+//! (`tether scripted-agent`, itself a child of `tether acp` or of the daemon).
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::{Mode, STEP, World, processes_mentioning, tether_bin};
+use tether_testkit::acp::{AcpProcess, Update, text_of};
+use tether_testkit::procs::MARKER_VAR;
+
+/// How `tether acp` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Remote {
+    /// `--remote off`: the hub in the `tether acp` process.
+    Off,
+    /// `--remote auto` with a private runtime folder: through a daemon it starts.
+    Daemon,
+}
+
+struct Acp {
+    world: World,
+    config: PathBuf,
+    runtime: PathBuf,
+    clients: u32,
+}
+
+impl Acp {
+    fn new() -> Self {
+        let world = World::new(Mode::Binary);
+        let config = world.path().join("tether.json");
+        std::fs::write(&config, serde_json::to_vec(&world.options()).unwrap()).unwrap();
+        let runtime = world.path().join("run");
+        Self {
+            world,
+            config,
+            runtime,
+            clients: 0,
+        }
+    }
+
+    fn ws(&self) -> &Path {
+        &self.world.workspace
+    }
+
+    /// A `tether acp` client, initialized; asserts what it advertises (R-ACP-1).
+    async fn client(&mut self, remote: Remote) -> AcpProcess {
+        self.clients += 1;
+        // Unique across the tests of this binary, which run at once: a client's drop kills
+        // every process carrying its marker.
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let marker = format!("acp-front-{}-{n}", std::process::id());
+        let mut cmd = tokio::process::Command::new(tether_bin());
+        cmd.arg("acp")
+            .arg("--config")
+            .arg(&self.config)
+            .arg("--remote")
+            .arg(match remote {
+                Remote::Off => "off",
+                Remote::Daemon => "auto",
+            })
+            .arg("--log-file")
+            .arg(
+                self.world
+                    .path()
+                    .join(format!("logs/acp-{}.log", self.clients)),
+            )
+            .current_dir(self.ws())
+            .env(MARKER_VAR, &marker)
+            .env("TETHER_RUNTIME_DIR", &self.runtime)
+            .env("TETHER_DAEMON_IDLE_SECS", "30")
+            .env("TETHER_LOG", "debug");
+        let client = AcpProcess::spawn(cmd, "tether acp", &marker).expect("tether acp starts");
+        let init = client.initialize(STEP).await.expect("initialize");
+        assert_eq!(init["agentCapabilities"]["loadSession"], true, "{init}");
+        assert_eq!(init["agentInfo"]["name"], "tether", "{init}");
+        assert_eq!(init["protocolVersion"], 1, "{init}");
+        client
+    }
+
+    /// Every prompt the scripted agent received: (its session id, the prompt's text).
+    fn prompts(&self) -> Vec<(String, String)> {
+        let text = std::fs::read_to_string(self.world.path().join("agent/prompts.jsonl"))
+            .unwrap_or_default();
+        text.lines()
+            .map(|l| {
+                let v: Value = serde_json::from_str(l).unwrap();
+                let text: String = v["prompt"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(|b| b["text"].as_str())
+                    .collect();
+                (v["sessionId"].as_str().unwrap().to_owned(), text)
+            })
+            .collect()
+    }
+
+    fn stop_daemon(&self) {
+        let out = std::process::Command::new(tether_bin())
+            .args(["daemon", "stop"])
+            .env("TETHER_RUNTIME_DIR", &self.runtime)
+            .output()
+            .expect("tether daemon stop runs");
+        assert!(out.status.success(), "{out:?}");
+    }
+}
+
+/// Every update is a valid ACP `session/update` as the schema types read it.
+fn assert_schema(updates: &[Update]) {
+    use agent_client_protocol::v1::schema::SessionNotification;
+    for u in updates {
+        let note = json!({"sessionId": u.session_id, "update": u.update});
+        serde_json::from_value::<SessionNotification>(note.clone())
+            .unwrap_or_else(|e| panic!("not an ACP session/update: {note}: {e}"));
+    }
+}
+
+async fn prompt(client: &AcpProcess, sid: &str, text: &str) -> String {
+    client.prompt(sid, text, STEP * 2).await.expect("prompt")
+}
+
+#[tokio::test]
+async fn a_turn_goes_through_tether_to_the_agent() {
+    let mut acp = Acp::new();
+    let mut client = acp.client(Remote::Off).await;
+    let sid = client
+        .new_session(acp.ws(), STEP)
+        .await
+        .expect("session/new");
+    assert_eq!(prompt(&client, &sid, "hello").await, "end_turn");
+    let updates = client.updates();
+    assert_eq!(
+        text_of(&updates, &sid, "agent_message_chunk"),
+        "echo: hello"
+    );
+    assert!(
+        text_of(&updates, &sid, "user_message_chunk").is_empty(),
+        "the client's own prompt is not echoed back: {updates:?}"
+    );
+    assert_schema(&updates);
+    assert_eq!(acp.prompts(), [(sid.clone(), "hello".to_owned())]);
+    client.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_permission_question_goes_to_the_client_and_its_answer_to_the_agent() {
+    let mut acp = Acp::new();
+    acp.world
+        .script(json!([{"method": "session/prompt", "action": {"kind": "permission"}}]));
+    let mut client = acp.client(Remote::Off).await;
+    let sid = client.new_session(acp.ws(), STEP).await.unwrap();
+    assert_eq!(prompt(&client, &sid, "edit").await, "end_turn");
+    let asked: Vec<_> = client
+        .agent_requests()
+        .into_iter()
+        .filter(|(m, _)| m == "session/request_permission")
+        .collect();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(asked[0].1["sessionId"], sid.as_str());
+    assert_eq!(
+        text_of(&client.updates(), &sid, "agent_message_chunk"),
+        "permission: allow"
+    );
+    client.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_session_the_agent_forgot_is_loaded_with_its_history_and_goes_on() {
+    let mut acp = Acp::new();
+    let mut first = acp.client(Remote::Off).await;
+    let sid = first.new_session(acp.ws(), STEP).await.unwrap();
+    prompt(&first, &sid, "remember 42").await;
+    first.shutdown().await;
+    // The agent forgets: its session file is gone (a restart of a real agent that lost
+    // its store, an expired session).
+    std::fs::remove_file(acp.world.path().join(format!("agent/sessions/{sid}.json")))
+        .expect("the scripted agent kept the session");
+
+    let mut second = acp.client(Remote::Off).await;
+    let loaded = second
+        .load_session(&sid, acp.ws(), STEP * 2)
+        .await
+        .expect("session/load carries the conversation over");
+    let replay = second.updates();
+    assert!(
+        loaded.updates_before >= 2,
+        "the replay comes before the answer"
+    );
+    assert_eq!(text_of(&replay, &sid, "user_message_chunk"), "remember 42");
+    assert!(
+        text_of(&replay, &sid, "agent_message_chunk").starts_with("echo: remember 42"),
+        "{replay:?}"
+    );
+    let notices: Vec<_> = replay
+        .iter()
+        .filter_map(Update::text)
+        .filter(|t| t.contains("context carried over"))
+        .collect();
+    assert_eq!(notices.len(), 1, "one notice: {replay:?}");
+    assert!(replay.iter().all(|u| u.session_id == sid), "{replay:?}");
+
+    assert_eq!(prompt(&second, &sid, "what number?").await, "end_turn");
+    let prompts = acp.prompts();
+    let (agent_sid, text) = prompts.last().unwrap();
+    assert_ne!(agent_sid, &sid, "a new agent session holds it");
+    assert!(
+        text.contains("remember 42") && text.contains("what number?"),
+        "the agent was sent the earlier turns with the new prompt: {text}"
+    );
+    let updates = second.updates();
+    assert!(
+        updates
+            .iter()
+            .skip(replay.len())
+            .all(|u| u.session_id == sid),
+        "updates go on under the id the client knows: {updates:?}"
+    );
+    assert_schema(&updates);
+    second.shutdown().await;
+
+    // A third client, later: the same id still reaches the carried-over session.
+    let mut third = acp.client(Remote::Off).await;
+    third.load_session(&sid, acp.ws(), STEP * 2).await.unwrap();
+    let replay = third.updates();
+    assert!(
+        text_of(&replay, &sid, "user_message_chunk").contains("what number?"),
+        "{replay:?}"
+    );
+    third.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_session_with_nothing_cached_that_the_agent_lost_loads_as_a_new_one_without_a_question() {
+    let mut acp = Acp::new();
+    let mut first = acp.client(Remote::Off).await;
+    let sid = first.new_session(acp.ws(), STEP).await.unwrap();
+    first.shutdown().await;
+    // As Claude does with a session that never had a prompt: nothing saved.
+    let _ = std::fs::remove_file(acp.world.path().join(format!("agent/sessions/{sid}.json")));
+    let mut second = acp.client(Remote::Off).await;
+    second
+        .load_session(&sid, acp.ws(), STEP * 2)
+        .await
+        .expect("load");
+    assert_eq!(prompt(&second, &sid, "hi").await, "end_turn");
+    assert!(
+        second
+            .agent_requests()
+            .iter()
+            .all(|(m, _)| m != "session/request_permission"),
+        "no question"
+    );
+    assert!(
+        text_of(&second.updates(), &sid, "agent_message_chunk").ends_with("echo: hi"),
+        "{:?}",
+        second.updates()
+    );
+    second.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_live_agent_that_forgets_the_session_gets_the_history_with_the_next_prompt() {
+    let mut acp = Acp::new();
+    let mut client = acp.client(Remote::Off).await;
+    let sid = client.new_session(acp.ws(), STEP).await.unwrap();
+    prompt(&client, &sid, "remember 42").await;
+    // The agent still runs but its session is gone (expired, its store cleared).
+    std::fs::remove_file(acp.world.path().join(format!("agent/sessions/{sid}.json"))).unwrap();
+    assert_eq!(prompt(&client, &sid, "what number?").await, "end_turn");
+    let (agent_sid, text) = acp.prompts().last().cloned().unwrap();
+    assert_ne!(agent_sid, sid);
+    assert!(
+        text.contains("remember 42") && text.contains("what number?"),
+        "{text}"
+    );
+    assert!(
+        client
+            .agent_requests()
+            .iter()
+            .all(|(m, _)| m != "session/request_permission"),
+        "carried over without a question"
+    );
+    let updates = client.updates();
+    assert!(updates.iter().all(|u| u.session_id == sid), "{updates:?}");
+    assert_eq!(
+        updates
+            .iter()
+            .filter_map(Update::text)
+            .filter(|t| t.contains("context carried over"))
+            .count(),
+        1
+    );
+    client.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_rate_limit_is_waited_out_inside_one_prompt() {
+    let mut acp = Acp::new();
+    acp.world.script(json!([{"method": "session/prompt", "calls": [1], "action": {
+        "kind": "error", "code": 429, "message": "Resource has been exhausted (e.g. check quota). Please retry in 1.0s."}}]));
+    let mut client = acp.client(Remote::Off).await;
+    let sid = client.new_session(acp.ws(), STEP).await.unwrap();
+    let t0 = std::time::Instant::now();
+    assert_eq!(prompt(&client, &sid, "go").await, "end_turn");
+    assert!(
+        t0.elapsed() >= Duration::from_millis(950),
+        "{:?}",
+        t0.elapsed()
+    );
+    let updates = client.updates();
+    let thoughts = text_of(&updates, &sid, "agent_thought_chunk");
+    assert!(
+        thoughts.starts_with("rate limited; retrying at ") && thoughts.contains("(in 1 s)"),
+        "{thoughts:?}"
+    );
+    assert_eq!(text_of(&updates, &sid, "agent_message_chunk"), "echo: go");
+    assert_schema(&updates);
+    client.shutdown().await;
+}
+
+#[tokio::test]
+async fn when_retries_are_spent_the_user_is_asked_and_try_again_goes_on() {
+    let mut acp = Acp::new();
+    // Every try of the hub's round fails (the first and its three retries).
+    acp.world.script(
+        json!([{"method": "session/prompt", "calls": [1, 2, 3, 4], "action": {
+        "kind": "error", "code": 429, "message": "Rate limit exceeded"}}]),
+    );
+    let mut client = acp.client(Remote::Off).await;
+    let sid = client.new_session(acp.ws(), STEP).await.unwrap();
+    // The test kit's client answers with the first "allow_once" option: Try Again.
+    assert_eq!(prompt(&client, &sid, "go").await, "end_turn");
+    let asked: Vec<_> = client
+        .agent_requests()
+        .into_iter()
+        .filter(|(m, _)| m == "session/request_permission")
+        .collect();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    let titles: Vec<_> = asked[0].1["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        titles,
+        [
+            "Try Again",
+            "Continue in a New Session",
+            "Start New Session"
+        ]
+    );
+    assert_eq!(
+        text_of(&client.updates(), &sid, "agent_message_chunk"),
+        "echo: go"
+    );
+    client.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_client_killed_mid_turn_reloads_through_the_daemon_and_gets_the_rest_once() {
+    let mut acp = Acp::new();
+    acp.world.script(
+        json!([{"method": "session/prompt", "calls": [2], "action": {
+        "kind": "stream", "count": 40, "perSecond": 5}}]),
+    );
+    let first = acp.client(Remote::Daemon).await;
+    let sid = first.new_session(acp.ws(), STEP).await.unwrap();
+    assert_eq!(prompt(&first, &sid, "one").await, "end_turn");
+    let mark = first.update_count();
+    // The prompt goes out at once; the short timeout only stops this client waiting for
+    // an answer it will never read.
+    let _ = first
+        .request(
+            "session/prompt",
+            json!({"sessionId": sid, "prompt": [{"type": "text", "text": "two"}]}),
+            Duration::from_millis(1),
+        )
+        .await;
+    assert!(
+        first
+            .wait_for_update(mark, STEP, |u| u.text() == Some("3\n"))
+            .await,
+        "the turn streams"
+    );
+    // The client dies mid-turn (SIGKILL, only `tether acp` itself: the daemon goes on). The
+    // turn streams for 8 s: the next client attaches while it runs (the assertions below
+    // fail loudly if it did not).
+    // SAFETY: kill(2) on the pid of our own child.
+    unsafe { libc::kill(first.pgid(), libc::SIGKILL) };
+
+    let second = acp.client(Remote::Daemon).await;
+    second
+        .load_session(&sid, acp.ws(), STEP)
+        .await
+        .expect("load");
+    // The reply streams in chunks ("echo", ": two") after the numbered ones.
+    let mut seen = 0;
+    while !text_of(&second.updates(), &sid, "agent_message_chunk").ends_with("echo: two") {
+        assert!(
+            second.wait_for_update(seen, STEP, |_| true).await,
+            "the rest of the turn arrives: {:?}",
+            second.updates()
+        );
+        seen = second.update_count();
+    }
+    let updates = second.updates();
+    let user = text_of(&updates, &sid, "user_message_chunk");
+    assert_eq!(user, "onetwo", "the replay, then the running turn's prompt");
+    let streamed: Vec<_> = updates
+        .iter()
+        .filter_map(Update::text)
+        .filter(|t| t.ends_with('\n') && t.trim_end().parse::<u32>().is_ok())
+        .collect();
+    let expected: Vec<String> = (1..=40).map(|n| format!("{n}\n")).collect();
+    assert_eq!(streamed, expected, "every chunk of the running turn, once");
+    let answer = text_of(&updates, &sid, "agent_message_chunk");
+    assert_eq!(answer.matches("echo: two").count(), 1, "{answer}");
+    assert!(
+        answer.starts_with("echo: one"),
+        "the replay comes first: {answer}"
+    );
+    assert_schema(&updates);
+    acp.stop_daemon();
+    drop(first);
+    drop(second);
+}
+
+/// In process, no agent outlives `tether acp`: neither when the client closes its output nor
+/// on SIGTERM (R-ACP-7).
+#[tokio::test]
+async fn no_agent_outlives_tether_acp_in_process() {
+    for signal in [None, Some(libc::SIGTERM)] {
+        let mut acp = Acp::new();
+        let mut client = acp.client(Remote::Off).await;
+        client.new_session(acp.ws(), STEP).await.unwrap();
+        let script = acp.world.path().join("script.json").display().to_string();
+        assert!(
+            !processes_mentioning(&script).is_empty(),
+            "the session's agent runs"
+        );
+        let status = match signal {
+            // SAFETY: kill(2) on the pid of our own child.
+            Some(sig) => {
+                unsafe { libc::kill(client.pgid(), sig) };
+                client.shutdown().await
+            }
+            None => client.shutdown().await,
+        };
+        assert!(
+            status.is_some_and(|s| s.success()),
+            "{signal:?}: {status:?}"
+        );
+        assert!(
+            processes_mentioning(&script).is_empty(),
+            "{signal:?}: no agent is left: {:?}",
+            processes_mentioning(&script)
+        );
+    }
+}

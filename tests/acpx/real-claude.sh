@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The acpx restart story with the real claude-agent-acp (tests/agents, pinned) against the
+# test kit's fake model API, side by side without and with Tether (R-ACP-4):
+#   acpx prompts "remember the number 42", its queue owner and the agent exit, the agent's
+#   store is cleared (a restart that lost the session), acpx prompts again.
+#   Without Tether: acpx's session/load fails and it falls back to session/new silently;
+#   the model's next request holds nothing of the earlier turn.
+#   With Tether (`tether acp`, in process and through the daemon): the conversation is
+#   carried into a new agent session; the model's next request holds the earlier turn.
+#
+# Usage: tests/acpx/real-claude.sh [target dir]   (default: cargo builds tether and
+#        tether-fake-model). Needs tests/agents installed (tests/agents/install.sh) and
+#        tests/acpx (`npm ci` there, done when missing).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+die() { printf 'FAILED: %s\n' "$*" >&2; exit 1; }
+
+target="${1:-}"
+if [ -z "$target" ]; then
+  (cd "$repo" && cargo build -q -p tether --bin tether && cargo build -q -p tether-testkit --bin tether-fake-model)
+  target="${CARGO_TARGET_DIR:-$repo/target}"
+fi
+tether="$target/debug/tether"
+fake="$target/debug/tether-fake-model"
+claude="$repo/tests/agents/node_modules/.bin/claude-agent-acp"
+[ -x "$tether" ] && [ -x "$fake" ] || die "no tether / tether-fake-model in $target/debug"
+[ -x "$claude" ] || die "claude-agent-acp is not installed: run tests/agents/install.sh"
+[ -x "$here/node_modules/.bin/acpx" ] || (cd "$here" && npm ci --no-audit --no-fund)
+acpx="$here/node_modules/.bin/acpx"
+
+# Waits until no process carries STORY=$1 in its environment (acpx's queue owner and what
+# it started exit after --ttl 1).
+wait_gone() {
+  local n=0
+  while grep -lqs -- "STORY=$1" /proc/[0-9]*/environ 2>/dev/null && [ $n -lt 60 ]; do
+    sleep 0.5; n=$((n + 1))
+  done
+  ! grep -lqs -- "STORY=$1" /proc/[0-9]*/environ 2>/dev/null || die "processes of $1 outlived acpx"
+}
+
+# story MODE: direct | tether-off | tether-daemon. Prints whether the model's last request
+# held the earlier turn ("holds" / "lost").
+story() {
+  local mode="$1" w; w="$(mktemp -d)"
+  mkdir -p "$w/home/tmp" "$w/ws"
+  coproc FAKE { "$fake" --echo 'ok: ' --until-stdin-closes; }
+  local line; read -r line <&"${FAKE[0]}"; local url="${line#listening }"
+  (
+    export STORY="$w" HOME="$w/home" TMPDIR="$w/home/tmp" IS_SANDBOX=1 \
+      ANTHROPIC_API_KEY=tether-fake-key ANTHROPIC_BASE_URL="$url" CLAUDE_CODE_MAX_RETRIES=1 \
+      DISABLE_AUTOUPDATER=1 DISABLE_TELEMETRY=1 DISABLE_ERROR_REPORTING=1 \
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 TETHER_RUNTIME_DIR="$w/run" TETHER_DAEMON_IDLE_SECS=5
+    printf '{"storage": {"dir": "%s"}, "agents": {"claude": {"command": "%s", "protocol": "acp"}}, "defaultAgent": "claude"}\n' \
+      "$w/cache" "$claude" >"$w/tether.json"
+    local agent="$claude"
+    case "$mode" in
+      tether-off) agent="$tether acp --config $w/tether.json --remote off --log-file $w/tether.log" ;;
+      tether-daemon) agent="$tether acp --config $w/tether.json --log-file $w/tether.log" ;;
+    esac
+    ax() { (cd "$w/ws" && timeout 120 "$acpx" --cwd "$w/ws" --approve-all --ttl 1 --format text --agent "$agent" "$@"); }
+    ax sessions new >/dev/null 2>&1 || die "$mode: acpx sessions new"
+    ax 'remember the number 42' 2>&1 | grep -q 'ok: remember the number 42' || die "$mode: turn 1"
+    [ "$mode" = tether-daemon ] && "$tether" daemon stop >/dev/null
+    wait_gone "$w"
+    rm -rf "$w/home/.claude/projects"   # the agent forgets every session
+    ax 'what number did I give you?' 2>&1 | grep -q 'ok: what number did I give you?' || die "$mode: turn 2"
+    [ "$mode" = tether-daemon ] && "$tether" daemon stop >/dev/null
+    wait_gone "$w"
+    curl -s "$url/__fake/requests?bodies=1" | python3 -c '
+import json, sys
+reqs = [r for r in json.load(sys.stdin) if "what number did I give you" in r.get("body", "")]
+print("holds" if reqs and "remember the number 42" in reqs[-1]["body"] else "lost")'
+  ) >"$w/verdict" || { exec {FAKE[1]}>&-; die "$mode failed"; }
+  exec {FAKE[1]}>&-
+  wait "$FAKE_PID" 2>/dev/null || true
+  cat "$w/verdict"
+  rm -rf "$w"
+}
+
+direct="$(story direct)"; echo "without Tether: the model's second request ${direct} the first turn"
+[ "$direct" = lost ] || echo "note: claude-agent-acp kept the session without Tether"
+for mode in tether-off tether-daemon; do
+  verdict="$(story "$mode")"
+  echo "with Tether ($mode): the model's second request ${verdict} the first turn"
+  [ "$verdict" = holds ] || die "with Tether ($mode) the earlier turn was lost"
+done
+echo "real-claude acpx story: ok"
