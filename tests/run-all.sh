@@ -8,7 +8,7 @@
 # Usage:
 #   tests/run-all.sh                              every suite
 #   TETHER_SUITES="rust nvim" tests/run-all.sh    some suites (local work)
-# Suites: rust (with the real agents), platforms, nvim, lsp, visualstudio, vscode, fuzz.
+# Suites: rust (with the real agents), platforms, acp, nvim, lsp, visualstudio, vscode, fuzz.
 # Long runs (fuzzing for hours, many power cuts, many property cases) are not here:
 # tests/long-run.sh has them.
 #
@@ -25,7 +25,7 @@ set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
-all_suites="rust platforms nvim lsp visualstudio vscode fuzz"
+all_suites="rust platforms acp nvim lsp visualstudio vscode fuzz"
 suites="${TETHER_SUITES:-$all_suites}"
 start_all=$(date +%s)
 export CARGO_TERM_COLOR=never
@@ -222,6 +222,16 @@ suite_platforms() {
     -p tether-host -p tether-store -p tether-recovery
 }
 
+suite_acp() {
+  # acpx (npm, pinned in tests/acpx), an ACP client no one here wrote, drives `tether acp`
+  # in front of the scripted agent (through a private daemon and in process), then in front
+  # of the real claude-agent-acp against the fake model API, without and with Tether.
+  build_workspace
+  phase "  acp: install the real agents" run tests/agents/install.sh
+  phase "  acp: acpx, scripted agent" run tests/acpx/run.sh "$TETHER_BIN"
+  phase "  acp: acpx, real Claude" run tests/acpx/real-claude.sh "$CARGO_TARGET_DIR"
+}
+
 suite_vscode() {
   # The extension's lint and unit tests, then a real VS Code (code-server) in Debian's
   # Chromium driven by playwright-core, with the packaged extension and the real server.
@@ -295,6 +305,7 @@ for s in $suites; do
   case "$s" in
     rust) run_suite rust suite_rust ;;
     platforms) run_suite platforms suite_platforms ;;
+    acp) run_suite acp suite_acp ;;
     nvim) run_suite nvim suite_nvim ;;
     lsp) run_suite lsp suite_lsp ;;
     visualstudio) run_suite visualstudio suite_visualstudio ;;
