@@ -301,6 +301,112 @@ fn sim_config_with(fs: &SimFs, key: Option<&Key>) -> StoreConfig {
     }
 }
 
+/// A disk that fails and comes back, on the simulated file system: a full disk (ENOSPC)
+/// fails each save with `io` and never switches persistence off (R-STORE-15), an I/O
+/// error (EIO) does after 3 (R-STORE-11); either way what was acknowledged before is
+/// readable during the failure, and after it (re-enabled for EIO), saving works again and
+/// everything acknowledged survives a power cut and the next start.
+#[test]
+fn a_failing_disk_loses_nothing_acknowledged_and_saving_works_again() {
+    use std::io::ErrorKind;
+    // (the failure, saves that fail, whether persistence switches off: after 3)
+    let table = [
+        (ErrorKind::StorageFull, 6, false),
+        (ErrorKind::Other, 4, true),
+    ];
+    for (kind, failures, disables) in table {
+        let fs = SimFs::new();
+        let store = Store::open(sim_config(&fs)).unwrap();
+        let ws = Workspace::new("/w").unwrap();
+        let mut snap = snapshot(0);
+        snap.chat_turns = (0..3).map(expected_turn).collect();
+        store
+            .persist(
+                &ws,
+                SID,
+                PersistTrigger::TurnFinalized,
+                &snap,
+                Instant::now(),
+            )
+            .unwrap();
+        fs.fail_with(Some(kind));
+        // Saves alternate: a whole snapshot, then one turn appended (a turn the hub caches).
+        for call in 1..=failures {
+            let result = if call % 2 == 1 {
+                let mut failed = snap.clone();
+                failed.chat_turns.push(expected_turn(100 + call));
+                store.persist(
+                    &ws,
+                    SID,
+                    PersistTrigger::TurnFinalized,
+                    &failed,
+                    Instant::now(),
+                )
+            } else {
+                store.append_turn(&ws, SID, &expected_turn(100 + call), Instant::now())
+            };
+            let err = result.unwrap_err();
+            let want = if disables && call >= 3 {
+                "persistenceDisabled"
+            } else {
+                "io"
+            };
+            assert_eq!(err.kind(), want, "{kind:?} call {call}: {err}");
+            if want == "io" {
+                assert_eq!(
+                    err.is_disk_full(),
+                    kind == ErrorKind::StorageFull,
+                    "{kind:?}: {err}"
+                );
+            }
+            // What was acknowledged is still there to read meanwhile (and, read by the
+            // process that attempted them, perhaps the saves that failed).
+            fs.fail_with(None);
+            let loaded = store.load(&ws, SID).unwrap().unwrap();
+            let total = loaded.total_chat_turns;
+            assert!(
+                (3..=3 + call).contains(&total),
+                "{kind:?} call {call}: {total}"
+            );
+            let base = loaded.snapshot.chat_turns_base;
+            for (k, t) in loaded.snapshot.chat_turns.iter().enumerate() {
+                let k = base + k as u64;
+                if k < 3 {
+                    assert_eq!(*t, expected_turn(k), "{kind:?} call {call}");
+                }
+            }
+            fs.fail_with(Some(kind));
+        }
+        assert_eq!(store.persistence_disabled(), disables, "{kind:?}");
+        fs.fail_with(None);
+        if disables {
+            store.enable_persistence();
+        }
+        snap.chat_turns.push(expected_turn(3));
+        store
+            .persist(
+                &ws,
+                SID,
+                PersistTrigger::TurnFinalized,
+                &snap,
+                Instant::now(),
+            )
+            .unwrap_or_else(|e| panic!("{kind:?}: saving works again: {e}"));
+        drop(store);
+        fs.power_cut(7);
+        let loaded = Store::open(sim_config(&fs))
+            .unwrap()
+            .load(&ws, SID)
+            .unwrap()
+            .unwrap();
+        assert_eq!(loaded.total_chat_turns, 4, "{kind:?}");
+        let base = loaded.snapshot.chat_turns_base;
+        for (k, t) in loaded.snapshot.chat_turns.iter().enumerate() {
+            assert_eq!(*t, expected_turn(base + k as u64), "{kind:?}");
+        }
+    }
+}
+
 #[test]
 fn three_consecutive_failures_switch_persistence_off_until_re_enabled() {
     let fs = SimFs::new();
