@@ -16,7 +16,8 @@
 //!
 //! Bounded and reproducible: `TETHER_CHAOS_SEED` (default 1, printed), `TETHER_CHAOS_STEPS`
 //! (default 12), `TETHER_CHAOS_SECS` (default 60: no new step starts after it),
-//! `TETHER_CHAOS_SESSIONS` (default 3). Timing still varies (a retry may take the fault
+//! `TETHER_CHAOS_SESSIONS` (default 3), `TETHER_CHAOS_DISK_FULL=1` (the cache on a 4 MiB
+//! tmpfs, and a full disk among the faults: needs root and mount(8)). Timing still varies (a retry may take the fault
 //! planned for the next call), so a seed reproduces the same faults on the same sessions in
 //! the same order. A long run: `TETHER_CHAOS_SECS=3600 TETHER_CHAOS_STEPS=100000 cargo test
 //! -p tether --test chaos -- --nocapture`.
@@ -29,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
-use support::{Mode, STEP, World, processes_mentioning, tether_bin};
+use support::{Mode, STEP, Tmpfs, World, processes_mentioning, tether_bin};
 use tether::editor::{Answers, Editor, ServerProcess};
 use tether::lsp_client::RpcError;
 
@@ -52,6 +53,11 @@ enum Fault {
     ForwarderKill,
     /// The editor closes its end mid-request (a window closed).
     EditorVanish,
+    /// The session cache's disk (a 4 MiB tmpfs) is full during a turn, then space
+    /// returns: the editor is told once (`cannotSave`) and the banner is cleared by the
+    /// next save (R-STORE-15). Drawn only with `TETHER_CHAOS_DISK_FULL=1` (mounting needs
+    /// root and mount(8)).
+    DiskFull,
 }
 
 /// The table faults are drawn from (each equally likely).
@@ -69,7 +75,7 @@ const FAULTS: [Fault; 8] = [
 /// What the agent does on the prompt a step sends (a scripted fault, `None` for an echo).
 fn agent_action(fault: Fault) -> Option<Value> {
     match fault {
-        Fault::None => None,
+        Fault::None | Fault::DiskFull => None,
         Fault::AgentKill => Some(json!({"kind": "crashMidPrompt"})),
         Fault::RateLimit => Some(json!({"kind": "error", "code": 429,
             "message": "Resource has been exhausted (e.g. check quota). Please retry in 1.0s."})),
@@ -102,6 +108,8 @@ struct Chaos {
     runtime: PathBuf,
     seed: u64,
     sessions: usize,
+    /// The cache's small disk, with `TETHER_CHAOS_DISK_FULL=1`.
+    disk: Option<Tmpfs>,
 }
 
 impl Chaos {
@@ -294,14 +302,22 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
     eprintln!(
         "chaos: TETHER_CHAOS_SEED={seed} TETHER_CHAOS_STEPS={steps} TETHER_CHAOS_SECS={secs} TETHER_CHAOS_SESSIONS={sessions}"
     );
+    let disk_full = env_number("TETHER_CHAOS_DISK_FULL", 0) == 1;
+    eprintln!("chaos: TETHER_CHAOS_DISK_FULL={}", u8::from(disk_full));
     let world = World::new(Mode::Binary);
     let runtime = world.path().join("run");
+    let disk = disk_full.then(|| Tmpfs::mount(&world.path().join("cache"), "4m"));
     let chaos = Chaos {
         world,
         runtime,
         seed,
         sessions,
+        disk,
     };
+    let mut table = FAULTS.to_vec();
+    if disk_full {
+        table.push(Fault::DiskFull);
+    }
 
     // The plan, all drawn from the seed before anything runs: (session, fault) per step.
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
@@ -309,7 +325,7 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
         .map(|_| {
             (
                 rng.random_range(0..sessions),
-                FAULTS[rng.random_range(0..FAULTS.len())],
+                table[rng.random_range(0..table.len())],
             )
         })
         .collect();
@@ -360,7 +376,15 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
         let ctx = format!("seed {seed}, step {step}, session {i}, {fault:?}");
         eprintln!("chaos: {ctx}");
         *faults_run.entry(format!("{fault:?}")).or_default() += 1;
-        let text = format!("ack {i} {step}");
+        let mut text = format!("ack {i} {step}");
+        let filler = match (fault, &chaos.disk) {
+            (Fault::DiskFull, Some(disk)) => {
+                // A turn larger than a page needs space the disk no longer has.
+                text = format!("{text} {}", "x".repeat(16 * 1024));
+                Some(disk.fill(".filler"))
+            }
+            _ => None,
+        };
         let run = &mut runs[i];
         let editor = run.editor.take().expect("an editor");
         let mark = editor.mark();
@@ -415,7 +439,7 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
             (Ok(result), Some(_)) => {
                 let stop = result["stopReason"].as_str().unwrap_or_default();
                 assert!(!stop.is_empty(), "{ctx}: {result}");
-                if stop == "end_turn" {
+                if stop == "end_turn" && filler.is_none() {
                     run.acked.push(text.clone());
                 }
             }
@@ -470,6 +494,44 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
                 editor
             }
         });
+        if let Some(filler) = filler {
+            let editor = run.editor.as_ref().expect("an editor");
+            let id = format!("cannotSave:{}", run.sid);
+            editor
+                .wait_for(mark, "session/banner", |p| p["id"] == id.as_str(), STEP)
+                .await
+                .unwrap_or_else(|| panic!("{ctx}: the editor is told saving fails"));
+            std::fs::remove_file(&filler).unwrap();
+            let mark = editor.mark();
+            let again = format!("ack {i} {step} again");
+            let answer = editor
+                .request("session/prompt", prompt_params(&run.sid, &again))
+                .await;
+            match &answer {
+                Ok(r) if r["stopReason"] == "end_turn" => run.acked.push(again),
+                Ok(_) => {}
+                Err(RpcError::Response { data, .. }) => assert!(
+                    data.as_ref().is_some_and(|d| d["kind"].is_string()),
+                    "{ctx}: an unclassified error: {answer:?}"
+                ),
+                Err(e) => panic!("{ctx}: not an error answer: {e:?}"),
+            }
+            editor
+                .wait_for(
+                    mark,
+                    "session/bannerCleared",
+                    |p| p["id"] == id.as_str(),
+                    STEP,
+                )
+                .await
+                .unwrap_or_else(|| panic!("{ctx}: the banner is cleared once space returns"));
+            let told = editor
+                .received()
+                .iter()
+                .filter(|r| r.method() == "session/banner" && r.params()["id"] == id.as_str())
+                .count();
+            assert_eq!(told, 1, "{ctx}: told once");
+        }
         // No orphan: a killed daemon's agents are reaped by the next daemon (R-DAEMON-8),
         // soon, not at once.
         for j in 0..runs.len() {
