@@ -129,6 +129,23 @@ impl StoreError {
         }
     }
 
+    /// Whether the disk (or the user's quota) is full: `ENOSPC`, `EDQUOT`, or Windows'
+    /// `ERROR_DISK_FULL`, as the standard library maps them to
+    /// [`std::io::ErrorKind::StorageFull`] and [`std::io::ErrorKind::QuotaExceeded`]. A
+    /// full disk does not switch persistence off (R-STORE-15): saving works again by
+    /// itself once space is freed.
+    #[must_use]
+    pub fn is_disk_full(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Io { source, .. }
+                if matches!(
+                    source.kind(),
+                    std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+                )
+        )
+    }
+
     /// The path the error is about, when there is one.
     pub fn path(&self) -> Option<&std::path::Path> {
         match self {

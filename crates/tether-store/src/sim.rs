@@ -33,6 +33,8 @@ struct State {
     nodes: Vec<Node>,
     ops: u64,
     crash_after: Option<u64>,
+    /// While set, every operation fails with this kind ([`SimFs::fail_with`]).
+    failing: Option<io::ErrorKind>,
     locks: HashSet<PathBuf>,
 }
 
@@ -70,6 +72,7 @@ impl SimFs {
                 }],
                 ops: 0,
                 crash_after: None,
+                failing: None,
                 locks: HashSet::new(),
             })),
         }
@@ -85,6 +88,13 @@ impl SimFs {
     pub fn crash_after(&self, n: u64) {
         let mut s = self.lock();
         s.crash_after = Some(s.ops + n);
+    }
+
+    /// From now on every operation fails with an error of `kind` (`StorageFull`: a full
+    /// disk; `Other`: an I/O error, `EIO`, which has no kind of its own) and changes
+    /// nothing, until `fail_with(None)`: a disk that fails and comes back without a reboot.
+    pub fn fail_with(&self, kind: Option<io::ErrorKind>) {
+        self.lock().failing = kind;
     }
 
     /// How many operations have run so far.
@@ -128,6 +138,9 @@ impl SimFs {
 
     fn tick(s: &mut State) -> io::Result<()> {
         s.ops += 1;
+        if let Some(kind) = s.failing {
+            return Err(io::Error::new(kind, "simulated I/O error"));
+        }
         match s.crash_after {
             Some(limit) if s.ops > limit => Err(crashed()),
             _ => Ok(()),

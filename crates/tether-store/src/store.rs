@@ -185,7 +185,7 @@ fn counts_as_failure(e: &StoreError) -> bool {
         StoreError::InvalidSessionId { .. }
             | StoreError::InvalidSnapshot { .. }
             | StoreError::InvalidWorkspace { .. }
-    )
+    ) && !e.is_disk_full()
 }
 
 fn enc_err(what: &'static str) -> impl FnOnce(serde_json::Error) -> StoreError {

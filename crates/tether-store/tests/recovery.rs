@@ -301,6 +301,112 @@ fn sim_config_with(fs: &SimFs, key: Option<&Key>) -> StoreConfig {
     }
 }
 
+/// A disk that fails and comes back, on the simulated file system: a full disk (ENOSPC)
+/// fails each save with `io` and never switches persistence off (R-STORE-15), an I/O
+/// error (EIO) does after 3 (R-STORE-11); either way what was acknowledged before is
+/// readable during the failure, and after it (re-enabled for EIO), saving works again and
+/// everything acknowledged survives a power cut and the next start.
+#[test]
+fn a_failing_disk_loses_nothing_acknowledged_and_saving_works_again() {
+    use std::io::ErrorKind;
+    // (the failure, saves that fail, whether persistence switches off: after 3)
+    let table = [
+        (ErrorKind::StorageFull, 6, false),
+        (ErrorKind::Other, 4, true),
+    ];
+    for (kind, failures, disables) in table {
+        let fs = SimFs::new();
+        let store = Store::open(sim_config(&fs)).unwrap();
+        let ws = Workspace::new("/w").unwrap();
+        let mut snap = snapshot(0);
+        snap.chat_turns = (0..3).map(expected_turn).collect();
+        store
+            .persist(
+                &ws,
+                SID,
+                PersistTrigger::TurnFinalized,
+                &snap,
+                Instant::now(),
+            )
+            .unwrap();
+        fs.fail_with(Some(kind));
+        // Saves alternate: a whole snapshot, then one turn appended (a turn the hub caches).
+        for call in 1..=failures {
+            let result = if call % 2 == 1 {
+                let mut failed = snap.clone();
+                failed.chat_turns.push(expected_turn(100 + call));
+                store.persist(
+                    &ws,
+                    SID,
+                    PersistTrigger::TurnFinalized,
+                    &failed,
+                    Instant::now(),
+                )
+            } else {
+                store.append_turn(&ws, SID, &expected_turn(100 + call), Instant::now())
+            };
+            let err = result.unwrap_err();
+            let want = if disables && call >= 3 {
+                "persistenceDisabled"
+            } else {
+                "io"
+            };
+            assert_eq!(err.kind(), want, "{kind:?} call {call}: {err}");
+            if want == "io" {
+                assert_eq!(
+                    err.is_disk_full(),
+                    kind == ErrorKind::StorageFull,
+                    "{kind:?}: {err}"
+                );
+            }
+            // What was acknowledged is still there to read meanwhile (and, read by the
+            // process that attempted them, perhaps the saves that failed).
+            fs.fail_with(None);
+            let loaded = store.load(&ws, SID).unwrap().unwrap();
+            let total = loaded.total_chat_turns;
+            assert!(
+                (3..=3 + call).contains(&total),
+                "{kind:?} call {call}: {total}"
+            );
+            let base = loaded.snapshot.chat_turns_base;
+            for (k, t) in loaded.snapshot.chat_turns.iter().enumerate() {
+                let k = base + k as u64;
+                if k < 3 {
+                    assert_eq!(*t, expected_turn(k), "{kind:?} call {call}");
+                }
+            }
+            fs.fail_with(Some(kind));
+        }
+        assert_eq!(store.persistence_disabled(), disables, "{kind:?}");
+        fs.fail_with(None);
+        if disables {
+            store.enable_persistence();
+        }
+        snap.chat_turns.push(expected_turn(3));
+        store
+            .persist(
+                &ws,
+                SID,
+                PersistTrigger::TurnFinalized,
+                &snap,
+                Instant::now(),
+            )
+            .unwrap_or_else(|e| panic!("{kind:?}: saving works again: {e}"));
+        drop(store);
+        fs.power_cut(7);
+        let loaded = Store::open(sim_config(&fs))
+            .unwrap()
+            .load(&ws, SID)
+            .unwrap()
+            .unwrap();
+        assert_eq!(loaded.total_chat_turns, 4, "{kind:?}");
+        let base = loaded.snapshot.chat_turns_base;
+        for (k, t) in loaded.snapshot.chat_turns.iter().enumerate() {
+            assert_eq!(*t, expected_turn(base + k as u64), "{kind:?}");
+        }
+    }
+}
+
 #[test]
 fn three_consecutive_failures_switch_persistence_off_until_re_enabled() {
     let fs = SimFs::new();
@@ -436,6 +542,60 @@ fn workload(store: &Store, ws: &Workspace, steps: u64) -> Acked {
     acked
 }
 
+/// Where the power is cut: `cuts` crash points, the operation after which the simulated
+/// disk fails (every operation of the workload in turn, round after round) and the seed
+/// that decides which unsynced writes survive the cut (one per round, drawn from `seed`).
+/// By default two whole rounds (every operation twice, CI's few seconds); a long run sets
+/// `TETHER_POWER_CUTS` (e.g. 10,000) and `TETHER_POWER_CUT_SEED` (printed, to reproduce a
+/// failure).
+struct CutPlan {
+    total_ops: u64,
+    cuts: u64,
+    seed: u64,
+}
+
+impl CutPlan {
+    fn from_env(total_ops: u64) -> Self {
+        let number = |name: &str| {
+            std::env::var(name).ok().map(|v| {
+                v.trim()
+                    .parse::<u64>()
+                    .unwrap_or_else(|e| panic!("{name}={v:?} is not a whole number: {e}"))
+            })
+        };
+        Self {
+            total_ops,
+            cuts: number("TETHER_POWER_CUTS").unwrap_or(2 * total_ops),
+            seed: number("TETHER_POWER_CUT_SEED").unwrap_or(1),
+        }
+    }
+
+    /// `(crash_at, power_cut_seed)` of each cut: whole rounds cut after every operation in
+    /// turn; the cuts of a last, partial round (all of them when `cuts` is below the
+    /// workload's operations) are drawn from the seed among all operations.
+    fn points(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        let whole = self.cuts / self.total_ops * self.total_ops;
+        (0..self.cuts).map(move |i| {
+            let round = i / self.total_ops;
+            let round_seed = splitmix64(self.seed.wrapping_add(round));
+            let crash_at = if i < whole {
+                i % self.total_ops
+            } else {
+                splitmix64(round_seed ^ i) % self.total_ops
+            };
+            (crash_at, round_seed ^ crash_at)
+        })
+    }
+}
+
+/// SplitMix64 (Steele, Lea, Flood 2014): a seed per round, reproducible.
+fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 #[test]
 fn power_cut_at_every_operation_loses_no_acknowledged_write() {
     power_cuts(None);
@@ -460,81 +620,84 @@ fn power_cuts(key: Option<&Key>) {
         total_ops > 100,
         "workload too small to be interesting: {total_ops}"
     );
+    let plan = CutPlan::from_env(total_ops);
+    eprintln!(
+        "power cuts: {} over {total_ops} operations, seed {} (TETHER_POWER_CUTS, TETHER_POWER_CUT_SEED)",
+        plan.cuts, plan.seed
+    );
     let mut cuts = 0;
-    for crash_at in 0..total_ops {
-        for seed in [1u64, 0x9e37_79b9_7f4a_7c15] {
-            let fs = SimFs::new();
-            let ws = Workspace::new("/w").unwrap();
-            let acked = match Store::open(sim_config_with(&fs, key)) {
-                Ok(store) => {
-                    fs.crash_after(crash_at);
-                    workload(&store, &ws, steps)
-                }
-                Err(_) => Acked::default(),
-            };
-            fs.power_cut(seed ^ crash_at);
-            cuts += 1;
-            let ctx = format!("power cut after op {crash_at} (seed {seed}), acked {acked:?}");
-            let store = Store::open(sim_config_with(&fs, key))
-                .unwrap_or_else(|e| panic!("{ctx}: store does not open: {e}"));
-            let loaded = store
-                .load(&ws, SID)
-                .unwrap_or_else(|e| panic!("{ctx}: load failed: {e}"));
-            let Some(loaded) = loaded else {
-                assert_eq!(acked.turns, 0, "{ctx}: acknowledged session vanished");
-                continue;
-            };
-            let total = loaded.total_chat_turns;
-            assert!(
-                total == acked.turns || total == acked.turns + 1,
-                "{ctx}: {total} turns on disk"
-            );
-            let resumes = loaded.stats.total_resumes;
-            assert!(
-                resumes == acked.resumes || resumes == acked.resumes + 1,
-                "{ctx}: {resumes} resumes on disk"
-            );
-            assert!(
-                loaded.meta.title == acked.title || loaded.meta.title == acked.attempted_title,
-                "{ctx}: title {:?}",
-                loaded.meta.title
-            );
-            for w in &loaded.warnings {
-                assert!(
-                    matches!(
-                        w,
-                        StoreWarning::TornTail { .. } | StoreWarning::ManifestRebuilt { .. }
-                    ),
-                    "{ctx}: unexpected warning {w:?}"
-                );
+    for (crash_at, seed) in plan.points() {
+        let fs = SimFs::new();
+        let ws = Workspace::new("/w").unwrap();
+        let acked = match Store::open(sim_config_with(&fs, key)) {
+            Ok(store) => {
+                fs.crash_after(crash_at);
+                workload(&store, &ws, steps)
             }
-            // The turns on disk are exactly the expected ones, blob-backed text included.
-            let base = loaded.snapshot.chat_turns_base;
-            assert_eq!(base + loaded.snapshot.chat_turns.len() as u64, total);
-            for (k, t) in loaded.snapshot.chat_turns.iter().enumerate() {
-                assert_eq!(*t, expected_turn(base + k as u64), "{ctx}");
-            }
-            // And the store keeps working.
-            let mut snap = loaded.snapshot.clone();
-            snap.chat_turns.push(expected_turn(total));
-            store
-                .persist(&ws, SID, PersistTrigger::Shutdown, &snap, Instant::now())
-                .unwrap_or_else(|e| panic!("{ctx}: cannot write after recovery: {e}"));
-            drop(store);
-            let reopened = Store::open(sim_config_with(&fs, key))
-                .unwrap()
-                .load(&ws, SID)
-                .unwrap()
-                .unwrap();
-            assert_eq!(reopened.total_chat_turns, total + 1, "{ctx}");
+            Err(_) => Acked::default(),
+        };
+        fs.power_cut(seed);
+        cuts += 1;
+        let ctx = format!("power cut after op {crash_at} (seed {seed}), acked {acked:?}");
+        let store = Store::open(sim_config_with(&fs, key))
+            .unwrap_or_else(|e| panic!("{ctx}: store does not open: {e}"));
+        let loaded = store
+            .load(&ws, SID)
+            .unwrap_or_else(|e| panic!("{ctx}: load failed: {e}"));
+        let Some(loaded) = loaded else {
+            assert_eq!(acked.turns, 0, "{ctx}: acknowledged session vanished");
+            continue;
+        };
+        let total = loaded.total_chat_turns;
+        assert!(
+            total == acked.turns || total == acked.turns + 1,
+            "{ctx}: {total} turns on disk"
+        );
+        let resumes = loaded.stats.total_resumes;
+        assert!(
+            resumes == acked.resumes || resumes == acked.resumes + 1,
+            "{ctx}: {resumes} resumes on disk"
+        );
+        assert!(
+            loaded.meta.title == acked.title || loaded.meta.title == acked.attempted_title,
+            "{ctx}: title {:?}",
+            loaded.meta.title
+        );
+        for w in &loaded.warnings {
             assert!(
-                reopened.warnings.is_empty(),
-                "{ctx}: {:?}",
-                reopened.warnings
+                matches!(
+                    w,
+                    StoreWarning::TornTail { .. } | StoreWarning::ManifestRebuilt { .. }
+                ),
+                "{ctx}: unexpected warning {w:?}"
             );
         }
+        // The turns on disk are exactly the expected ones, blob-backed text included.
+        let base = loaded.snapshot.chat_turns_base;
+        assert_eq!(base + loaded.snapshot.chat_turns.len() as u64, total);
+        for (k, t) in loaded.snapshot.chat_turns.iter().enumerate() {
+            assert_eq!(*t, expected_turn(base + k as u64), "{ctx}");
+        }
+        // And the store keeps working.
+        let mut snap = loaded.snapshot.clone();
+        snap.chat_turns.push(expected_turn(total));
+        store
+            .persist(&ws, SID, PersistTrigger::Shutdown, &snap, Instant::now())
+            .unwrap_or_else(|e| panic!("{ctx}: cannot write after recovery: {e}"));
+        drop(store);
+        let reopened = Store::open(sim_config_with(&fs, key))
+            .unwrap()
+            .load(&ws, SID)
+            .unwrap()
+            .unwrap();
+        assert_eq!(reopened.total_chat_turns, total + 1, "{ctx}");
+        assert!(
+            reopened.warnings.is_empty(),
+            "{ctx}: {:?}",
+            reopened.warnings
+        );
     }
-    assert!(cuts >= 200, "{cuts} power cuts");
+    assert!(cuts >= plan.cuts.min(200), "{cuts} power cuts");
     eprintln!(
         "{cuts} simulated power cuts over {total_ops} operations (encrypted: {})",
         key.is_some()

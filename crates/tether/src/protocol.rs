@@ -770,6 +770,9 @@ pub enum BannerKind {
     PersistenceDisabled,
     /// A session that was failing came back live.
     RecoveredLive,
+    /// Saving a session failed (a full disk, an I/O error); cleared when a save works
+    /// again (R-STORE-15).
+    CannotSave,
 }
 
 /// `session/banner` params.

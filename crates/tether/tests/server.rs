@@ -57,7 +57,65 @@ both_modes!(
     handoff_between_two_configured_agents,
     a_session_only_claude_code_has_is_restored_with_its_source,
     a_live_agents_session_list_adds_what_no_store_has,
+    a_session_resumed_without_an_agent_goes_on_with_the_agent_it_was_saved_with,
 );
+
+/// A cached session resumed by id with no `agent` (a window reloaded, a daemon replaced)
+/// goes on with the agent it was saved with, not `defaultAgent`, whose agent never had it
+/// (found by the chaos harness, `tests/chaos.rs` seed 2: after a forwarder was killed and
+/// the daemon then too, the session was resumed with the default agent and "expired").
+async fn a_session_resumed_without_an_agent_goes_on_with_the_agent_it_was_saved_with(mode: Mode) {
+    let world = World::new(mode);
+    let beta = json!({"loadSession": true, "faults": [], "stateDir": world.path().join("agent-beta"), "sessionPrefix": "beta-"});
+    std::fs::write(world.path().join("beta.json"), beta.to_string()).unwrap();
+    let mut options = world.options();
+    options["agents"]["beta"] = json!({
+        "command": support::tether_bin(),
+        "args": ["scripted-agent", "--script", world.path().join("beta.json")],
+        "protocol": "acp"
+    });
+    let connect = || async {
+        let editor = world.connect(Answers::default());
+        editor
+            .initialize(
+                options.clone(),
+                json!({"tether": {"recoveryDialog": true, "banners": true, "status": true}}),
+            )
+            .await
+            .unwrap();
+        editor
+    };
+    let editor = connect().await;
+    let r = editor
+        .request(
+            "session/resume",
+            json!({"workspace": world.ws(), "agent": "beta"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["outcome"], "started", "{r}");
+    let sid = r["sessionId"].as_str().unwrap().to_owned();
+    assert!(sid.starts_with("beta-"), "{sid}");
+    prompt(&editor, &sid, "kept by beta").await.unwrap();
+    editor.shutdown(STEP).await.unwrap();
+
+    let editor = connect().await;
+    let r = editor
+        .request(
+            "session/resume",
+            json!({"workspace": world.ws(), "sessionId": sid}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["outcome"], "resumed", "{r}");
+    assert_eq!(r["sessionId"], sid.as_str());
+    let answer = prompt(&editor, &sid, "still beta?").await.unwrap();
+    assert_eq!(answer["stopReason"], "end_turn");
+    let beta_prompts =
+        std::fs::read_to_string(world.path().join("agent-beta/prompts.jsonl")).unwrap_or_default();
+    assert!(beta_prompts.contains("still beta?"), "{beta_prompts}");
+    editor.shutdown(STEP).await.unwrap();
+}
 
 /// R-HIST-7: `session/list` with `all` asks the live agent over ACP `session/list` (the
 /// scripted agent lists its own state folder) and adds the sessions no store had, marked

@@ -197,3 +197,56 @@ pub fn processes_mentioning(needle: &str) -> Vec<i32> {
     }
     found
 }
+
+/// A tmpfs of `size` mounted on `dir` (created), unmounted when dropped.
+pub struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    pub fn mount(dir: &Path, size: &str) -> Self {
+        std::fs::create_dir_all(dir).unwrap();
+        let out = std::process::Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0700"),
+                "tmpfs",
+            ])
+            .arg(dir)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run mount(8) (needed to make a small disk): {e}"));
+        assert!(
+            out.status.success(),
+            "cannot mount a {size} tmpfs on {} (needs root and mount(8)): {}",
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Self(dir.to_owned())
+    }
+
+    /// Writes `name` until the disk is full; returns its path.
+    pub fn fill(&self, name: &str) -> PathBuf {
+        let path = self.0.join(name);
+        let mut file = std::fs::File::create(&path).unwrap();
+        use std::io::Write;
+        let block = vec![0u8; 4096];
+        loop {
+            match file.write(&block) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::StorageFull => break,
+                Err(e) => panic!("filling {}: {e}", path.display()),
+            }
+        }
+        path
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}

@@ -43,6 +43,7 @@ const SEVERITY: Record<BannerKind, Severity> = {
   streamError: 'error',
   persistenceDisabled: 'warning',
   recoveredLive: 'info',
+  cannotSave: 'error',
 };
 
 /** Heading per kind, shown before the server's message. */
@@ -52,12 +53,13 @@ const TITLE: Record<BannerKind, string> = {
   streamError: 'Stream error',
   persistenceDisabled: 'Persistence disabled',
   recoveredLive: 'Recovered',
+  cannotSave: 'Cannot save',
 };
 
 /** The view of a banner. */
 export function bannerView(b: BannerParams): BannerView {
   const actions: string[] = [];
-  if (b.kind === 'restoreFailed' || b.kind === 'streamError' || b.kind === 'persistenceDisabled') {
+  if (b.kind === 'restoreFailed' || b.kind === 'streamError' || b.kind === 'persistenceDisabled' || b.kind === 'cannotSave') {
     actions.push(SHOW_LOGS);
   }
   const text = `Tether: ${TITLE[b.kind]}. ${b.message}`;

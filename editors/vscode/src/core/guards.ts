@@ -48,6 +48,7 @@ const BANNER_KINDS: readonly BannerKind[] = [
   'streamError',
   'persistenceDisabled',
   'recoveredLive',
+  'cannotSave',
 ];
 const OUTCOMES = ['resumed', 'started', 'needsChoice', 'failed'];
 

@@ -171,7 +171,8 @@ export type BannerKind =
   | 'staleSnapshot'
   | 'streamError'
   | 'persistenceDisabled'
-  | 'recoveredLive';
+  | 'recoveredLive'
+  | 'cannotSave';
 
 /** `session/banner` notification. */
 export interface BannerParams {

@@ -295,12 +295,32 @@ type Subscribers = Arc<[(SubscriberId, Arc<dyn Subscriber>)]>;
 /// ([`Bus::attach`]): at most this many, the oldest dropped first.
 pub const EVENT_LOG_CAP: usize = 10_000;
 
+/// Bytes of a session's kept events ([`EVENT_LOG_CAP`] counts them): at most this many
+/// (4 MiB), the oldest dropped first, as the daemon's memory must stay bounded whatever an
+/// agent streams (R-DAEMON-10). A count alone is not a bound: 10,000 tool-call updates
+/// that carry a 100 KB file each are 1 GB. 4 MiB keeps the whole count of the updates
+/// agents stream during a turn (text chunks of 100 to 400 bytes, measured with
+/// `benches/daemon.rs`), and 25 sessions at their cap stay under 100 MB. An editor that
+/// attaches after more than this was published is sent the transcript again
+/// (`Bus::attach` answers `complete: false`).
+pub const EVENT_LOG_BYTES: usize = 4 << 20;
+
+/// What a kept event other than an agent update is counted as against
+/// [`EVENT_LOG_BYTES`]: its boxed [`Envelope`] and the strings of a status or a banner,
+/// about 1 KiB. Such events are a few per turn; updates, nearly all of a log, are counted
+/// by their text.
+const OTHER_EVENT_BYTES: usize = 1024;
+
 /// One session's place on the bus: the last `seq` given and the events kept for replay.
 /// Its async lock is held while an event is delivered, so delivery follows `seq`.
 #[derive(Debug, Default)]
 struct Slot {
     last: u64,
     log: std::collections::VecDeque<Kept>,
+    /// What `log` holds, in [`Kept::bytes`].
+    log_bytes: usize,
+    /// The `seq` of the last kept event dropped from `log` (0: none was).
+    dropped_through: u64,
     /// Questions published and not settled yet ([`Bus::ask`]): delivered again to every
     /// subscriber that attaches (R-DAEMON-6).
     open: Vec<Envelope>,
@@ -353,6 +373,15 @@ impl Kept {
         }
     }
 
+    /// What it is counted as against [`EVENT_LOG_BYTES`]: an update's text and its entry,
+    /// [`OTHER_EVENT_BYTES`] for any other event.
+    fn bytes(&self) -> usize {
+        match self {
+            Self::Update { update, .. } => update.get().len() + std::mem::size_of::<Self>(),
+            Self::Other(_) => OTHER_EVENT_BYTES,
+        }
+    }
+
     /// The event as it was published for session `session_id`.
     fn envelope(&self, session_id: &str) -> Envelope {
         match self {
@@ -384,6 +413,8 @@ pub struct Bus {
     /// Events kept per session for [`Bus::attach`]: [`EVENT_LOG_CAP`] in the daemon, 0 in
     /// an in-process server (whose one editor never reattaches).
     log_cap: usize,
+    /// Their bytes at most ([`EVENT_LOG_BYTES`]).
+    log_bytes_cap: usize,
     next_id: AtomicU64,
     /// How long a held question waits for an answer (`permissionTimeoutSecs`).
     question_timeout: std::time::Duration,
@@ -404,6 +435,7 @@ impl Default for Bus {
             seqs: Mutex::new(HashMap::new()),
             hub_wide: Arc::default(),
             log_cap: EVENT_LOG_CAP,
+            log_bytes_cap: EVENT_LOG_BYTES,
             next_id: AtomicU64::new(1),
             question_timeout: std::time::Duration::from_secs(600),
         }
@@ -546,10 +578,21 @@ impl Bus {
             slot.open.push(envelope.clone());
         }
         if self.log_cap > 0 && session_id.is_some() && replayable(&envelope.event) {
-            if slot.log.len() == self.log_cap {
-                slot.log.pop_front();
+            let kept = Kept::of(envelope);
+            slot.log_bytes += kept.bytes();
+            slot.log.push_back(kept);
+            while slot.log.len() > self.log_cap || slot.log_bytes > self.log_bytes_cap {
+                let Some(oldest) = slot.log.pop_front() else {
+                    break;
+                };
+                slot.log_bytes -= oldest.bytes();
+                slot.dropped_through = oldest.seq();
+                tracing::trace!(
+                    session = session_id,
+                    seq = slot.dropped_through,
+                    "dropped the oldest kept event"
+                );
             }
-            slot.log.push_back(Kept::of(envelope));
         }
         seq
     }
@@ -587,10 +630,7 @@ impl Bus {
         let slot = self.slot(Some(session_id));
         let slot = slot.lock().await;
         watch();
-        let complete = slot
-            .log
-            .front()
-            .is_none_or(|first| first.seq() <= after.saturating_add(1));
+        let complete = after >= slot.dropped_through;
         for kept in slot.log.iter().filter(|e| e.seq() > after) {
             subscriber.deliver(&kept.envelope(session_id)).await;
         }
@@ -607,13 +647,14 @@ impl Bus {
         slot.last
     }
 
-    /// The `seq` of the oldest event kept for `session_id` ([`EVENT_LOG_CAP`]), `None`
-    /// when none is kept. An editor whose `afterSeq` is below it minus one missed events
-    /// the log no longer holds.
+    /// The `seq` from which every event of `session_id` is kept (one past the last one
+    /// dropped for [`EVENT_LOG_CAP`] or [`EVENT_LOG_BYTES`]), `None` while none was
+    /// dropped. An editor whose `afterSeq` is below it minus one missed events the log no
+    /// longer holds.
     pub async fn kept_from(&self, session_id: &str) -> Option<u64> {
         let slot = self.slot(Some(session_id));
         let slot = slot.lock().await;
-        slot.log.front().map(Kept::seq)
+        (slot.dropped_through > 0).then_some(slot.dropped_through + 1)
     }
 
     fn read(&self) -> Subscribers {
@@ -894,6 +935,117 @@ mod tests {
         assert_eq!(count, EVENT_LOG_CAP);
         let (_, complete) = bus.attach("s", 10, &Recorder(tx), || {}).await;
         assert!(complete, "everything after seq 10 is kept");
+    }
+
+    /// An update whose text is `len` bytes long: `{"t":"xx…"}`.
+    fn update_of(len: usize) -> Event {
+        let text = "x".repeat(len - r#"{"t":""}"#.len());
+        Event::Update {
+            update: serde_json::json!({ "t": text }),
+            replay: false,
+        }
+    }
+
+    /// R-DAEMON-10: the kept events are bounded by count and by bytes, whichever binds
+    /// first, the oldest dropped first; an attach after a dropped event says the log is
+    /// not complete, one after the drops says it is, and `kept_from` names the first seq
+    /// from which everything is kept.
+    #[tokio::test]
+    async fn the_log_is_bounded_by_count_and_by_bytes() {
+        let entry = std::mem::size_of::<Kept>();
+        struct Case {
+            name: &'static str,
+            count_cap: usize,
+            bytes_cap: usize,
+            /// The text length of each update published (seq 1, 2, …); 0: a turn's end.
+            lens: &'static [usize],
+            /// The seqs kept afterwards.
+            kept: &'static [u64],
+        }
+        let table = [
+            Case {
+                name: "under both caps: all kept",
+                count_cap: 10,
+                bytes_cap: 10_000,
+                lens: &[100, 100, 100],
+                kept: &[1, 2, 3],
+            },
+            Case {
+                name: "the count binds",
+                count_cap: 2,
+                bytes_cap: 10_000,
+                lens: &[100, 100, 100],
+                kept: &[2, 3],
+            },
+            Case {
+                name: "the bytes bind: 3 × 10,000 over 25,000",
+                count_cap: 10,
+                bytes_cap: 25_000,
+                lens: &[10_000, 10_000, 10_000],
+                kept: &[2, 3],
+            },
+            Case {
+                name: "one large update pushes out several small ones",
+                count_cap: 10,
+                bytes_cap: 25_000,
+                lens: &[3_000, 3_000, 3_000, 3_000, 20_000],
+                kept: &[4, 5],
+            },
+            Case {
+                name: "an update larger than the cap is not kept, nor anything before it",
+                count_cap: 10,
+                bytes_cap: 10_000,
+                lens: &[100, 50_000],
+                kept: &[],
+            },
+            Case {
+                name: "other events count as OTHER_EVENT_BYTES",
+                count_cap: 10,
+                bytes_cap: 2 * OTHER_EVENT_BYTES + 10,
+                lens: &[0, 0, 0],
+                kept: &[2, 3],
+            },
+        ];
+        for case in table {
+            // Caps in bytes of text: add what each entry costs besides its text (the
+            // table's margins are far above it).
+            let bytes_cap = case.bytes_cap + case.lens.len() * entry;
+            let bus = Bus {
+                log_cap: case.count_cap,
+                log_bytes_cap: bytes_cap,
+                ..Bus::default()
+            };
+            for &len in case.lens {
+                let event = if len == 0 {
+                    Event::TurnEnded {
+                        stop_reason: Some("end_turn".into()),
+                        error: None,
+                    }
+                } else {
+                    update_of(len)
+                };
+                bus.publish(Some("s"), None, event).await;
+            }
+            let (tx, mut rx) = mpsc::unbounded_channel();
+            let (last, complete) = bus.attach("s", 0, &Recorder(tx), || {}).await;
+            let mut seqs = Vec::new();
+            while let Ok((_, seq)) = rx.try_recv() {
+                seqs.push(seq);
+            }
+            assert_eq!(seqs, case.kept, "{}", case.name);
+            assert_eq!(last, case.lens.len() as u64, "{}", case.name);
+            let dropped = case.lens.len() as u64 - case.kept.len() as u64;
+            assert_eq!(complete, dropped == 0, "{}", case.name);
+            let from = bus.kept_from("s").await;
+            assert_eq!(from, (dropped > 0).then_some(dropped + 1), "{}", case.name);
+            let (tx, _rx) = mpsc::unbounded_channel();
+            let (_, complete) = bus.attach("s", dropped, &Recorder(tx), || {}).await;
+            assert!(
+                complete,
+                "{}: everything after the drops is kept",
+                case.name
+            );
+        }
     }
 
     #[test]

@@ -39,6 +39,7 @@ mod print;
 mod prompt;
 mod report;
 mod resume;
+mod saving;
 pub mod silence;
 mod turns;
 
@@ -158,6 +159,8 @@ pub struct Hub {
     /// Sessions handed off to another agent, and the session that went on (R-CARRY-4).
     handed_off: Mutex<HashMap<String, String>>,
     persist_failures: Mutex<u32>,
+    /// Sessions whose saves fail, and their banners (R-STORE-15).
+    saving: saving::Saving,
     shutdown: CancellationToken,
     /// Set once [`Self::shutdown`] has run; held while it runs, so a second caller waits.
     shutdown_done: tokio::sync::Mutex<bool>,
@@ -279,6 +282,7 @@ impl Hub {
             carry: Mutex::new(HashMap::new()),
             handed_off: Mutex::new(HashMap::new()),
             persist_failures: Mutex::new(0),
+            saving: saving::Saving::default(),
             shutdown: CancellationToken::new(),
             shutdown_done: tokio::sync::Mutex::new(false),
         }))

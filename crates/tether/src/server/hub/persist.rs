@@ -61,6 +61,7 @@ impl Hub {
             Ok(report) => {
                 *lock(&self.persist_failures) = 0;
                 if report.saved {
+                    self.saved(&params.session_id, Ok(())).await;
                     let properties = props(json!({
                         "workspaceId": workspace_id, "turnCount": turn_count, "execCount": exec_count,
                         "bytes": report.bytes, "durationMs": report.duration.as_millis() as u64, "trigger": trigger,
@@ -88,6 +89,7 @@ impl Hub {
                 })
             }
             Err(err) => {
+                self.saved(&params.session_id, Err(&err)).await;
                 let store = self.store.clone();
                 let failures = {
                     let mut n = lock(&self.persist_failures);

@@ -40,7 +40,9 @@ impl Hub {
         origin: Option<Origin>,
     ) -> Result<ResumeResult> {
         let workspace = absolute_root(&params.workspace.root)?;
-        let (agent, agent_config) = self.agent_config(params.agent.as_deref())?;
+        if let Some(name) = params.agent.as_deref() {
+            self.agent_config(Some(name))?;
+        }
         let cached_id = match params.session_id.clone() {
             Some(id) => {
                 tether_store::validate_session_id(&id)
@@ -49,6 +51,14 @@ impl Hub {
             }
             None => self.latest_session(&workspace).await,
         };
+        // A cached session goes on with the agent it was saved with, not the default one
+        // (whose agent never had it: a window reloaded, a daemon replaced, resumes by id).
+        let named = match (&params.agent, &cached_id) {
+            (Some(name), _) => Some(name.clone()),
+            (None, Some(id)) => self.cached_agent(&workspace, id).await,
+            (None, None) => None,
+        };
+        let (agent, agent_config) = self.agent_config(named.as_deref())?;
         match cached_id {
             _ if agent_config.protocol == AgentProtocol::ClaudePrint => Ok(self
                 .attach_print(&agent, &workspace, cached_id.as_deref())
@@ -83,6 +93,21 @@ impl Hub {
                 }
             }
         }
+    }
+
+    /// The agent session `id` of `workspace` was cached with, when it is still configured.
+    async fn cached_agent(&self, workspace: &Path, id: &str) -> Option<String> {
+        let store = self.store.clone()?;
+        let ws = Workspace::new(workspace).ok()?;
+        let sessions = tokio::task::spawn_blocking(move || store.list(&ws).ok())
+            .await
+            .ok()
+            .flatten()?;
+        sessions
+            .into_iter()
+            .find(|s| s.session_id == id)
+            .and_then(|s| s.agent)
+            .filter(|agent| self.config.agents.contains_key(agent))
     }
 
     pub(super) async fn latest_session(&self, workspace: &Path) -> Option<String> {

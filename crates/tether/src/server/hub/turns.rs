@@ -58,12 +58,17 @@ impl Hub {
             store.append_turn(&ws, &sid, &turn, Instant::now())
         })
         .await;
-        if let Ok(Err(err)) = result {
-            self.log(
-                turn_of.session_id,
-                format!("could not save the turn: {err}"),
-            )
-            .await;
+        match result {
+            Ok(Ok(_)) => self.saved(turn_of.session_id, Ok(())).await,
+            Ok(Err(err)) => {
+                self.log(
+                    turn_of.session_id,
+                    format!("could not save the turn: {err}"),
+                )
+                .await;
+                self.saved(turn_of.session_id, Err(&err)).await;
+            }
+            Err(_) => {}
         }
     }
 
@@ -82,11 +87,14 @@ impl Hub {
             title: None,
         };
         let sid = session_id.to_owned();
-        if let Ok(Err(err)) =
-            tokio::task::spawn_blocking(move || store.set_meta(&ws, &sid, &meta)).await
-        {
-            self.log(session_id, format!("could not record the session: {err}"))
-                .await;
+        match tokio::task::spawn_blocking(move || store.set_meta(&ws, &sid, &meta)).await {
+            Ok(Ok(())) => self.saved(session_id, Ok(())).await,
+            Ok(Err(err)) => {
+                self.log(session_id, format!("could not record the session: {err}"))
+                    .await;
+                self.saved(session_id, Err(&err)).await;
+            }
+            Err(_) => {}
         }
     }
 
@@ -108,11 +116,13 @@ impl Hub {
                     session_id,
                     format!("totalResumes = {}", stats.total_resumes),
                 )
-                .await
+                .await;
+                self.saved(session_id, Ok(())).await;
             }
             Ok(Err(err)) => {
                 self.log(session_id, format!("could not record the resume: {err}"))
-                    .await
+                    .await;
+                self.saved(session_id, Err(&err)).await;
             }
             Err(_) => {}
         }

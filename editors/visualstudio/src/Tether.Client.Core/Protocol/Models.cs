@@ -114,6 +114,8 @@ namespace Tether.Client.Core.Protocol
         PersistenceDisabled,
         /// <summary>The live agent confirmed the session again.</summary>
         RecoveredLive,
+        /// <summary>Saving the session failed (a full disk, an I/O error); cleared when a save works again (R-STORE-15).</summary>
+        CannotSave,
     }
 
     /// <summary><c>{"root": "/abs"}</c>: the workspace a session belongs to.</summary>

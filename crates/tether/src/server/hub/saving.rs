@@ -1,0 +1,158 @@
+//! Whether the hub's saves of each session work, and what editors are told (R-STORE-15):
+//! the first save of a session that fails (an editor's `session/persist`, a turn the hub
+//! caches by itself while an agent streams, the session recorded as it opens or resumes)
+//! publishes a `cannotSave` banner under the session; later failures say nothing more; the
+//! next save of the session that works clears it. The decision is [`Saving::record`], pure
+//! but for its set of failing sessions; publishing it is the caller's.
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+
+use tether_store::StoreError;
+
+use super::Hub;
+use super::events::Event;
+use crate::protocol::{BannerKind, BannerParams};
+
+impl Hub {
+    /// Records how a save of `session_id` went and tells its editors when that changes
+    /// what they should see ([`Saving::record`]).
+    pub(super) async fn saved(
+        &self,
+        session_id: &str,
+        outcome: std::result::Result<(), &StoreError>,
+    ) {
+        if let Err(err) = outcome {
+            tracing::warn!(session = session_id, error = %err, disk_full = err.is_disk_full(), "a save failed");
+        }
+        if let Some(event) = self.saving.record(session_id, outcome) {
+            self.emit(Some(session_id), event).await;
+        }
+    }
+}
+
+/// The sessions whose last save failed (their banner is up).
+#[derive(Debug, Default)]
+pub(super) struct Saving {
+    failing: Mutex<HashSet<String>>,
+}
+
+/// The banner id of session `session_id`'s save failures.
+pub(super) fn banner_id(session_id: &str) -> String {
+    format!("cannotSave:{session_id}")
+}
+
+impl Saving {
+    /// Records how a save of `session_id` went; returns the event to publish under the
+    /// session, if any: a banner on its first failure, its clearing on the first save that
+    /// works after failures.
+    pub(super) fn record(
+        &self,
+        session_id: &str,
+        outcome: std::result::Result<(), &StoreError>,
+    ) -> Option<Event> {
+        let mut failing = self
+            .failing
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match outcome {
+            Ok(()) => failing.remove(session_id).then(|| Event::BannerCleared {
+                id: banner_id(session_id),
+            }),
+            Err(err) => failing.insert(session_id.to_owned()).then(|| {
+                Event::Banner(BannerParams {
+                    id: banner_id(session_id),
+                    session_id: Some(session_id.to_owned()),
+                    kind: BannerKind::CannotSave,
+                    message: message(err),
+                    dismissible: false,
+                })
+            }),
+        }
+    }
+}
+
+/// The banner's text: "Tether cannot save this session: the disk is full" (and where),
+/// or the error itself.
+fn message(err: &StoreError) -> String {
+    let kept = "What was saved before is kept; saving resumes by itself once it works again.";
+    if err.is_disk_full() {
+        let at = err
+            .path()
+            .map(|p| format!(" ({})", p.display()))
+            .unwrap_or_default();
+        format!("Tether cannot save this session: the disk is full{at}. {kept}")
+    } else {
+        format!("Tether cannot save this session: {err}. {kept}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn io(kind: std::io::ErrorKind) -> StoreError {
+        StoreError::Io {
+            op: "write",
+            path: "/cache/s/journal".into(),
+            source: std::io::Error::from(kind),
+        }
+    }
+
+    /// What editors are told over a run of saves of two sessions: one banner per session
+    /// on its first failure, nothing on later ones, a clearing on the first success after.
+    #[test]
+    fn a_banner_once_per_failing_session_cleared_by_the_next_save_that_works() {
+        use std::io::ErrorKind::{PermissionDenied, StorageFull};
+        let saving = Saving::default();
+        // (session, outcome: None = saved, Some(kind) = failed; what is published)
+        let table: &[(&str, Option<std::io::ErrorKind>, &str)] = &[
+            ("a", None, "nothing"),
+            ("a", Some(StorageFull), "banner"),
+            ("a", Some(StorageFull), "nothing"),
+            ("b", Some(PermissionDenied), "banner"),
+            ("a", Some(PermissionDenied), "nothing"),
+            ("a", None, "cleared"),
+            ("a", None, "nothing"),
+            ("b", None, "cleared"),
+            ("a", Some(StorageFull), "banner"),
+        ];
+        for (i, (session, outcome, want)) in table.iter().enumerate() {
+            let err = outcome.map(io);
+            let event = saving.record(session, err.as_ref().map_or(Ok(()), Err));
+            let got = match &event {
+                None => "nothing",
+                Some(Event::Banner(b)) => {
+                    assert_eq!(b.id, format!("cannotSave:{session}"));
+                    assert_eq!(b.session_id.as_deref(), Some(*session));
+                    assert_eq!(b.kind, BannerKind::CannotSave);
+                    "banner"
+                }
+                Some(Event::BannerCleared { id }) => {
+                    assert_eq!(id, &format!("cannotSave:{session}"));
+                    "cleared"
+                }
+                Some(other) => panic!("row {i}: {other:?}"),
+            };
+            assert_eq!(got, *want, "row {i}: {session} {outcome:?}");
+        }
+    }
+
+    #[test]
+    fn the_message_says_the_disk_is_full_and_where_or_names_the_error() {
+        let full = message(&io(std::io::ErrorKind::StorageFull));
+        assert!(
+            full.starts_with(
+                "Tether cannot save this session: the disk is full (/cache/s/journal)."
+            ),
+            "{full}"
+        );
+        assert!(io(std::io::ErrorKind::QuotaExceeded).is_disk_full());
+        let other = message(&io(std::io::ErrorKind::PermissionDenied));
+        assert!(!io(std::io::ErrorKind::PermissionDenied).is_disk_full());
+        assert!(
+            other.starts_with("Tether cannot save this session: ") && !other.contains("full"),
+            "{other}"
+        );
+    }
+}

@@ -1,0 +1,628 @@
+//! The chaos harness: several sessions on the scripted agent, each behind its own editor
+//! and forwarder (`tether serve --stdio`) reaching one daemon (a private runtime folder),
+//! with faults drawn from [`FAULTS`] by a seeded generator, and invariants checked after
+//! every step and at the end:
+//!
+//! - every turn either completed (`stopReason`) or ended with a classified error the editor
+//!   saw (`data.kind`), or, for an editor that was killed or vanished, ended in the daemon
+//!   and was drawn by the editor that took the session back (`session/turnEnded`);
+//! - at most one agent process per session at any step (no orphan left by a kill);
+//! - every acknowledged turn (its prompt answered `end_turn`) is in the session's cached
+//!   transcript after the daemon stops and a new one starts (R-STORE-13);
+//! - no session is stuck: each answers a last prompt;
+//! - no daemon and no agent process is left after shutdown (R-PROC-1);
+//! - no secret (a fake Anthropic API key planted in every forwarder's environment, which the
+//!   agents inherit, and in a prompt) in any log or in the cache (R-PRIV-1).
+//!
+//! Bounded and reproducible: `TETHER_CHAOS_SEED` (default 1, printed), `TETHER_CHAOS_STEPS`
+//! (default 12), `TETHER_CHAOS_SECS` (default 60: no new step starts after it),
+//! `TETHER_CHAOS_SESSIONS` (default 3), `TETHER_CHAOS_DISK_FULL=1` (the cache on a 4 MiB
+//! tmpfs, and a full disk among the faults: needs root and mount(8)). Timing still varies (a retry may take the fault
+//! planned for the next call), so a seed reproduces the same faults on the same sessions in
+//! the same order. A long run: `TETHER_CHAOS_SECS=3600 TETHER_CHAOS_STEPS=100000 cargo test
+//! -p tether --test chaos -- --nocapture`.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use rand::{Rng, SeedableRng};
+use serde_json::{Value, json};
+use support::{Mode, STEP, Tmpfs, World, processes_mentioning, tether_bin};
+use tether::editor::{Answers, Editor, ServerProcess};
+use tether::lsp_client::RpcError;
+
+/// What a step does to the session it picks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    /// A plain turn.
+    None,
+    /// The agent reports a tool call, then `SIGKILL`s itself (the OOM killer mid-tool-call).
+    AgentKill,
+    /// The model answers 429 (rate limited, retry in 1 s).
+    RateLimit,
+    /// The model answers 500.
+    ServerError,
+    /// The agent says nothing for 1.5 s mid-turn, then answers.
+    Stall,
+    /// The daemon is `SIGKILL`ed while the turn streams.
+    DaemonKill,
+    /// The editor's forwarder is `SIGKILL`ed while the turn streams (a window reloaded).
+    ForwarderKill,
+    /// The editor closes its end mid-request (a window closed).
+    EditorVanish,
+    /// The session cache's disk (a 4 MiB tmpfs) is full during a turn, then space
+    /// returns: the editor is told once (`cannotSave`) and the banner is cleared by the
+    /// next save (R-STORE-15). Drawn only with `TETHER_CHAOS_DISK_FULL=1` (mounting needs
+    /// root and mount(8)).
+    DiskFull,
+}
+
+/// The table faults are drawn from (each equally likely).
+const FAULTS: [Fault; 8] = [
+    Fault::None,
+    Fault::AgentKill,
+    Fault::RateLimit,
+    Fault::ServerError,
+    Fault::Stall,
+    Fault::DaemonKill,
+    Fault::ForwarderKill,
+    Fault::EditorVanish,
+];
+
+/// What the agent does on the prompt a step sends (a scripted fault, `None` for an echo).
+fn agent_action(fault: Fault) -> Option<Value> {
+    match fault {
+        Fault::None | Fault::DiskFull => None,
+        Fault::AgentKill => Some(json!({"kind": "crashMidPrompt"})),
+        Fault::RateLimit => Some(json!({"kind": "error", "code": 429,
+            "message": "Resource has been exhausted (e.g. check quota). Please retry in 1.0s."})),
+        Fault::ServerError => Some(json!({"kind": "error", "code": 500,
+            "message": "Internal server error"})),
+        Fault::Stall => Some(json!({"kind": "delay", "ms": 1500})),
+        // Long enough to be cut: at most 3 s, then the turn ends by itself.
+        Fault::DaemonKill | Fault::ForwarderKill | Fault::EditorVanish => {
+            Some(json!({"kind": "stream", "count": 3000, "perSecond": 1000}))
+        }
+    }
+}
+
+fn env_number(name: &str, default: u64) -> u64 {
+    std::env::var(name).map_or(default, |v| {
+        v.trim()
+            .parse()
+            .unwrap_or_else(|e| panic!("{name}={v:?} is not a whole number: {e}"))
+    })
+}
+
+/// A fake Anthropic API key of the real shape (R-PRIV-1's rule), planted where an agent
+/// and the daemon see it; it must never be written anywhere but the agent's own state.
+fn secret() -> String {
+    format!("sk-ant-api03-{}AA", "C".repeat(93))
+}
+
+struct Chaos {
+    world: World,
+    runtime: PathBuf,
+    seed: u64,
+    sessions: usize,
+    /// The cache's small disk, with `TETHER_CHAOS_DISK_FULL=1`.
+    disk: Option<Tmpfs>,
+}
+
+impl Chaos {
+    /// Session `i`'s workspace (one each: a resume without a session id takes a
+    /// workspace's latest session back).
+    fn ws(&self, i: usize) -> Value {
+        let root = self.world.path().join(format!("ws{i}"));
+        std::fs::create_dir_all(&root).unwrap();
+        json!({"root": root})
+    }
+
+    fn script_path(&self, i: usize) -> PathBuf {
+        self.world.path().join(format!("script{i}.json"))
+    }
+
+    /// Writes session `i`'s agent script: `actions[k]` for its prompt call `k + 1`.
+    fn write_script(&self, i: usize, actions: &[Option<Value>]) {
+        let faults: Vec<Value> = actions
+            .iter()
+            .enumerate()
+            .filter_map(|(k, a)| {
+                a.as_ref()
+                    .map(|a| json!({"method": "session/prompt", "calls": [k + 1], "action": a}))
+            })
+            .collect();
+        let script = json!({
+            "loadSession": true,
+            "stateDir": self.world.path().join(format!("agent{i}")),
+            "sessionPrefix": format!("s{i}-"),
+            "faults": faults,
+        });
+        std::fs::write(self.script_path(i), serde_json::to_vec(&script).unwrap()).unwrap();
+    }
+
+    fn options(&self) -> Value {
+        let mut options = self.world.options();
+        let mut agents = serde_json::Map::new();
+        for i in 0..self.sessions {
+            agents.insert(
+                format!("scripted{i}"),
+                json!({"command": tether_bin(), "protocol": "acp",
+                       "args": ["scripted-agent", "--script", self.script_path(i)]}),
+            );
+        }
+        options["agents"] = Value::Object(agents);
+        options["defaultAgent"] = json!("scripted0");
+        options
+    }
+
+    async fn editor(&self) -> Editor {
+        let editor = Editor::connect(
+            ServerProcess::Binary {
+                program: tether_bin(),
+                args: vec![
+                    "serve".into(),
+                    "--stdio".into(),
+                    "--log-file".into(),
+                    self.world
+                        .path()
+                        .join("logs/forwarder.log")
+                        .display()
+                        .to_string(),
+                ],
+                env: vec![
+                    (
+                        "TETHER_RUNTIME_DIR".into(),
+                        self.runtime.display().to_string(),
+                    ),
+                    ("TETHER_LOG".into(), "debug".into()),
+                    ("TETHER_DAEMON_IDLE_SECS".into(), "30".into()),
+                    ("ANTHROPIC_API_KEY".into(), secret()),
+                ],
+                quiet: true,
+            },
+            Answers::default(),
+        )
+        .expect("forwarder starts");
+        editor
+            .initialize(
+                self.options(),
+                json!({"tether": {"recoveryDialog": true, "banners": true, "status": true}}),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("seed {}: initialize: {e:?}", self.seed));
+        editor
+    }
+
+    fn daemon(&self, args: &[&str]) -> (i32, String) {
+        let out = Command::new(tether_bin())
+            .arg("daemon")
+            .args(args)
+            .env("TETHER_RUNTIME_DIR", &self.runtime)
+            .output()
+            .expect("tether daemon runs");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    }
+
+    fn daemon_pid(&self) -> i32 {
+        let (code, out) = self.daemon(&["status", "--json"]);
+        assert_eq!(code, 0, "seed {}: daemon status: {out}", self.seed);
+        let status: Value = serde_json::from_str(&out).expect("status JSON");
+        status["pid"].as_i64().expect("a daemon pid") as i32
+    }
+
+    fn daemon_processes(&self) -> Vec<i32> {
+        processes_mentioning(&self.runtime.display().to_string())
+            .into_iter()
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains("daemon\0run"))
+            })
+            .collect()
+    }
+
+    fn agents_of(&self, i: usize) -> Vec<i32> {
+        processes_mentioning(&self.script_path(i).display().to_string())
+    }
+
+    /// Every file under the logs, the runtime folder and the cache that holds the secret.
+    fn files_with_secret(&self) -> Vec<PathBuf> {
+        let secret = secret();
+        let mut found = Vec::new();
+        for dir in ["logs", "run", "cache"] {
+            for path in walk(&self.world.path().join(dir)) {
+                let bytes = std::fs::read(&path).unwrap_or_default();
+                if String::from_utf8_lossy(&bytes).contains(&secret) {
+                    found.push(path);
+                }
+            }
+        }
+        found
+    }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+fn prompt_params(sid: &str, text: &str) -> Value {
+    json!({"sessionId": sid, "prompt": [{"type": "text", "text": text}]})
+}
+
+/// One session of the run: its editor (replaced when killed) and what was acknowledged.
+struct Run {
+    editor: Option<Editor>,
+    sid: String,
+    acked: Vec<String>,
+}
+
+/// Takes session `sid` (of session `i`'s workspace) back from a new editor (the old one
+/// was killed or vanished).
+async fn take_back(chaos: &Chaos, i: usize, sid: &str) -> Editor {
+    let editor = chaos.editor().await;
+    let r = editor
+        .request(
+            "session/resume",
+            json!({"workspace": chaos.ws(i), "sessionId": sid}),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("seed {}: take back {sid}: {e:?}", chaos.seed));
+    assert_eq!(r["outcome"], "resumed", "seed {}: {r}", chaos.seed);
+    editor
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chaos_many_sessions_faults_together_nothing_lost() {
+    assert!(
+        std::env::var_os("TETHER_REMOTE").is_none(),
+        "unset TETHER_REMOTE: the harness runs editors through forwarders and a daemon"
+    );
+    let seed = env_number("TETHER_CHAOS_SEED", 1);
+    let steps = env_number("TETHER_CHAOS_STEPS", 12);
+    let secs = env_number("TETHER_CHAOS_SECS", 60);
+    let sessions = env_number("TETHER_CHAOS_SESSIONS", 3).max(1) as usize;
+    eprintln!(
+        "chaos: TETHER_CHAOS_SEED={seed} TETHER_CHAOS_STEPS={steps} TETHER_CHAOS_SECS={secs} TETHER_CHAOS_SESSIONS={sessions}"
+    );
+    let disk_full = env_number("TETHER_CHAOS_DISK_FULL", 0) == 1;
+    eprintln!("chaos: TETHER_CHAOS_DISK_FULL={}", u8::from(disk_full));
+    let world = World::new(Mode::Binary);
+    let runtime = world.path().join("run");
+    let disk = disk_full.then(|| Tmpfs::mount(&world.path().join("cache"), "4m"));
+    let chaos = Chaos {
+        world,
+        runtime,
+        seed,
+        sessions,
+        disk,
+    };
+    let mut table = FAULTS.to_vec();
+    if disk_full {
+        table.push(Fault::DiskFull);
+    }
+
+    // The plan, all drawn from the seed before anything runs: (session, fault) per step.
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let plan: Vec<(usize, Fault)> = (0..steps)
+        .map(|_| {
+            (
+                rng.random_range(0..sessions),
+                table[rng.random_range(0..table.len())],
+            )
+        })
+        .collect();
+    // Each session's agent script: the fault of its k-th prompt at call k (the first
+    // prompt of each session, below, is the planted secret, a plain turn).
+    for i in 0..sessions {
+        let mut actions = vec![None];
+        actions.extend(
+            plan.iter()
+                .filter(|(s, _)| *s == i)
+                .map(|(_, f)| agent_action(*f)),
+        );
+        chaos.write_script(i, &actions);
+    }
+
+    let mut runs = Vec::new();
+    for i in 0..sessions {
+        let editor = chaos.editor().await;
+        let r = editor
+            .request(
+                "session/resume",
+                json!({"workspace": chaos.ws(i), "agent": format!("scripted{i}")}),
+            )
+            .await
+            .expect("a new session");
+        assert_eq!(r["outcome"], "started", "{r}");
+        let sid = r["sessionId"].as_str().unwrap().to_owned();
+        let text = format!("my key is {}", secret());
+        let answer = editor
+            .request("session/prompt", prompt_params(&sid, &text))
+            .await
+            .expect("the first turn");
+        assert_eq!(answer["stopReason"], "end_turn");
+        runs.push(Run {
+            editor: Some(editor),
+            sid,
+            acked: Vec::new(),
+        });
+    }
+
+    let started = Instant::now();
+    let mut faults_run = std::collections::BTreeMap::<String, u32>::new();
+    for (step, (i, fault)) in plan.iter().copied().enumerate() {
+        if started.elapsed() > Duration::from_secs(secs) {
+            eprintln!("chaos: {secs} s spent, stopping after {step} steps");
+            break;
+        }
+        let ctx = format!("seed {seed}, step {step}, session {i}, {fault:?}");
+        eprintln!("chaos: {ctx}");
+        *faults_run.entry(format!("{fault:?}")).or_default() += 1;
+        let mut text = format!("ack {i} {step}");
+        let filler = match (fault, &chaos.disk) {
+            (Fault::DiskFull, Some(disk)) => {
+                // A turn larger than a page needs space the disk no longer has.
+                text = format!("{text} {}", "x".repeat(16 * 1024));
+                Some(disk.fill(".filler"))
+            }
+            _ => None,
+        };
+        let run = &mut runs[i];
+        let editor = run.editor.take().expect("an editor");
+        let mark = editor.mark();
+        let client = editor.client().clone();
+        let params = prompt_params(&run.sid, &text);
+        let asked = tokio::spawn(async move { client.request("session/prompt", params).await });
+        let cut = matches!(
+            fault,
+            Fault::DaemonKill | Fault::ForwarderKill | Fault::EditorVanish
+        );
+        // The cut lands mid-stream; when a retry took the streaming call planned for this
+        // prompt (the agent's faults are keyed by call number), the turn ends first and
+        // there is nothing to cut.
+        let streaming = cut
+            && editor
+                .wait_for(
+                    mark,
+                    "session/update",
+                    |p| p["update"]["sessionUpdate"] == "agent_message_chunk",
+                    STEP,
+                )
+                .await
+                .is_some();
+        let fault = if cut && !streaming {
+            eprintln!("chaos: {ctx}: no stream to cut, a plain turn");
+            Fault::None
+        } else {
+            fault
+        };
+        let editor = match fault {
+            Fault::DaemonKill => {
+                let daemon = chaos.daemon_pid();
+                // SAFETY: a signal to the pid the daemon's status gave.
+                assert_eq!(unsafe { libc::kill(daemon, libc::SIGKILL) }, 0, "{ctx}");
+                Some(editor)
+            }
+            Fault::ForwarderKill => {
+                editor.signal(libc::SIGKILL, STEP).await.unwrap();
+                None
+            }
+            Fault::EditorVanish => {
+                editor.vanish(STEP).await.expect("the forwarder ends");
+                None
+            }
+            _ => Some(editor),
+        };
+        let answer = tokio::time::timeout(STEP * 3, asked)
+            .await
+            .unwrap_or_else(|_| panic!("{ctx}: the turn is stuck"))
+            .unwrap();
+        match (&answer, &editor) {
+            (Ok(result), Some(_)) => {
+                let stop = result["stopReason"].as_str().unwrap_or_default();
+                assert!(!stop.is_empty(), "{ctx}: {result}");
+                if stop == "end_turn" && filler.is_none() {
+                    run.acked.push(text.clone());
+                }
+            }
+            (Err(RpcError::Response { data, .. }), Some(_)) => {
+                let kind = data.as_ref().and_then(|d| d["kind"].as_str());
+                assert!(kind.is_some(), "{ctx}: an unclassified error: {answer:?}");
+            }
+            (Err(e), Some(_)) => panic!("{ctx}: not an error answer: {e:?}"),
+            (_, None) => {}
+        }
+        run.editor = Some(match editor {
+            Some(editor) => {
+                if fault == Fault::DaemonKill {
+                    let back = editor
+                        .wait_for(
+                            mark,
+                            "session/reattached",
+                            |p| p["sessionId"] == run.sid.as_str(),
+                            STEP,
+                        )
+                        .await
+                        .unwrap_or_else(|| panic!("{ctx}: the session is taken back"));
+                    assert_eq!(
+                        back.params()["result"]["outcome"],
+                        "resumed",
+                        "{ctx}: {}",
+                        back.params()
+                    );
+                }
+                editor
+            }
+            None => {
+                let editor = take_back(&chaos, i, &run.sid).await;
+                // The turn went on in the daemon: it ends, and this editor draws its end.
+                let ended = editor
+                    .wait_for(
+                        0,
+                        "session/turnEnded",
+                        |p| p["sessionId"] == run.sid.as_str(),
+                        STEP,
+                    )
+                    .await;
+                let snapshot_has = |e: &Editor| {
+                    e.received().iter().any(|r| {
+                        r.method() == "session/restored" && r.params().to_string().contains(&text)
+                    })
+                };
+                assert!(
+                    ended.is_some() || snapshot_has(&editor),
+                    "{ctx}: the editor that took the session back saw the turn end"
+                );
+                editor
+            }
+        });
+        if let Some(filler) = filler {
+            let editor = run.editor.as_ref().expect("an editor");
+            let id = format!("cannotSave:{}", run.sid);
+            editor
+                .wait_for(mark, "session/banner", |p| p["id"] == id.as_str(), STEP)
+                .await
+                .unwrap_or_else(|| panic!("{ctx}: the editor is told saving fails"));
+            std::fs::remove_file(&filler).unwrap();
+            let freed = editor.mark();
+            let again = format!("ack {i} {step} again");
+            let answer = editor
+                .request("session/prompt", prompt_params(&run.sid, &again))
+                .await;
+            match &answer {
+                Ok(r) if r["stopReason"] == "end_turn" => run.acked.push(again),
+                Ok(_) => {}
+                Err(RpcError::Response { data, .. }) => assert!(
+                    data.as_ref().is_some_and(|d| d["kind"].is_string()),
+                    "{ctx}: an unclassified error: {answer:?}"
+                ),
+                Err(e) => panic!("{ctx}: not an error answer: {e:?}"),
+            }
+            editor
+                .wait_for(
+                    freed,
+                    "session/bannerCleared",
+                    |p| p["id"] == id.as_str(),
+                    STEP,
+                )
+                .await
+                .unwrap_or_else(|| panic!("{ctx}: the banner is cleared once space returns"));
+            // Once in this step (an earlier step's full disk was told and cleared too).
+            let told = editor
+                .received()
+                .iter()
+                .skip(mark)
+                .filter(|r| r.method() == "session/banner" && r.params()["id"] == id.as_str())
+                .count();
+            assert_eq!(told, 1, "{ctx}: told once");
+        }
+        // No orphan: a killed daemon's agents are reaped by the next daemon (R-DAEMON-8),
+        // soon, not at once.
+        for j in 0..runs.len() {
+            let deadline = Instant::now() + STEP;
+            while chaos.agents_of(j).len() > 1 && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            let agents = chaos.agents_of(j);
+            assert!(
+                agents.len() <= 1,
+                "{ctx}: session {j} has agents {agents:?}"
+            );
+        }
+    }
+    eprintln!("chaos: faults run {faults_run:?}");
+
+    // No session is stuck: each answers a last turn.
+    for (i, run) in runs.iter_mut().enumerate() {
+        let text = format!("last {i}");
+        let editor = run.editor.as_ref().unwrap();
+        let answer = editor
+            .request("session/prompt", prompt_params(&run.sid, &text))
+            .await;
+        match answer {
+            Ok(r) if r["stopReason"] == "end_turn" => run.acked.push(text),
+            // A fault planned for a call a retry took may land here: once more.
+            _ => {
+                let again = editor
+                    .request("session/prompt", prompt_params(&run.sid, &text))
+                    .await
+                    .unwrap_or_else(|e| panic!("seed {seed}: session {i} is stuck: {e:?}"));
+                assert_eq!(again["stopReason"], "end_turn", "seed {seed}: session {i}");
+                run.acked.push(text);
+            }
+        }
+    }
+
+    // Shutdown: no daemon and no agent left.
+    for run in &mut runs {
+        run.editor.take().unwrap().shutdown(STEP).await.unwrap();
+    }
+    assert_eq!(chaos.daemon(&["stop"]).0, 0, "seed {seed}: daemon stop");
+    let deadline = Instant::now() + STEP;
+    while (!chaos.daemon_processes().is_empty()
+        || (0..sessions).any(|i| !chaos.agents_of(i).is_empty()))
+        && Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        chaos.daemon_processes().is_empty(),
+        "seed {seed}: no daemon is left"
+    );
+    for i in 0..sessions {
+        assert!(
+            chaos.agents_of(i).is_empty(),
+            "seed {seed}: session {i}'s agent is left"
+        );
+    }
+
+    // Every acknowledged turn is readable after the next start.
+    let editor = chaos.editor().await;
+    for (i, run) in runs.iter().enumerate() {
+        let r = editor
+            .request(
+                "session/history",
+                json!({"workspace": chaos.ws(i), "sessionId": run.sid,
+                       "limit": 500}),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("seed {seed}: history of session {i}: {e:?}"));
+        let all = r.to_string();
+        for text in &run.acked {
+            assert!(
+                all.contains(&format!("\"{text}\"")),
+                "seed {seed}: session {i}: the acknowledged turn {text:?} is lost: {all}"
+            );
+        }
+    }
+    editor.shutdown(STEP).await.unwrap();
+    assert_eq!(chaos.daemon(&["stop"]).0, 0);
+
+    let leaked = chaos.files_with_secret();
+    assert!(
+        leaked.is_empty(),
+        "seed {seed}: the planted secret is in {leaked:?}"
+    );
+    eprintln!(
+        "chaos: seed {seed}: {} turns acknowledged, all kept; no daemon, agent or secret left",
+        runs.iter().map(|r| r.acked.len()).sum::<usize>()
+    );
+}
