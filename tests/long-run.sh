@@ -11,6 +11,12 @@
 #                                         (default 5000 kills; CI runs 200)
 #   tests/long-run.sh proptest [CASES]    every property test with CASES cases (default
 #                                         20000) from a random seed (CI: a fixed seed)
+#   tests/long-run.sh powercut [CUTS]     the store's simulated power cuts at CUTS crash
+#                                         points per workload (default 10000; CI: every
+#                                         operation of a fixed workload, about 460 + 476)
+#   tests/long-run.sh chaos [SECONDS]     the chaos harness for SECONDS (default 1800): 5
+#                                         sessions, faults drawn from a random seed, the disk
+#                                         filled too (needs root for its tmpfs)
 #
 # It builds into the same cache as tests/run-all.sh, and needs what that script installs
 # (run it, or at least `TETHER_SUITES=fuzz tests/run-all.sh`, once first).
@@ -50,8 +56,23 @@ case "${1:-}" in
     PROPTEST_CASES="$cases" PROPTEST_RNG_SEED="$seed" cargo test --workspace --locked \
       || die "a property test failed (seed $seed; the case is kept in the test's .proptest-regressions file)"
     ;;
+  powercut)
+    cuts="${2:-10000}"
+    echo "the store's power cuts at $cuts crash points from seed $seed (replay: TETHER_SEED=$seed)"
+    TETHER_POWER_CUTS="$cuts" TETHER_POWER_CUT_SEED="$seed" cargo test -p tether-store --locked --test recovery power_cut -- --nocapture \
+      || die "a power cut lost something (seed $seed)"
+    ;;
+  chaos)
+    secs="${2:-1800}"
+    echo "the chaos harness for ${secs}s from seed $seed (replay: TETHER_SEED=$seed)"
+    # The whole plan is written into the agents' scripts up front: steps in proportion to
+    # the time, not more.
+    TETHER_CHAOS_SEED="$seed" TETHER_CHAOS_SECS="$secs" TETHER_CHAOS_STEPS=$(( secs / 2 )) TETHER_CHAOS_SESSIONS=5 \
+      TETHER_CHAOS_DISK_FULL=1 cargo test -p tether --locked --test chaos -- --nocapture \
+      || die "the chaos harness found a broken invariant (seed $seed)"
+    ;;
   *)
-    sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

@@ -188,6 +188,9 @@ suite_rust() {
   # they run (--run-ignored all) and can never pass without running.
   phase "  rust: install the real agents" run tests/agents/install.sh
   export TETHER_REAL_AGENTS=1
+  # The disk-full tests (tests/disk_full.rs, #[ignore]d for plain cargo test) and the chaos
+  # harness's disk-full fault mount small tmpfs file systems: they need root, which CI has.
+  export TETHER_CHAOS_DISK_FULL=1
   # Every test in its own process, two at a time, each with a time limit
   # (.config/nextest.toml); every failure is reported, then the slowest tests are named.
   local rc=0
