@@ -82,6 +82,9 @@ const TOOL_DWELL: Duration = Duration::from_secs(2);
 const STARTUP: Duration = Duration::from_secs(90);
 /// One prompt turn, faults and agent-internal retries included.
 const TURN: Duration = Duration::from_secs(150);
+/// The first turn after a faulted one, the fault removed: a healthy agent answers in well
+/// under a second; past this the agent is taken for silent (see its use).
+const AFTER_FAULT: Duration = Duration::from_secs(45);
 
 /// Whether a process is the slow command itself (`sleep`), not a shell wrapping it: only
 /// then has the agent's tool, including any `setsid` it does, surely started.
@@ -706,8 +709,24 @@ async fn run_acp(agent: RealAgent, expect: Expect) {
         live.conn.shutdown().await;
         live = run.reload(&id, "hello tether", "after 429").await;
     }
-    // The fault is gone: the same session carries on.
-    prompt_ok(&run, &live, "after the limit").await;
+    // The fault is gone: the session carries on. codex-acp 0.16.0 now and then (on a loaded
+    // machine: one run in three here) never answers the first prompt after its "exceeded
+    // retry limit" turn and sends the model no request; what Tether's hub does with a silent
+    // agent (its watchdog) is a fresh process that loads the session, so that is what the
+    // session must survive then. Noted, so a run shows which path it took.
+    if tokio::time::timeout(AFTER_FAULT, prompt_ok(&run, &live, "after the limit"))
+        .await
+        .is_err()
+    {
+        run.note(
+            "silentAfterApiError",
+            json!({"waitedMs": AFTER_FAULT.as_millis() as u64}),
+        );
+        let id = live.session.clone();
+        live.conn.shutdown().await;
+        live = run.reload(&id, "hello tether", "after 429").await;
+        prompt_ok(&run, &live, "after the limit").await;
+    }
 
     // 5. A 401.
     let rule = run.fake.add_fault(

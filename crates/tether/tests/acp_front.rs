@@ -2,6 +2,9 @@
 //! on stdio, driven by the test kit's ACP client, in front of the scripted agent
 //! (`tether scripted-agent`, itself a child of `tether acp` or of the daemon).
 
+// Unix only: signals and the daemon's Unix socket.
+#![cfg(unix)]
+
 mod support;
 
 use std::path::{Path, PathBuf};

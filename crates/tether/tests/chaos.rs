@@ -22,6 +22,9 @@
 //! the same order. A long run: `TETHER_CHAOS_SECS=3600 TETHER_CHAOS_STEPS=100000 cargo test
 //! -p tether --test chaos -- --nocapture`.
 
+// Unix only: signals, /proc and the daemon's Unix socket.
+#![cfg(unix)]
+
 mod support;
 
 use std::path::{Path, PathBuf};

@@ -4,6 +4,9 @@
 //! `cargo test` passes anywhere, and CI (root) runs them with `--ignored`; where the mount
 //! fails they fail, naming what is missing, never skip silently.
 
+// Unix only: mount(8) and a tmpfs.
+#![cfg(unix)]
+
 mod support;
 
 use serde_json::{Value, json};

@@ -15,6 +15,7 @@ use super::server::{DaemonOptions, Status, bind, run};
 /// are down.
 pub const STOP_EXIT_TIMEOUT: Duration = Duration::from_secs(10);
 
+pub use super::acp_relay::forward_acp;
 pub use super::remote::{DEFAULT_IDLE_SECS, Remote};
 
 fn current_thread_runtime(what: &str) -> Option<tokio::runtime::Runtime> {

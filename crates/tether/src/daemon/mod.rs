@@ -7,7 +7,9 @@
 //! the first line each way; [`forwarder`]: connect-or-start; [`relay`]: the editor's frames
 //! both ways, surviving a lost daemon, with [`frames`] (where frames end) and [`ledger`]
 //! (what is in flight, what to replay); [`server`]: the daemon's accept loop, peer check
-//! and shared hubs; [`image`]: the start-up pages of the binary given back; [`cli`]: `tether daemon` and the forwarding `tether serve`.
+//! and shared hubs; [`image`]: the start-up pages of the binary given back; [`cli`]:
+//! `tether daemon` and the forwarding `tether serve`; `acp_relay`: `tether acp`'s stream
+//! carried to the daemon.
 
 //!
 //! The endpoint is a Unix domain socket. On Windows (a named pipe is to come) the daemon's
@@ -20,6 +22,8 @@ pub mod handshake;
 pub mod ledger;
 pub mod remote;
 
+#[cfg(unix)]
+pub mod acp_relay;
 #[cfg(unix)]
 pub mod cli;
 #[cfg(unix)]

@@ -41,6 +41,16 @@ pub mod cli {
         refuse("stop")
     }
 
+    /// `tether acp --remote=auto`: no daemon to carry the stream to; the caller serves in
+    /// this process after logging this error ([`NOT_SUPPORTED`]).
+    ///
+    /// # Errors
+    /// Always, with [`NOT_SUPPORTED`].
+    #[allow(clippy::unused_async)] // the same signature as the Unix forwarder's
+    pub async fn forward_acp(_settings: &crate::acp_front::AcpSettings) -> Result<(), String> {
+        Err(NOT_SUPPORTED.to_owned())
+    }
+
     /// `tether serve --remote=auto`: serves in this process, after saying so.
     pub async fn forward_stdio(options: crate::server::ServeOptions) {
         eprintln!("tether serve: {NOT_SUPPORTED}");
