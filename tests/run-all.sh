@@ -162,7 +162,8 @@ need_nextest() {
 
 # The 15 slowest tests of the last nextest run, from its JUnit report: what to make faster.
 slowest_tests() {
-  local junit="$CARGO_TARGET_DIR/nextest/ci/junit.xml"
+  # nextest's store is <workspace>/target/nextest whatever CARGO_TARGET_DIR says.
+  local junit="$repo/target/nextest/ci/junit.xml"
   [ -f "$junit" ] || { printf 'no JUnit report at %s\n' "$junit"; return 0; }
   python3 - "$junit" <<'PY'
 import sys, xml.etree.ElementTree as ET

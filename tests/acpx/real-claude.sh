@@ -10,7 +10,7 @@
 #
 # Usage: tests/acpx/real-claude.sh [target dir]   (default: cargo builds tether and
 #        tether-fake-model). Needs tests/agents installed (tests/agents/install.sh) and
-#        tests/acpx (`npm ci` there, done when missing).
+#        acpx (tests/acpx/install.sh, run here).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -27,7 +27,7 @@ fake="$target/debug/tether-fake-model"
 claude="$repo/tests/agents/node_modules/.bin/claude-agent-acp"
 [ -x "$tether" ] && [ -x "$fake" ] || die "no tether / tether-fake-model in $target/debug"
 [ -x "$claude" ] || die "claude-agent-acp is not installed: run tests/agents/install.sh"
-[ -x "$here/node_modules/.bin/acpx" ] || (cd "$here" && npm ci --no-audit --no-fund)
+"$here/install.sh"
 acpx="$here/node_modules/.bin/acpx"
 
 # Waits until no process carries STORY=$1 in its environment (acpx's queue owner and what

@@ -10,7 +10,7 @@
 # process (`--remote off`).
 #
 # Usage: tests/acpx/run.sh [path/to/tether]   (default: cargo build -p tether, then its binary)
-# Needs: node and npm (`npm ci` in tests/acpx is run when node_modules is missing).
+# Needs: node and npm (tests/acpx/install.sh installs acpx; run here).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -23,9 +23,7 @@ if [ -z "$tether" ]; then
   tether="${CARGO_TARGET_DIR:-$repo/target}/debug/tether"
 fi
 [ -x "$tether" ] || die "no tether binary at $tether"
-if [ ! -x "$here/node_modules/.bin/acpx" ]; then
-  (cd "$here" && npm ci --no-audit --no-fund)
-fi
+"$here/install.sh"
 acpx="$here/node_modules/.bin/acpx"
 echo "acpx $("$acpx" --version), $("$tether" --version)"
 
