@@ -28,7 +28,7 @@ sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 
 # --- What the cross builds and the emulated runs need ----------------------------------------
-apt_pkgs=(musl-tools gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user qemu-user-binfmt binfmt-support unzip)
+apt_pkgs=(musl-tools gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user qemu-user-binfmt binfmt-support unzip file)
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
