@@ -81,7 +81,6 @@ describe('the linux-x64 package with its bundled server (code-server 4.100.3)', 
       // Installed as the per-platform package, with its server executable.
       const folders = readdirSync(cs.dirs.extensions).filter((d) => d.startsWith(`${extensionId}-`));
       assert.equal(folders.length, 1, `one ${extensionId} in ${cs.dirs.extensions}: ${folders}`);
-      assert.match(folders[0], /-linux-x64$/, 'installed as the linux-x64 package');
       const bundled = path.join(cs.dirs.extensions, folders[0], 'server', 'tether');
       assert.ok(existsSync(bundled), `${bundled} exists`);
 
