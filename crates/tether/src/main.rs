@@ -8,10 +8,26 @@ use clap::{Parser, Subcommand};
 
 /// Keeps AI coding agent sessions alive across failures, rate limits and editor restarts.
 #[derive(Parser, Debug)]
-#[command(name = "tether", version, about, long_about = None)]
+#[command(name = "tether", version, long_version = long_version(), about, long_about = None)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
+}
+
+/// `tether --version`: the version, then the commit, target triple and editor protocol
+/// version (docs/protocol.md) of this build, one `name: value` per line. The commit and
+/// target come from build.rs (`unknown` only in a build that bypassed it).
+fn long_version() -> &'static str {
+    static TEXT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!(
+            "{}\ncommit: {}\ntarget: {}\nprotocol: {}",
+            env!("CARGO_PKG_VERSION"),
+            option_env!("TETHER_COMMIT").unwrap_or("unknown"),
+            option_env!("TETHER_TARGET").unwrap_or("unknown"),
+            tether::protocol::PROTOCOL_VERSION
+        )
+    });
+    &TEXT
 }
 
 #[derive(Subcommand, Debug)]

@@ -28,12 +28,49 @@ fn run_with_stdin(args: &[&str], input: &str) -> std::process::Output {
 
 #[test]
 fn version_names_the_package_version() {
-    let out = tether().arg("--version").output().expect("run tether");
-    assert!(out.status.success(), "tether --version failed: {out:?}");
+    let out = tether().arg("-V").output().expect("run tether");
+    assert!(out.status.success(), "tether -V failed: {out:?}");
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert_eq!(
         stdout.trim(),
         format!("tether {}", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
+fn long_version_names_commit_target_and_protocol() {
+    let out = tether().arg("--version").output().expect("run tether");
+    assert!(out.status.success(), "tether --version failed: {out:?}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines[0],
+        format!("tether {}", env!("CARGO_PKG_VERSION")),
+        "{stdout}"
+    );
+    // The commit this test was built from, as git names it (12 hex digits), when built in a
+    // git checkout; the target is the one the tests run on.
+    let head = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
+    let commit = lines[1].strip_prefix("commit: ").expect("a commit line");
+    match (head, std::env::var("TETHER_COMMIT")) {
+        (_, Ok(set)) if !set.is_empty() => assert_eq!(commit, set.trim()),
+        (Some(head), _) => assert_eq!(commit, head),
+        (None, _) => assert_eq!(commit, "unknown"),
+    }
+    let target = lines[2].strip_prefix("target: ").expect("a target line");
+    assert!(
+        target.starts_with(std::env::consts::ARCH) && target.contains(std::env::consts::OS),
+        "{target}"
+    );
+    assert_eq!(
+        lines[3],
+        format!("protocol: {}", tether::protocol::PROTOCOL_VERSION)
     );
 }
 

@@ -26,8 +26,9 @@ import {
   type TetherSettings,
 } from './core/config';
 import { SessionController, TurnDetachedError, type ShutdownReport } from './core/controller';
-import { PROTOCOL_VERSION, ServerMethods, type TetherClientCapabilities } from './core/protocol';
+import { ServerMethods, type TetherClientCapabilities } from './core/protocol';
 import { resolveServer } from './core/serverPath';
+import { checkServer } from './core/serverVersion';
 import { LocalStatus } from './core/status';
 import { TranscriptModel, type WebviewMessage } from './core/transcript';
 import { SessionPanel, VIEW_TYPE } from './sessionPanel';
@@ -243,12 +244,30 @@ async function doStart(context: vscode.ExtensionContext): Promise<void> {
     void client.dispose().catch(() => undefined);
     return;
   }
-  const version = (client.initializeResult?.capabilities.experimental as { tether?: { protocolVersion?: unknown } } | undefined)
-    ?.tether?.protocolVersion;
-  if (version !== PROTOCOL_VERSION) {
-    out.warn(`server speaks tether protocol version ${String(version)}; this extension speaks ${PROTOCOL_VERSION}`);
+  const init = client.initializeResult;
+  const serverVersion = init?.serverInfo?.version;
+  out.info(`server ${init?.serverInfo?.name ?? '?'} ${serverVersion ?? ''} ready`);
+  const extensionVersion = (context.extension.packageJSON as { version?: string }).version ?? '?';
+  const verdict = checkServer(
+    {
+      version: serverVersion,
+      protocolVersion: (init?.capabilities.experimental as { tether?: { protocolVersion?: unknown } } | undefined)?.tether?.protocolVersion,
+    },
+    extensionVersion,
+    server.source,
+  );
+  if (!verdict.ok) {
+    // Another protocol: its messages may mean something else, so do not run a session on it.
+    out.error(`${server.command}: ${verdict.error}`);
+    ui.setStatus(LocalStatus.serverUnavailable(verdict.error));
+    void vscode.window.showErrorMessage(`Tether: ${verdict.error}`, 'Open Settings', 'Show Logs').then((a) => {
+      if (a === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'tether.serverPath');
+      if (a === 'Show Logs') out.show(true);
+    });
+    void client.stop().catch(() => undefined);
+    return;
   }
-  out.info(`server ${client.initializeResult?.serverInfo?.name ?? '?'} ${client.initializeResult?.serverInfo?.version ?? ''} ready`);
+  if (verdict.note !== undefined) out.info(verdict.note);
   running = run;
   run.started = true;
   panel?.attach({ fullState: () => controller.transcript.fullState(), onMessage: (m) => onViewMessage(controller, m) });

@@ -1,11 +1,14 @@
 /**
- * Which `tether` executable to start: the `tether.serverPath` setting, else the binary bundled in
- * the extension's `bin/`, else `tether` on `PATH` (README.md, "Editor set-up"). A configured path
- * that is not an executable file is an error, not a silent fall-through: the user asked for that
- * binary.
+ * Which `tether` executable to start: the `tether.serverPath` setting, else the server bundled in
+ * the extension's `server/` (the per-platform packages `cargo xtask dist` builds carry it, as
+ * rust-analyzer's do), else `tether` on `PATH` (README.md, "Install"). A configured path that is
+ * not an executable file is an error, not a silent fall-through: the user asked for that binary.
  */
 import { accessSync, constants, statSync } from 'node:fs';
 import * as path from 'node:path';
+
+/** The folder of the extension that holds the bundled server. */
+export const BUNDLED_DIR = 'server';
 
 export type ServerSource = 'setting' | 'bundled' | 'path';
 
@@ -44,7 +47,7 @@ export function resolveServer(input: ResolveInput, isExecutable: (file: string) 
       ? { ok: true, command: input.configured, source: 'setting' }
       : { ok: false, error: `tether.serverPath is "${input.configured}", which is not an executable file` };
   }
-  const bundled = path.join(input.extensionPath, 'bin', exe);
+  const bundled = path.join(input.extensionPath, BUNDLED_DIR, exe);
   if (isExecutable(bundled)) return { ok: true, command: bundled, source: 'bundled' };
   const sep = input.platform === 'win32' ? ';' : ':';
   for (const dir of (input.envPath ?? '').split(sep)) {

@@ -40,7 +40,7 @@ export function requireExecutable(file, what, hint) {
 }
 
 /** The harness's own prerequisites: code-server, chromium, playwright-core, the .vsix. */
-export async function requireHarness() {
+export async function requireHarness(vsix = vsixPath) {
   requireExecutable(codeServerBin, 'code-server 4.100.3', INSTALL_HINT);
   requireExecutable(chromiumBin, 'Debian chromium', INSTALL_HINT);
   try {
@@ -48,7 +48,7 @@ export async function requireHarness() {
   } catch (err) {
     throw new Error(`playwright-core cannot be loaded from ${here}/node_modules (${INSTALL_HINT}): ${err}`, { cause: err });
   }
-  if (!existsSync(vsixPath)) throw new Error(`the packaged extension ${vsixPath} is missing (run npm run package)`);
+  if (!existsSync(vsix)) throw new Error(`the packaged extension ${vsix} is missing (run npm run package, or cargo xtask dist for the per-platform ones)`);
 }
 
 /** A free TCP port on 127.0.0.1. */
@@ -71,10 +71,11 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
  * environment code-server (and so the extension host and `tether serve`) gets: a key set to
  * `undefined` is removed, e.g.
  * `{TETHER_REMOTE: undefined}` for the default, a daemon in this run's own XDG_RUNTIME_DIR.
+ * `vsix` is the package installed (default: the one `npm run package` builds).
  * Returns `{url, root, dirs, env, logs, kill, stop}`: `kill` ends code-server's process group,
  * `stop` does that and removes the temp folder.
  */
-export async function startCodeServer({ name, settings, workspace, env: envChanges = {} }) {
+export async function startCodeServer({ name, settings, workspace, env: envChanges = {}, vsix = vsixPath }) {
   const root = mkdtempSync(path.join(tmpdir(), `tether-e2e-${name}-`));
   const dirs = {
     extensions: path.join(root, 'extensions'),
@@ -104,9 +105,9 @@ export async function startCodeServer({ name, settings, workspace, env: envChang
   const common = ['--extensions-dir', dirs.extensions, '--user-data-dir', dirs.userData];
 
   // The real install path: code-server's own --install-extension of the .vsix.
-  const inst = spawnSync(codeServerBin, [...common, '--install-extension', vsixPath], { env, encoding: 'utf8', timeout: 120_000 });
+  const inst = spawnSync(codeServerBin, [...common, '--install-extension', vsix], { env, encoding: 'utf8', timeout: 120_000 });
   if (inst.status !== 0) {
-    throw new Error(`code-server --install-extension ${vsixPath} failed (${inst.status}): ${inst.stdout}\n${inst.stderr}`);
+    throw new Error(`code-server --install-extension ${vsix} failed (${inst.status}): ${inst.stdout}\n${inst.stderr}`);
   }
   const installed = readdirSync(dirs.extensions).filter((d) => d.startsWith(`${extensionId}-`));
   if (installed.length !== 1) throw new Error(`expected ${extensionId}-<version> in ${dirs.extensions}, found ${readdirSync(dirs.extensions)}`);

@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { isExecutableFile, resolveServer } from '../../src/core/serverPath';
 
 // Real files on disk: the resolver's file checks run for real.
-describe('server path resolution (setting, else bundled bin/, else PATH)', () => {
+describe('server path resolution (setting, else bundled server/, else PATH)', () => {
   let dir: string;
   let ext: string;
   let onPath: string;
@@ -15,7 +15,7 @@ describe('server path resolution (setting, else bundled bin/, else PATH)', () =>
     dir = mkdtempSync(path.join(tmpdir(), 'tether-serverpath-'));
     ext = path.join(dir, 'ext');
     onPath = path.join(dir, 'path-bin');
-    mkdirSync(path.join(ext, 'bin'), { recursive: true });
+    mkdirSync(path.join(ext, 'server'), { recursive: true });
     mkdirSync(onPath);
     exe = path.join(dir, 'custom-tether');
     writeFileSync(exe, '#!/bin/sh\n');
@@ -52,7 +52,7 @@ describe('server path resolution (setting, else bundled bin/, else PATH)', () =>
     chmodSync(pathExe, 0o755);
     assert.deepEqual(resolveServer(input('')), { ok: true, command: pathExe, source: 'path' });
 
-    const bundled = path.join(ext, 'bin', 'tether');
+    const bundled = path.join(ext, 'server', 'tether');
     writeFileSync(bundled, '#!/bin/sh\n');
     chmodSync(bundled, 0o755);
     assert.deepEqual(resolveServer(input('')), { ok: true, command: bundled, source: 'bundled' });

@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# The `dist` suite: builds the release set with `cargo xtask dist` (README.md, "Install") and
+# checks what a user downloads:
+#   - every file of target/dist/ is in SHA256SUMS and matches it (`sha256sum -c`), and
+#     SHA256SUMS names nothing that is missing;
+#   - each archive holds tether-<version>-<target>/{tether,LICENSE,README.md}, and its
+#     `tether --version` names its own target and this checkout's commit;
+#   - the musl build is static and plays `tether demo` here;
+#   - the aarch64 build plays `tether demo` under qemu-user (binfmt_misc, so the agent process
+#     the demo starts runs emulated too);
+#   - each per-platform VS Code package carries the server in extension/server/ (executable)
+#     and is at most 8 MB; the package without a server carries none;
+#   - the linux-x64 package, installed into code-server with no `tether` on PATH and no
+#     tether.serverPath, starts its bundled server and runs a prompt turn
+#     (editors/vscode/test/e2e/bundled.e2e.test.mjs).
+# It installs what it needs (apt: cross compilers, musl-tools, qemu-user with its binfmt
+# registration; rustup targets; code-server and Chromium through editors/vscode/scripts/install-e2e.sh)
+# and fails, naming it, when something cannot be installed.
+#
+# Usage: tests/dist/run.sh   (honours CARGO_TARGET_DIR; the set is written to target/dist/)
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$repo"
+log() { printf '[dist] %s\n' "$*"; }
+die() { printf '[dist] FAILED: %s\n' "$*" >&2; exit 1; }
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+
+# --- What the cross builds and the emulated runs need ----------------------------------------
+apt_pkgs=(musl-tools gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user qemu-user-binfmt binfmt-support unzip file)
+missing=()
+for p in "${apt_pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  log "apt: installing ${missing[*]}"
+  $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq || die "apt-get update failed"
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" \
+    || die "apt-get install ${missing[*]} failed"
+fi
+installed_targets="$(rustup target list --installed)" || die "rustup is needed for the cross targets"
+for t in x86_64-unknown-linux-musl aarch64-unknown-linux-gnu; do
+  grep -qx "$t" <<<"$installed_targets" || { log "rustup target add $t"; rustup target add "$t" || die "rustup target add $t failed"; }
+done
+# The demo starts its agent as a child process: under qemu-user that exec must go through
+# binfmt_misc to qemu-aarch64 as well.
+binfmt=/proc/sys/fs/binfmt_misc
+[ -e "$binfmt/register" ] || $sudo mount -t binfmt_misc binfmt_misc "$binfmt" \
+  || die "cannot mount binfmt_misc at $binfmt (needs a privileged machine or container)"
+[ -e "$binfmt/qemu-aarch64" ] || $sudo update-binfmts --enable qemu-aarch64 \
+  || die "cannot register qemu-aarch64 with binfmt_misc (update-binfmts --enable qemu-aarch64)"
+
+# --- Build the set ----------------------------------------------------------------------------
+t0=$(date +%s)
+cargo xtask dist || die "cargo xtask dist failed"
+log "cargo xtask dist took $(( $(date +%s) - t0 ))s"
+
+dist="$repo/target/dist"
+version="$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -1)"
+commit="$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+# --- Checksums: every file listed, every listed file there and matching ------------------------
+(cd "$dist" && sha256sum --strict -c SHA256SUMS) || die "an artifact does not match SHA256SUMS"
+listed="$(awk '{print $2}' "$dist/SHA256SUMS" | sort)"
+present="$(cd "$dist" && ls tether-* | sort)"
+[ "$listed" = "$present" ] || die "SHA256SUMS lists [$listed] but target/dist/ holds [$present]"
+log "SHA256SUMS: $(wc -l <"$dist/SHA256SUMS") files match"
+
+# --- Archives: contents and --version ----------------------------------------------------------
+# unpack TRIPLE: unpacks the archive of TRIPLE into $work and prints the server's path.
+unpack() {
+  local triple="$1" archive="$dist/tether-$version-$1.tar.gz" root="tether-$version-$1"
+  [ -f "$archive" ] || die "no archive $archive"
+  local listing; listing="$(tar -tzf "$archive" | sort | tr '\n' ' ')"
+  [ "$listing" = "$root/LICENSE $root/README.md $root/tether " ] || die "$archive holds: $listing"
+  tar -xzf "$archive" -C "$work"
+  [ -x "$work/$root/tether" ] || die "$archive: tether is not executable"
+  printf '%s\n' "$work/$root/tether"
+}
+# check_version TRIPLE EXE [RUNNER...]: `--version` names the target, the commit and protocol.
+check_version() {
+  local triple="$1" exe="$2"; shift 2
+  local out; out="$("$@" "$exe" --version)" || die "$triple: tether --version failed"
+  grep -qx "tether $version" <<<"$out" || die "$triple: --version says: $out"
+  grep -qx "target: $triple" <<<"$out" || die "$triple: --version names another target: $out"
+  grep -qx "commit: $commit" <<<"$out" || die "$triple: --version names another commit than $commit: $out"
+  grep -q '^protocol: [0-9][0-9]*$' <<<"$out" || die "$triple: --version names no protocol: $out"
+  log "$triple: $(tr '\n' ' ' <<<"$out")"
+}
+
+gnu="$(unpack x86_64-unknown-linux-gnu)"
+check_version x86_64-unknown-linux-gnu "$gnu"
+musl="$(unpack x86_64-unknown-linux-musl)"
+file -b "$musl" | grep -q 'statically linked\|static-pie linked' || die "the musl build is not static: $(file -b "$musl")"
+check_version x86_64-unknown-linux-musl "$musl"
+arm="$(unpack aarch64-unknown-linux-gnu)"
+file -b "$arm" | grep -q 'ARM aarch64' || die "the aarch64 build is $(file -b "$arm")"
+export QEMU_LD_PREFIX=/usr/aarch64-linux-gnu   # the aarch64 loader and libc for qemu-user
+check_version aarch64-unknown-linux-gnu "$arm" qemu-aarch64
+
+# --- The demo on the musl build (here) and the aarch64 build (qemu-user), side by side ---------
+# `tether demo` plays retries with their real delays, so both run at once; each must exit 0.
+demo() {
+  local name="$1"; shift
+  local dir="$work/demo-$name"
+  mkdir -p "$dir/run"
+  local t0; t0=$(date +%s)
+  if TETHER_REMOTE=off TETHER_RUNTIME_DIR="$dir/run" "$@" demo --dir "$dir/state" >"$dir.log" 2>&1; then
+    echo "$name $(( $(date +%s) - t0 ))" >>"$work/demo-times"
+  else
+    echo "$name failed" >>"$work/demo-times"
+  fi
+}
+log "tether demo: musl (native) and aarch64 (qemu-user), at once"
+demo musl "$musl" & musl_pid=$!
+demo aarch64 "$arm" & arm_pid=$!
+wait "$musl_pid" "$arm_pid"
+for name in musl aarch64; do
+  line="$(grep "^$name " "$work/demo-times")" || die "$name demo left no result"
+  if [ "${line#* }" = failed ]; then
+    tail -n 40 "$work/demo-$name.log" >&2
+    die "tether demo failed on the $name build (its last lines above)"
+  fi
+  log "tether demo on the $name build passed in ${line#* }s"
+done
+
+# --- VS Code packages ---------------------------------------------------------------------------
+max=$((8 * 1000 * 1000))
+for platform in linux-x64 alpine-x64 linux-arm64; do
+  vsix="$dist/tether-$version-$platform.vsix"
+  [ -f "$vsix" ] || die "no VS Code package $vsix"
+  size=$(stat -c %s "$vsix")
+  [ "$size" -le "$max" ] || die "$vsix is $size bytes, over 8 MB"
+  unzip -Z1 "$vsix" | grep -qx 'extension/server/tether' || die "$vsix has no extension/server/tether"
+  grep -q "TargetPlatform=\"$platform\"" <(unzip -p "$vsix" extension.vsixmanifest) || die "$vsix is not for $platform"
+  unzip -Z -l "$vsix" extension/server/tether | grep -q '^-rwx' || die "$vsix: server/tether is not executable"
+  log "$(basename "$vsix"): $size bytes"
+done
+universal="$dist/tether-$version.vsix"
+[ -f "$universal" ] || die "no VS Code package without a server ($universal)"
+! unzip -Z1 "$universal" | grep -q '^extension/server/' || die "$universal carries a server"
+
+# --- The linux-x64 package in a real VS Code, with no other tether anywhere --------------------
+editors/vscode/scripts/install-e2e.sh || die "the VS Code e2e tools could not be installed"
+agent="${TETHER_SCRIPTED_AGENT:-${CARGO_TARGET_DIR:-$repo/target}/debug/tether-scripted-agent}"
+if [ ! -x "$agent" ]; then
+  log "building the scripted agent for the VS Code test"
+  cargo build -q -p tether-host --bin tether-scripted-agent || die "cannot build tether-scripted-agent"
+fi
+(cd editors/vscode && TETHER_SCRIPTED_AGENT="$agent" TETHER_DIST_VSIX="$dist/tether-$version-linux-x64.vsix" \
+  node --test --test-concurrency=1 test/e2e/bundled.e2e.test.mjs) \
+  || die "the linux-x64 package did not run a session with its bundled server in code-server"
+log "all release checks passed"

@@ -1,0 +1,334 @@
+//! `cargo xtask dist`: the release set, written to `<checkout>/target/dist/`.
+//!
+//! 1. One `cargo build --profile dist` for every target at once (the targets share the
+//!    build scripts and proc macros built for the host), each cross compiler and linker set
+//!    through the environment for this build only ([`Target::build_env`]); a variable the
+//!    caller already set wins. Cargo builds wherever it would (`CARGO_TARGET_DIR`, the
+//!    per-user cache of tests/run-all.sh); only the results go to `target/dist/`, so they
+//!    are in one known place whatever the build cache.
+//! 2. Per target, `tether-<version>-<triple>.tar.gz` (`.zip` on Windows) with the server,
+//!    `LICENSE` and `README.md` ([`crate::archive`]).
+//! 3. Unless `--no-vsix`: per target, the VS Code package for its platform with the server
+//!    in `server/` (`tether-<version>-<platform>.vsix`), and `tether-<version>.vsix` without a
+//!    server (it uses `tether.serverPath` or `tether` on PATH).
+//! 4. `SHA256SUMS` over everything written.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use crate::archive::{self, Entry};
+use crate::targets::{self, Target};
+
+/// The version of every artifact: the workspace's (`[workspace.package] version`).
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Parsed `dist` arguments.
+pub struct Options {
+    targets: Vec<Target>,
+    vsix: bool,
+}
+
+impl Options {
+    /// Parses `[--target TRIPLE]... [--no-vsix]`.
+    ///
+    /// # Errors
+    /// An unknown flag or target, or `--target` without a value.
+    pub fn parse(args: &[String]) -> Result<Self, String> {
+        let mut names = Vec::new();
+        let mut vsix = true;
+        let mut args = args.iter();
+        while let Some(arg) = args.next() {
+            match arg.as_str() {
+                "--target" => {
+                    names.push(args.next().ok_or("--target needs a target triple")?.clone())
+                }
+                "--no-vsix" => vsix = false,
+                other => {
+                    return Err(format!(
+                        "unknown argument `{other}` (see `cargo xtask --help`)"
+                    ));
+                }
+            }
+        }
+        Ok(Self {
+            targets: targets::select(&names)?,
+            vsix,
+        })
+    }
+}
+
+/// Runs `cargo xtask dist`.
+///
+/// # Errors
+/// A missing tool (with what to install), a failed build or packaging step, or an I/O
+/// error, each naming what failed.
+pub fn run(opts: &Options) -> Result<(), String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .ok_or("xtask has no parent folder")?;
+    check_tools(&opts.targets)?;
+    let vscode = root.join("editors/vscode");
+    if opts.vsix {
+        check_vscode_version(&vscode)?;
+    }
+
+    let started = Instant::now();
+    build(root, &opts.targets)?;
+    println!(
+        "dist: built {} target(s) in {:.0} s",
+        opts.targets.len(),
+        started.elapsed().as_secs_f64()
+    );
+
+    let target_dir = cargo_target_dir(root)?;
+    let out = root.join("target/dist");
+    clean(&out)?;
+    let mut written = Vec::new();
+    for target in &opts.targets {
+        let exe = target_dir
+            .join(target.triple)
+            .join("dist")
+            .join(target.exe_name());
+        written.push(pack_archive(root, &out, target, &exe)?);
+    }
+    if opts.vsix {
+        npm_ci_if_needed(&vscode)?;
+        for target in &opts.targets {
+            let exe = target_dir
+                .join(target.triple)
+                .join("dist")
+                .join(target.exe_name());
+            written.push(package_vsix(&vscode, &out, Some((target, &exe)))?);
+        }
+        written.push(package_vsix(&vscode, &out, None)?);
+    }
+    archive::write_sha256sums(&out, &written)?;
+
+    println!(
+        "dist: {} ({:.0} s in all)",
+        out.display(),
+        started.elapsed().as_secs_f64()
+    );
+    for name in &written {
+        let size = std::fs::metadata(out.join(name)).map_or(0, |m| m.len());
+        println!("  {:>10.2} MB  {name}", size as f64 / 1_000_000.0);
+    }
+    println!("  SHA256SUMS");
+    Ok(())
+}
+
+/// Every tool the build needs is here: each target's Rust standard library (rustup) and C
+/// compiler and linker (Debian packages); else one error that lists what to install.
+fn check_tools(targets: &[Target]) -> Result<(), String> {
+    let mut missing = Vec::new();
+    let installed = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output();
+    for target in targets {
+        if let Ok(out) = &installed
+            && out.status.success()
+            && !String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .any(|l| l.trim() == target.triple)
+        {
+            missing.push(format!("rustup target add {}", target.triple));
+        }
+        for tool in target.cc.iter().chain(target.linker.iter()) {
+            if !on_path(tool) {
+                missing.push(format!(
+                    "apt-get install {} (for `{tool}`, {})",
+                    target.apt.unwrap_or("<the package with it>"),
+                    target.triple
+                ));
+            }
+        }
+    }
+    missing.dedup();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "missing tools for the cross builds; run:\n  {}",
+            missing.join("\n  ")
+        ))
+    }
+}
+
+fn on_path(tool: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(tool).is_file()))
+}
+
+/// The VS Code package must carry the server's version: the extension compares them at
+/// `initialize` (docs/protocol.md, "Versions").
+fn check_vscode_version(vscode: &Path) -> Result<(), String> {
+    let manifest = vscode.join("package.json");
+    let text = std::fs::read_to_string(&manifest)
+        .map_err(|e| format!("cannot read {}: {e}", manifest.display()))?;
+    let json: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| format!("{} is not JSON: {e}", manifest.display()))?;
+    match json["version"].as_str() {
+        Some(v) if v == VERSION => Ok(()),
+        other => Err(format!(
+            "{} has version {other:?} but the workspace is {VERSION}; set both to one version",
+            manifest.display()
+        )),
+    }
+}
+
+fn build(root: &Path, targets: &[Target]) -> Result<(), String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(root).args([
+        "build",
+        "--locked",
+        "--profile",
+        "dist",
+        "-p",
+        "tether",
+        "--bin",
+        "tether",
+    ]);
+    for target in targets {
+        cmd.args(["--target", target.triple]);
+        for (key, value) in target.build_env() {
+            if std::env::var_os(&key).is_none() {
+                println!("dist: {key}={value}");
+                cmd.env(key, value);
+            }
+        }
+    }
+    run_cmd(&mut cmd)
+}
+
+/// Cargo's target folder as cargo resolves it (`CARGO_TARGET_DIR`, `build.target-dir`, or
+/// `<checkout>/target`), from `cargo metadata`.
+fn cargo_target_dir(root: &Path) -> Result<PathBuf, String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let out = Command::new(cargo)
+        .current_dir(root)
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .output()
+        .map_err(|e| format!("cannot run cargo metadata: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("cargo metadata printed no JSON: {e}"))?;
+    json["target_directory"]
+        .as_str()
+        .map(PathBuf::from)
+        .ok_or_else(|| "cargo metadata names no target_directory".to_owned())
+}
+
+/// Creates `out`, removing the release files an earlier run left (and nothing else: without
+/// `CARGO_TARGET_DIR`, cargo's own `target/dist/` for a `--profile dist` build with no
+/// `--target` is the same folder).
+fn clean(out: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    let entries =
+        std::fs::read_dir(out).map_err(|e| format!("cannot read {}: {e}", out.display()))?;
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name == "SHA256SUMS" || (name.starts_with("tether-") && entry.path().is_file()) {
+            std::fs::remove_file(entry.path()).map_err(|e| format!("cannot remove {name}: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
+fn pack_archive(root: &Path, out: &Path, target: &Target, exe: &Path) -> Result<String, String> {
+    let name = target.archive_name(VERSION);
+    let entries = [
+        Entry {
+            name: target.exe_name().to_owned(),
+            source: exe.to_owned(),
+            executable: true,
+        },
+        Entry {
+            name: "LICENSE".to_owned(),
+            source: root.join("editors/vscode/LICENSE"),
+            executable: false,
+        },
+        Entry {
+            name: "README.md".to_owned(),
+            source: root.join("README.md"),
+            executable: false,
+        },
+    ];
+    if target.is_windows() {
+        archive::write_zip(&out.join(&name), &entries)?;
+    } else {
+        let folder = format!("tether-{VERSION}-{}", target.triple);
+        archive::write_tar_gz(&out.join(&name), &folder, &entries)?;
+    }
+    Ok(name)
+}
+
+/// `npm ci` in `editors/vscode` when its dependencies (vsce, esbuild) are not installed.
+fn npm_ci_if_needed(vscode: &Path) -> Result<(), String> {
+    if vscode.join("node_modules/.bin/vsce").is_file() {
+        return Ok(());
+    }
+    println!("dist: npm ci in {}", vscode.display());
+    run_cmd(
+        Command::new("npm")
+            .current_dir(vscode)
+            .args(["ci", "--no-audit", "--no-fund"]),
+    )
+}
+
+/// Packs the VS Code extension: with `server`, for its target's platform with the server
+/// copied to `server/`; without, the package with no server. Returns the file name.
+fn package_vsix(
+    vscode: &Path,
+    out: &Path,
+    server: Option<(&Target, &Path)>,
+) -> Result<String, String> {
+    let bundled = vscode.join("server");
+    let _ = std::fs::remove_dir_all(&bundled);
+    let mut cmd = Command::new(vscode.join("node_modules/.bin/vsce"));
+    cmd.current_dir(vscode)
+        .args(["package", "--no-dependencies"]);
+    let name = match server {
+        Some((target, exe)) => {
+            std::fs::create_dir_all(&bundled)
+                .map_err(|e| format!("cannot create {}: {e}", bundled.display()))?;
+            std::fs::copy(exe, bundled.join(target.exe_name())).map_err(|e| {
+                format!(
+                    "cannot copy {} to {}: {e}",
+                    exe.display(),
+                    bundled.display()
+                )
+            })?;
+            cmd.args(["--target", target.vscode]);
+            format!("tether-{VERSION}-{}.vsix", target.vscode)
+        }
+        None => format!("tether-{VERSION}.vsix"),
+    };
+    cmd.arg("--out").arg(out.join(&name));
+    let result = run_cmd(&mut cmd);
+    let _ = std::fs::remove_dir_all(&bundled);
+    result.map(|()| name)
+}
+
+fn run_cmd(cmd: &mut Command) -> Result<(), String> {
+    let status = cmd
+        .status()
+        .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{cmd:?} failed ({status})"))
+    }
+}
