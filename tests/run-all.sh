@@ -8,7 +8,8 @@
 # Usage:
 #   tests/run-all.sh                              every suite
 #   TETHER_SUITES="rust nvim" tests/run-all.sh    some suites (local work)
-# Suites: rust (with the real agents), platforms, acp, nvim, lsp, visualstudio, vscode, fuzz.
+# Suites: rust (with the real agents), platforms, acp, nvim, lsp, visualstudio, vscode, dist,
+# fuzz.
 # Long runs (fuzzing for hours, many power cuts, many property cases) are not here:
 # tests/long-run.sh has them.
 #
@@ -25,7 +26,7 @@ set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
-all_suites="rust platforms acp nvim lsp visualstudio vscode fuzz"
+all_suites="rust platforms acp nvim lsp visualstudio vscode dist fuzz"
 suites="${TETHER_SUITES:-$all_suites}"
 start_all=$(date +%s)
 export CARGO_TERM_COLOR=never
@@ -267,6 +268,15 @@ suite_lsp() {
   phase "  lsp: pytest" run python3 -m pytest -q tests/lsp
 }
 
+suite_dist() {
+  # The release set (README.md, "Install": cargo xtask dist) and what a user downloads: the
+  # checksums, each archive's tether --version, tether demo from the musl build here and the
+  # aarch64 build under qemu-user, the VS Code packages, and the linux-x64 one in code-server
+  # with no tether on PATH (it uses the scripted agent build_workspace built).
+  build_workspace
+  phase "  dist: xtask dist + checks" build env TETHER_SCRIPTED_AGENT="$TETHER_SCRIPTED_AGENT" tests/dist/run.sh
+}
+
 suite_fuzz() {
   # Every cargo-fuzz target in fuzz/ (its own workspace, built with nightly and libFuzzer):
   # each replays its checked-in corpus fuzz/corpus/<t>, then fuzzes for a short fixed budget
@@ -314,6 +324,7 @@ for s in $suites; do
     lsp) run_suite lsp suite_lsp ;;
     visualstudio) run_suite visualstudio suite_visualstudio ;;
     vscode) run_suite vscode suite_vscode ;;
+    dist) run_suite dist suite_dist ;;
     fuzz) run_suite fuzz suite_fuzz ;;
     *) die "unknown suite '$s' (known: $all_suites)" ;;
   esac
