@@ -62,6 +62,16 @@ report_times() {
     printf '  %-34s %7s  %s\n' "$name" "$secs" "$([ "$kind" = build ] && echo build || true)"
   done
   printf '  %-34s %7s  build %ss (%s%%)\n' "all" "$total" "$build" "$(( total > 0 ? 100 * build / total : 0 ))"
+  # The run's closing line: suites passed and failed (each suite's own runner printed its
+  # tests' counts above).
+  local passed=0 failed=0
+  for row in "${time_rows[@]}"; do
+    IFS='|' read -r name secs kind <<<"$row"
+    [ "$kind" = suite ] || continue
+    if [ "$secs" = failed ]; then failed=$(( failed + 1 )); else passed=$(( passed + 1 )); fi
+  done
+  [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ] && failed=1
+  printf '\nsuites: %s passed, %s failed\n' "$passed" "$failed"
   return $rc
 }
 trap report_times EXIT
