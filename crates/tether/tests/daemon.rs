@@ -1545,7 +1545,10 @@ with_either_daemon!(
 async fn an_editor_behind_the_kept_events_gets_the_transcript_again_and_is_told_what_is_cut(
     kind: DaemonKind,
 ) {
-    const COUNT: u64 = 12_000;
+    // 10 s of streaming: once the stream passes 10,500, 7 s are left for the second editor to
+    // start and attach while the turn still runs. With 12,000 (0.4 s left) an editor slowed
+    // by parallel tests came back after the turn's end, and no `session/turnEnded` came.
+    const COUNT: u64 = 40_000;
     let setup = Setup::new(kind).await;
     setup
         .world
