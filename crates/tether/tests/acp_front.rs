@@ -104,12 +104,8 @@ impl Acp {
     }
 
     fn stop_daemon(&self) {
-        let out = std::process::Command::new(tether_bin())
-            .args(["daemon", "stop"])
-            .env("TETHER_RUNTIME_DIR", &self.runtime)
-            .output()
-            .expect("tether daemon stop runs");
-        assert!(out.status.success(), "{out:?}");
+        let (code, out) = support::tether_daemon(&self.runtime, &["stop"]);
+        assert_eq!(code, 0, "tether daemon stop: {out}");
     }
 }
 

@@ -28,7 +28,6 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
@@ -201,16 +200,7 @@ impl Chaos {
     }
 
     fn daemon(&self, args: &[&str]) -> (i32, String) {
-        let out = Command::new(tether_bin())
-            .arg("daemon")
-            .args(args)
-            .env("TETHER_RUNTIME_DIR", &self.runtime)
-            .output()
-            .expect("tether daemon runs");
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-        )
+        support::tether_daemon(&self.runtime, args)
     }
 
     fn daemon_pid(&self) -> i32 {

@@ -232,16 +232,7 @@ impl Setup {
 
     /// `tether daemon <args…>` with this runtime folder: (exit code, stdout).
     fn daemon(&self, args: &[&str]) -> (i32, String) {
-        let out = Command::new(tether_bin())
-            .arg("daemon")
-            .args(args)
-            .env("TETHER_RUNTIME_DIR", &self.runtime)
-            .output()
-            .expect("tether daemon runs");
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-        )
+        support::tether_daemon(&self.runtime, args)
     }
 
     /// `tether daemon status --json`; in process, asserts it is this process's daemon that

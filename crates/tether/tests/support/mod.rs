@@ -14,6 +14,20 @@ pub fn tether_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_tether"))
 }
 
+/// `tether daemon <args…>` with `runtime` as its runtime folder: (exit code, stdout).
+pub fn tether_daemon(runtime: &Path, args: &[&str]) -> (i32, String) {
+    let out = std::process::Command::new(tether_bin())
+        .arg("daemon")
+        .args(args)
+        .env("TETHER_RUNTIME_DIR", runtime)
+        .output()
+        .expect("tether daemon runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
 /// The `(role, text)` of each of a snapshot's chat turns (`chatTurns`, as
 /// `session/restored` carries it).
 pub fn chat_turns(snapshot: &Value) -> Vec<(String, String)> {
