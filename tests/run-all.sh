@@ -217,7 +217,7 @@ suite_rust() {
 
 # A rustup target, added when missing.
 need_target() {
-  rustup target list --installed 2>/dev/null | grep -qx "$1" && return 0
+  grep -qx "$1" <<<"$(rustup target list --installed 2>/dev/null)" && return 0
   log "rustup: adding the target $1"
   rustup target add "$1" || die "platforms: 'rustup target add $1' failed"
 }

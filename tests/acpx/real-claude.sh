@@ -61,11 +61,11 @@ story() {
     esac
     ax() { (cd "$w/ws" && timeout 120 "$acpx" --cwd "$w/ws" --approve-all --ttl 1 --format text --agent "$agent" "$@"); }
     ax sessions new >/dev/null 2>&1 || die "$mode: acpx sessions new"
-    ax 'remember the number 42' 2>&1 | grep -q 'ok: remember the number 42' || die "$mode: turn 1"
+    grep -q 'ok: remember the number 42' <<<"$(ax 'remember the number 42' 2>&1)" || die "$mode: turn 1"
     [ "$mode" = tether-daemon ] && "$tether" daemon stop >/dev/null
     wait_gone "$w"
     rm -rf "$w/home/.claude/projects"   # the agent forgets every session
-    ax 'what number did I give you?' 2>&1 | grep -q 'ok: what number did I give you?' || die "$mode: turn 2"
+    grep -q 'ok: what number did I give you?' <<<"$(ax 'what number did I give you?' 2>&1)" || die "$mode: turn 2"
     [ "$mode" = tether-daemon ] && "$tether" daemon stop >/dev/null
     wait_gone "$w"
     curl -s "$url/__fake/requests?bodies=1" | python3 -c '

@@ -94,10 +94,10 @@ check_version() {
 gnu="$(unpack x86_64-unknown-linux-gnu)"
 check_version x86_64-unknown-linux-gnu "$gnu"
 musl="$(unpack x86_64-unknown-linux-musl)"
-file -b "$musl" | grep -q 'statically linked\|static-pie linked' || die "the musl build is not static: $(file -b "$musl")"
+grep -q 'statically linked\|static-pie linked' <<<"$(file -b "$musl")" || die "the musl build is not static: $(file -b "$musl")"
 check_version x86_64-unknown-linux-musl "$musl"
 arm="$(unpack aarch64-unknown-linux-gnu)"
-file -b "$arm" | grep -q 'ARM aarch64' || die "the aarch64 build is $(file -b "$arm")"
+grep -q 'ARM aarch64' <<<"$(file -b "$arm")" || die "the aarch64 build is $(file -b "$arm")"
 export QEMU_LD_PREFIX=/usr/aarch64-linux-gnu   # the aarch64 loader and libc for qemu-user
 check_version aarch64-unknown-linux-gnu "$arm" qemu-aarch64
 
@@ -134,14 +134,15 @@ for platform in linux-x64 alpine-x64 linux-arm64; do
   [ -f "$vsix" ] || die "no VS Code package $vsix"
   size=$(stat -c %s "$vsix")
   [ "$size" -le "$max" ] || die "$vsix is $size bytes, over 8 MB"
-  unzip -Z1 "$vsix" | grep -qx 'extension/server/tether' || die "$vsix has no extension/server/tether"
+  listing="$(unzip -Z1 "$vsix")"
+  grep -qx 'extension/server/tether' <<<"$listing" || die "$vsix has no extension/server/tether"
   grep -q "TargetPlatform=\"$platform\"" <(unzip -p "$vsix" extension.vsixmanifest) || die "$vsix is not for $platform"
-  unzip -Z -l "$vsix" extension/server/tether | grep -q '^-rwx' || die "$vsix: server/tether is not executable"
+  grep -q '^-rwx' <<<"$(unzip -Z -l "$vsix" extension/server/tether)" || die "$vsix: server/tether is not executable"
   log "$(basename "$vsix"): $size bytes"
 done
 universal="$dist/tether-$version.vsix"
 [ -f "$universal" ] || die "no VS Code package without a server ($universal)"
-! unzip -Z1 "$universal" | grep -q '^extension/server/' || die "$universal carries a server"
+! grep -q '^extension/server/' <<<"$(unzip -Z1 "$universal")" || die "$universal carries a server"
 
 # --- The linux-x64 package in a real VS Code, with no other tether anywhere --------------------
 editors/vscode/scripts/install-e2e.sh || die "the VS Code e2e tools could not be installed"

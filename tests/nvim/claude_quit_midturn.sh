@@ -71,7 +71,7 @@ done
 carrying() {
   local p
   for p in /proc/[0-9]*; do
-    if { tr '\0' '\n' <"$p/environ"; } 2>/dev/null | grep -qxF -- "$1"; then
+    if grep -qxF -- "$1" <<<"$({ tr '\0' '\n' <"$p/environ"; } 2>/dev/null)"; then
       echo "${p#/proc/} $({ tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null)"
     fi
   done
