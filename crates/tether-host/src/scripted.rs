@@ -141,6 +141,11 @@ pub enum FaultAction {
         /// epoch>\n"`, for latency measurements (benches/daemon.rs).
         #[serde(default)]
         stamp: bool,
+        /// Pause once `after` updates are sent, until the file `until` exists: a test makes
+        /// the turn wait for what it does meanwhile (an editor attaching) instead of racing
+        /// the stream's end.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        hold: Option<StreamHold>,
     },
     /// Prompt: send `count` one-character `agent_message_chunk`s before the reply (not
     /// persisted).
@@ -190,6 +195,16 @@ pub enum FaultAction {
         /// Content.
         content: String,
     },
+}
+
+/// Where a [`FaultAction::Stream`] pauses, and what ends the pause.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamHold {
+    /// Pause once this many updates are sent.
+    pub after: u64,
+    /// Carry on once this file exists (checked every 10 ms); a `session/cancel` of the turn
+    /// also ends the pause, and the turn (`cancelled`).
+    pub until: PathBuf,
 }
 
 /// Failures of the scripted agent itself.
@@ -629,13 +644,30 @@ async fn run_prompt(
             count,
             per_second,
             stamp,
+            hold,
         }) => {
             // Batches every 10 ms; the batch's share of `per_second`, at least one.
             let per_tick = per_second.div_ceil(100).max(1);
-            let start = tokio::time::Instant::now();
+            let mut start = tokio::time::Instant::now();
             let mut sent = 0;
             while sent < count {
-                for _ in 0..per_tick.min(count - sent) {
+                if let Some(hold) = hold.as_ref().filter(|h| h.after == sent) {
+                    let paused = tokio::time::Instant::now();
+                    while !hold.until.exists() {
+                        if state.is_cancelled(session) {
+                            let _ = state.take_cancelled(session);
+                            return Ok(StopReason::Cancelled);
+                        }
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                    // The pace resumes from here, not in a burst to catch up.
+                    start += paused.elapsed();
+                }
+                let batch = match &hold {
+                    Some(h) if h.after > sent => per_tick.min(h.after - sent),
+                    _ => per_tick,
+                };
+                for _ in 0..batch.min(count - sent) {
                     sent += 1;
                     let text = if stamp {
                         let micros = std::time::SystemTime::now()

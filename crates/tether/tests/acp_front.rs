@@ -364,9 +364,13 @@ async fn when_retries_are_spent_the_user_is_asked_and_try_again_goes_on() {
 #[tokio::test]
 async fn a_client_killed_mid_turn_reloads_through_the_daemon_and_gets_the_rest_once() {
     let mut acp = Acp::new();
+    // The stream pauses after 30 chunks until the next client has loaded the session, so
+    // that client always meets the running turn, however slow the machine.
+    let release = acp.world.path().join("release-the-stream");
     acp.world.script(
         json!([{"method": "session/prompt", "calls": [2], "action": {
-        "kind": "stream", "count": 40, "perSecond": 5}}]),
+        "kind": "stream", "count": 40, "perSecond": 5,
+        "hold": {"after": 30, "until": release}}}]),
     );
     let first = acp.client(Remote::Daemon).await;
     let sid = first.new_session(acp.ws(), STEP).await.unwrap();
@@ -387,9 +391,7 @@ async fn a_client_killed_mid_turn_reloads_through_the_daemon_and_gets_the_rest_o
             .await,
         "the turn streams"
     );
-    // The client dies mid-turn (SIGKILL, only `tether acp` itself: the daemon goes on). The
-    // turn streams for 8 s: the next client attaches while it runs (the assertions below
-    // fail loudly if it did not).
+    // The client dies mid-turn (SIGKILL, only `tether acp` itself: the daemon goes on).
     // SAFETY: kill(2) on the pid of our own child.
     unsafe { libc::kill(first.pgid(), libc::SIGKILL) };
 
@@ -398,6 +400,7 @@ async fn a_client_killed_mid_turn_reloads_through_the_daemon_and_gets_the_rest_o
         .load_session(&sid, acp.ws(), STEP)
         .await
         .expect("load");
+    std::fs::write(&release, b"").unwrap();
     // The reply streams in chunks ("echo", ": two") after the numbered ones.
     let mut seen = 0;
     while !text_of(&second.updates(), &sid, "agent_message_chunk").ends_with("echo: two") {

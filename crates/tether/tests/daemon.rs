@@ -774,10 +774,15 @@ with_either_daemon!(taking_back_by_id_mid_stream_loses_and_repeats_nothing);
 /// the replay of the running turn, so the prompt and every chunk arrive once, in order.
 async fn taking_back_by_id_mid_stream_loses_and_repeats_nothing(kind: DaemonKind) {
     let setup = Setup::new(kind).await;
+    // The stream pauses near its end until the next editor has taken the session back, so
+    // that editor always meets a running turn (a machine slowed by parallel tests once took
+    // longer than the whole 4 s stream to save and reload, and no `session/turnEnded` came).
+    let release = setup.world.path().join("release-the-stream");
     setup
         .world
         .script(json!([{"method": "session/prompt", "calls": [1],
-        "action": {"kind": "stream", "count": 4000, "perSecond": 1000}}]));
+        "action": {"kind": "stream", "count": 4000, "perSecond": 1000,
+                   "hold": {"after": 3500, "until": release}}}]));
     let first = setup.editor().await;
     let sid = new_session(&setup, &first).await;
     let mark = first.mark();
@@ -798,6 +803,7 @@ async fn taking_back_by_id_mid_stream_loses_and_repeats_nothing(kind: DaemonKind
 
     let editor = setup.editor().await;
     take_back(&setup, &editor, &sid, None).await;
+    std::fs::write(&release, b"").unwrap();
     turn_ended(&editor, &sid, STEP * 4)
         .await
         .expect("the turn's end");
@@ -1536,15 +1542,18 @@ with_either_daemon!(
 async fn an_editor_behind_the_kept_events_gets_the_transcript_again_and_is_told_what_is_cut(
     kind: DaemonKind,
 ) {
-    // 10 s of streaming: once the stream passes 10,500, 7 s are left for the second editor to
-    // start and attach while the turn still runs. With 12,000 (0.4 s left) an editor slowed
-    // by parallel tests came back after the turn's end, and no `session/turnEnded` came.
-    const COUNT: u64 = 40_000;
+    const COUNT: u64 = 12_000;
+    // The stream pauses after 10,600 updates until the second editor has attached, so the
+    // turn is still running when it does however slow the machine (with a time margin
+    // instead, an editor slowed by parallel tests came back after the turn's end).
+    const HOLD: u64 = 10_600;
     let setup = Setup::new(kind).await;
+    let release = setup.world.path().join("release-the-stream");
     setup
         .world
         .script(json!([{"method": "session/prompt", "calls": [2],
-        "action": {"kind": "stream", "count": COUNT, "perSecond": 4000}}]));
+        "action": {"kind": "stream", "count": COUNT, "perSecond": 4000,
+                   "hold": {"after": HOLD, "until": release}}}]));
     let observer = setup.editor().await;
     let sid = new_session(&setup, &observer).await;
     prompt(&observer, &sid, "first question").await;
@@ -1577,6 +1586,7 @@ async fn an_editor_behind_the_kept_events_gets_the_transcript_again_and_is_told_
 
     let second = setup.editor().await;
     take_back(&setup, &second, &sid, Some(drawn)).await;
+    std::fs::write(&release, b"").unwrap();
     let ended = turn_ended(&second, &sid, STEP)
         .await
         .expect("the turn's end");
