@@ -4,17 +4,21 @@
 #   - every file of target/dist/ is in SHA256SUMS and matches it (`sha256sum -c`), and
 #     SHA256SUMS names nothing that is missing;
 #   - each archive holds tether-<version>-<target>/{tether,LICENSE,README.md}, and its
-#     `tether --version` names its own target and this checkout's commit;
+#     `tether --version` names its own target and this checkout's commit; the Windows .zip
+#     holds tether.exe, LICENSE and README.md at its root, and its tether.exe --version runs
+#     under Wine (tests/wine/lib.sh, as the wine suite runs it);
 #   - the musl build is static and plays `tether demo` here;
 #   - the aarch64 build plays `tether demo` under qemu-user (binfmt_misc, so the agent process
-#     the demo starts runs emulated too);
-#   - each per-platform VS Code package carries the server in extension/server/ (executable)
-#     and is at most 8 MB; the package without a server carries none;
+#     the demo starts runs emulated too), and the Windows build's tether.exe under Wine;
+#   - each per-platform VS Code package carries the server in extension/server/ (executable;
+#     tether.exe in the win32-x64 one) and is at most 8 MB; the package without a server
+#     carries none;
 #   - the linux-x64 package, installed into code-server with no `tether` on PATH and no
 #     tether.serverPath, starts its bundled server and runs a prompt turn
 #     (editors/vscode/test/e2e/bundled.e2e.test.mjs).
 # It installs what it needs (apt: cross compilers, musl-tools, qemu-user with its binfmt
-# registration; rustup targets; code-server and Chromium through editors/vscode/scripts/install-e2e.sh)
+# registration, mingw-w64 and wine64 through tests/wine/lib.sh; rustup targets; code-server and
+# Chromium through editors/vscode/scripts/install-e2e.sh)
 # and fails, naming it, when something cannot be installed.
 #
 # Usage: tests/dist/run.sh   (honours CARGO_TARGET_DIR; the set is written to target/dist/)
@@ -51,6 +55,12 @@ binfmt=/proc/sys/fs/binfmt_misc
 [ -e "$binfmt/qemu-aarch64" ] || $sudo update-binfmts --enable qemu-aarch64 \
   || die "cannot register qemu-aarch64 with binfmt_misc (update-binfmts --enable qemu-aarch64)"
 
+# mingw-w64 (the Windows build's C compiler and linker), the Windows rustup target, and Wine
+# with its prefix for the Windows archive's check below.
+# shellcheck source=tests/wine/lib.sh
+source "$repo/tests/wine/lib.sh"
+wine_setup
+
 # --- Build the set ----------------------------------------------------------------------------
 t0=$(date +%s)
 cargo xtask dist || die "cargo xtask dist failed"
@@ -60,7 +70,7 @@ dist="$repo/target/dist"
 version="$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -1)"
 commit="$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+trap 'wine_stop; rm -rf "$work"' EXIT
 
 # --- Checksums: every file listed, every listed file there and matching ------------------------
 (cd "$dist" && sha256sum --strict -c SHA256SUMS) || die "an artifact does not match SHA256SUMS"
@@ -83,7 +93,7 @@ unpack() {
 # check_version TRIPLE EXE [RUNNER...]: `--version` names the target, the commit and protocol.
 check_version() {
   local triple="$1" exe="$2"; shift 2
-  local out; out="$("$@" "$exe" --version)" || die "$triple: tether --version failed"
+  local out; out="$("$@" "$exe" --version | tr -d '\r')" || die "$triple: tether --version failed"
   grep -qx "tether $version" <<<"$out" || die "$triple: --version says: $out"
   grep -qx "target: $triple" <<<"$out" || die "$triple: --version names another target: $out"
   grep -qx "commit: $commit" <<<"$out" || die "$triple: --version names another commit than $commit: $out"
@@ -100,8 +110,18 @@ arm="$(unpack aarch64-unknown-linux-gnu)"
 grep -q 'ARM aarch64' <<<"$(file -b "$arm")" || die "the aarch64 build is $(file -b "$arm")"
 export QEMU_LD_PREFIX=/usr/aarch64-linux-gnu   # the aarch64 loader and libc for qemu-user
 check_version aarch64-unknown-linux-gnu "$arm" qemu-aarch64
+# Windows: a .zip with the files at its root (cargo-dist's layout), tether.exe run by Wine.
+win_zip="$dist/tether-$version-x86_64-pc-windows-gnu.zip"
+[ -f "$win_zip" ] || die "no archive $win_zip"
+listing="$(unzip -Z1 "$win_zip" | sort | tr '\n' ' ')"
+[ "$listing" = "LICENSE README.md tether.exe " ] || die "$win_zip holds: $listing"
+mkdir -p "$work/windows" && unzip -q "$win_zip" -d "$work/windows"
+grep -q 'PE32+ executable.*x86-64.*MS Windows' <<<"$(file -b "$work/windows/tether.exe")" \
+  || die "the Windows build is $(file -b "$work/windows/tether.exe")"
+check_version x86_64-pc-windows-gnu "$work/windows/tether.exe" "$TETHER_WINE"
 
-# --- The demo on the musl build (here) and the aarch64 build (qemu-user), side by side ---------
+# --- The demo on the musl build (here), the aarch64 build (qemu-user) and the Windows build
+# (Wine), side by side --------------------------------------------------------------------------
 # `tether demo` plays retries with their real delays, so both run at once; each must exit 0.
 demo() {
   local name="$1"; shift
@@ -114,11 +134,25 @@ demo() {
     echo "$name failed" >>"$work/demo-times"
   fi
 }
-log "tether demo: musl (native) and aarch64 (qemu-user), at once"
+# The Windows build under Wine, given a Windows path (Wine's Z: drive) for its files.
+demo_windows() {
+  local dir="$work/demo-windows" t0 win
+  mkdir -p "$dir"
+  t0=$(date +%s)
+  win="$("$TETHER_WINE" winepath.exe -w "$dir/state" 2>/dev/null | tr -d '\r')"
+  if [ -n "$win" ] && TETHER_REMOTE=off "$TETHER_WINE" "$work/windows/tether.exe" demo --dir "$win" \
+    >"$dir.log" 2>&1; then
+    echo "windows $(( $(date +%s) - t0 ))" >>"$work/demo-times"
+  else
+    echo "windows failed" >>"$work/demo-times"
+  fi
+}
+log "tether demo: musl (native), aarch64 (qemu-user) and Windows (Wine), at once"
 demo musl "$musl" & musl_pid=$!
 demo aarch64 "$arm" & arm_pid=$!
-wait "$musl_pid" "$arm_pid"
-for name in musl aarch64; do
+demo_windows & win_pid=$!
+wait "$musl_pid" "$arm_pid" "$win_pid"
+for name in musl aarch64 windows; do
   line="$(grep "^$name " "$work/demo-times")" || die "$name demo left no result"
   if [ "${line#* }" = failed ]; then
     tail -n 40 "$work/demo-$name.log" >&2
@@ -129,15 +163,23 @@ done
 
 # --- VS Code packages ---------------------------------------------------------------------------
 max=$((8 * 1000 * 1000))
-for platform in linux-x64 alpine-x64 linux-arm64; do
+for platform in linux-x64 alpine-x64 linux-arm64 win32-x64; do
   vsix="$dist/tether-$version-$platform.vsix"
   [ -f "$vsix" ] || die "no VS Code package $vsix"
   size=$(stat -c %s "$vsix")
   [ "$size" -le "$max" ] || die "$vsix is $size bytes, over 8 MB"
   listing="$(unzip -Z1 "$vsix")"
-  grep -qx 'extension/server/tether' <<<"$listing" || die "$vsix has no extension/server/tether"
+  server=extension/server/tether
+  [ "$platform" = win32-x64 ] && server=extension/server/tether.exe
+  grep -qx "$server" <<<"$listing" || die "$vsix has no $server"
   grep -q "TargetPlatform=\"$platform\"" <(unzip -p "$vsix" extension.vsixmanifest) || die "$vsix is not for $platform"
-  grep -q '^-rwx' <<<"$(unzip -Z -l "$vsix" extension/server/tether)" || die "$vsix: server/tether is not executable"
+  # Windows decides by the extension; the Unix servers must carry the exec bit.
+  [ "$platform" = win32-x64 ] || grep -q '^-rwx' <<<"$(unzip -Z -l "$vsix" "$server")" \
+    || die "$vsix: server/tether is not executable"
+  if [ "$platform" = win32-x64 ]; then
+    unzip -p "$vsix" "$server" | cmp -s - "$work/windows/tether.exe" \
+      || die "$vsix: $server is not the tether.exe of the Windows archive"
+  fi
   log "$(basename "$vsix"): $size bytes"
 done
 universal="$dist/tether-$version.vsix"

@@ -61,7 +61,9 @@ pub struct Script {
     /// Ignore `SIGTERM` (so shutdown must escalate to `SIGKILL`).
     #[serde(default)]
     pub ignore_sigterm: bool,
-    /// At start, spawn a grandchild (`sleep 3600`) in the agent's process group.
+    /// At start, spawn a grandchild (the agent program itself with `--sleep 3600`) in the
+    /// agent's process group (Job Object on Windows), its pid written to
+    /// `<state_dir>/grandchild.pid`.
     #[serde(default)]
     pub spawn_grandchild: bool,
     /// Advertise `sessionCapabilities.list` and answer `session/list` from the sessions in

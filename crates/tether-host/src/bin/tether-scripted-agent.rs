@@ -1,6 +1,8 @@
 //! `tether-scripted-agent`: a deterministic ACP agent on stdio, for tests and `tether demo`.
 //!
-//! Usage: `tether-scripted-agent [SCRIPT.json | --scenario NAME] [--state-dir DIR]`
+//! Usage: `tether-scripted-agent [SCRIPT.json | --scenario NAME] [--state-dir DIR]`, or
+//! `tether-scripted-agent --sleep SECONDS` (the grandchild of `spawnGrandchild`: it only
+//! sleeps, the same program on every OS).
 //! Environment (used when the arguments do not say): `TETHER_SCRIPT` (a script file),
 //! `TETHER_SCENARIO` (a scenario name), `TETHER_SCRIPTED_STATE_DIR` (the state directory of
 //! a scenario; default `./.tether-scripted-agent`). Logs go to stderr only: stdout is ACP.
@@ -59,7 +61,29 @@ fn parse() -> Result<Script, String> {
     Ok(script)
 }
 
+/// The grandchild of [`Script::spawn_grandchild`]: this program again with `--sleep 3600`
+/// (no `sleep` command on Windows), its pid written to `<state dir>/grandchild.pid` so tests
+/// can watch it.
+fn spawn_grandchild(script: &Script) -> std::io::Result<()> {
+    let child = std::process::Command::new(std::env::current_exe()?)
+        .args(["--sleep", "3600"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .spawn()?;
+    std::fs::create_dir_all(&script.state_dir)?;
+    std::fs::write(
+        script.state_dir.join("grandchild.pid"),
+        child.id().to_string(),
+    )
+}
+
 fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1);
+    if args.next().as_deref() == Some("--sleep") {
+        let secs = args.next().and_then(|s| s.parse().ok()).unwrap_or(3600);
+        std::thread::sleep(std::time::Duration::from_secs(secs));
+        return ExitCode::SUCCESS;
+    }
     let script = match parse() {
         Ok(s) => s,
         Err(e) => {
@@ -71,13 +95,9 @@ fn main() -> ExitCode {
         tether_host::sys::ignore_terminate();
     }
     if script.spawn_grandchild {
-        // Stays in our process group (no setpgid), inherits SIG_IGN for SIGTERM if set.
-        if let Err(e) = std::process::Command::new("sleep")
-            .arg("3600")
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .spawn()
-        {
+        // Stays in our process group (no setpgid) or Job Object (no breakaway), inherits
+        // SIG_IGN for SIGTERM if set.
+        if let Err(e) = spawn_grandchild(&script) {
             eprintln!("cannot spawn grandchild: {e}");
         }
     }

@@ -437,3 +437,39 @@ pub fn crash_now() -> ! {
 
 /// Nothing to do: Windows sends a pipe-driven program no polite end request to ignore.
 pub fn ignore_terminate() {}
+
+#[cfg(test)]
+mod tests {
+    use windows_sys::Win32::System::JobObjects::{
+        JOB_OBJECT_LIMIT_BREAKAWAY_OK, JOB_OBJECT_LIMIT_SILENT_BREAKAWAY_OK,
+    };
+
+    use super::*;
+
+    /// What we ask of Windows, read back from the kernel: kill-on-close, and neither
+    /// breakaway flag (a process could leave the job with either).
+    #[test]
+    fn the_job_kills_on_close_and_lets_nothing_break_away() {
+        let job = new_kill_on_close_job().expect("job");
+        // SAFETY: plain data, filled by the query below.
+        let mut limits: JOBOBJECT_EXTENDED_LIMIT_INFORMATION = unsafe { std::mem::zeroed() };
+        // SAFETY: `limits` is a writable struct of the size passed; the handle is valid.
+        let ok = unsafe {
+            QueryInformationJobObject(
+                job.as_raw_handle(),
+                JobObjectExtendedLimitInformation,
+                (&raw mut limits).cast(),
+                size_of::<JOBOBJECT_EXTENDED_LIMIT_INFORMATION>() as u32,
+                std::ptr::null_mut(),
+            )
+        };
+        assert_ne!(ok, 0, "{}", io::Error::last_os_error());
+        let flags = limits.BasicLimitInformation.LimitFlags;
+        assert_ne!(flags & JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE, 0, "{flags:#x}");
+        assert_eq!(
+            flags & (JOB_OBJECT_LIMIT_BREAKAWAY_OK | JOB_OBJECT_LIMIT_SILENT_BREAKAWAY_OK),
+            0,
+            "{flags:#x}"
+        );
+    }
+}
