@@ -8,8 +8,8 @@
 # Usage:
 #   tests/run-all.sh                              every suite
 #   TETHER_SUITES="rust nvim" tests/run-all.sh    some suites (local work)
-# Suites: rust (with the real agents), platforms, acp, nvim, lsp, visualstudio, vscode, dist,
-# fuzz.
+# Suites: rust (with the real agents), platforms, wine, acp, nvim, lsp, visualstudio, vscode,
+# dist, fuzz.
 # Long runs (fuzzing for hours, many power cuts, many property cases) are not here:
 # tests/long-run.sh has them.
 #
@@ -26,7 +26,7 @@ set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
-all_suites="rust platforms acp nvim lsp visualstudio vscode dist fuzz"
+all_suites="rust platforms wine acp nvim lsp visualstudio vscode dist fuzz"
 known_suites="$all_suites"
 suites="${TETHER_SUITES:-$all_suites}"
 start_all=$(date +%s)
@@ -238,6 +238,14 @@ suite_platforms() {
     -p tether-host -p tether-store -p tether-recovery
 }
 
+suite_wine() {
+  # The Windows build under Wine 8 (tests/wine/run.sh): tether.exe --version and demo, and the
+  # tests of tether-host and tether-store run by cargo under Wine, in a private Wine prefix in
+  # $CARGO_TARGET_DIR/wine. It installs wine64 and gcc-mingw-w64-x86-64 itself, and prints
+  # its own times (most of this phase is the Windows build).
+  phase "  wine: Windows build + tests under Wine" build tests/wine/run.sh
+}
+
 suite_acp() {
   # acpx (npm, pinned in tests/acpx), an ACP client no one here wrote, drives `tether acp`
   # in front of the scripted agent (through a private daemon and in process), then in front
@@ -330,6 +338,7 @@ for s in $suites; do
   case "$s" in
     rust) run_suite rust suite_rust ;;
     platforms) run_suite platforms suite_platforms ;;
+    wine) run_suite wine suite_wine ;;
     acp) run_suite acp suite_acp ;;
     nvim) run_suite nvim suite_nvim ;;
     lsp) run_suite lsp suite_lsp ;;
