@@ -15,9 +15,11 @@
 //!   entry: nothing that runs as SYSTEM has business with the user's daemon, and an
 //!   administrator can still take ownership. Remote clients are rejected
 //!   (`PIPE_REJECT_REMOTE_CLIENTS`).
-//! - **One daemon.** The first instance is created with `FILE_FLAG_FIRST_PIPE_INSTANCE`: a
-//!   second daemon, or anyone who created the name first (a squatter), makes the bind fail
-//!   with `ERROR_ACCESS_DENIED` ([`BindError::AlreadyRunning`]). A new instance is created
+//! - **One daemon.** A bind first asks whether the pipe exists (`WaitNamedPipeW` with a
+//!   1 ms timeout, which connects to nothing), then creates the first instance with
+//!   `FILE_FLAG_FIRST_PIPE_INSTANCE`: a second daemon, or anyone who created the name first
+//!   (a squatter), makes the bind fail ([`BindError::AlreadyRunning`]); the flag also
+//!   closes the race between two binds that both found no pipe. A new instance is created
 //!   before each connected one is handed over, so a client always finds one waiting
 //!   (tokio's `named_pipe` server loop).
 //! - **The peer.** The daemon asks for the client's process id
@@ -25,14 +27,14 @@
 //!   (`TokenUser`) with its own, as `SO_PEERCRED` does on Linux (R-DAEMON-3); a client
 //!   checks the server's process the same way (`GetNamedPipeServerProcessId`) before it
 //!   says hello, so a squatter's pipe never receives an editor's environment.
-//! - **Half-close.** A pipe has none: [`Stream`]'s `poll_shutdown` writes a zero-length
-//!   message, which completes the other side's pending read with 0 bytes, its end of input
-//!   (`ReadFile`: "the other end of the pipe called the WriteFile function with
-//!   nNumberOfBytesToWrite set to zero").
+//! - **Half-close.** A pipe has none, so each direction's bytes travel in chunks and a
+//!   [`Stream`]'s `poll_shutdown` sends the end chunk (`sys/chunks.rs`): the other side
+//!   reads the end of its input while it can still answer.
 //!
-//! Wine (where the Windows suite runs) does not enforce pipe DACLs or the first-instance
-//! flag: the tests below check what is asked of Windows (the SDDL, the name, the options),
-//! not that Windows enforces it.
+//! Wine (where the Windows suite runs) enforces neither pipe DACLs nor the first-instance
+//! flag (Wine 8.0 creates a second first instance without a word): the tests below check
+//! what is asked of Windows (the SDDL, the name, the options), not that Windows enforces
+//! it; under Wine a second daemon is refused by the `WaitNamedPipeW` probe alone.
 
 use std::io;
 use std::os::windows::io::{AsRawHandle, FromRawHandle, OwnedHandle};
@@ -42,12 +44,14 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
+
+use crate::sys::chunks::Chunked;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::windows::named_pipe::{
     ClientOptions, NamedPipeClient, NamedPipeServer, PipeMode, ServerOptions,
 };
 use windows_sys::Win32::Foundation::{
-    ERROR_ACCESS_DENIED, ERROR_PIPE_BUSY, HANDLE, HLOCAL, LocalFree,
+    ERROR_ACCESS_DENIED, ERROR_PIPE_BUSY, ERROR_SEM_TIMEOUT, HANDLE, HLOCAL, LocalFree,
 };
 use windows_sys::Win32::Security::Authorization::{
     ConvertSidToStringSidW, ConvertStringSecurityDescriptorToSecurityDescriptorW, SDDL_REVISION_1,
@@ -56,7 +60,9 @@ use windows_sys::Win32::Security::{
     GetTokenInformation, PSECURITY_DESCRIPTOR, SECURITY_ATTRIBUTES, TOKEN_QUERY, TOKEN_USER,
     TokenUser,
 };
-use windows_sys::Win32::System::Pipes::{GetNamedPipeClientProcessId, GetNamedPipeServerProcessId};
+use windows_sys::Win32::System::Pipes::{
+    GetNamedPipeClientProcessId, GetNamedPipeServerProcessId, WaitNamedPipeW,
+};
 use windows_sys::Win32::System::Threading::{
     GetCurrentProcess, OpenProcess, OpenProcessToken, PROCESS_QUERY_LIMITED_INFORMATION,
 };
@@ -302,6 +308,19 @@ impl Drop for SecurityDescriptor {
     }
 }
 
+/// Whether any instance of the pipe `name` exists (free or busy): `WaitNamedPipeW` with a
+/// 1 ms timeout succeeds for a free one and fails with `ERROR_SEM_TIMEOUT` for a busy one;
+/// it connects to none.
+fn pipe_exists(name: &Path) -> bool {
+    use std::os::windows::ffi::OsStrExt;
+    let wide: Vec<u16> = name.as_os_str().encode_wide().chain(Some(0)).collect();
+    // SAFETY: `wide` is NUL-terminated and outlives the call.
+    if unsafe { WaitNamedPipeW(wide.as_ptr(), 1) } != 0 {
+        return true;
+    }
+    io::Error::last_os_error().raw_os_error() == Some(ERROR_SEM_TIMEOUT as i32)
+}
+
 /// Why [`Listener::bind`] failed.
 #[derive(Debug)]
 pub enum BindError {
@@ -329,13 +348,16 @@ impl std::fmt::Debug for Listener {
 
 impl Listener {
     /// Creates the pipe's first instance (owner-only DACL, remote clients rejected,
-    /// `FILE_FLAG_FIRST_PIPE_INSTANCE`), then writes the marker file. The caller has made
-    /// the runtime folder private.
+    /// `FILE_FLAG_FIRST_PIPE_INSTANCE`) unless the pipe exists already ([`pipe_exists`]),
+    /// then writes the marker file. The caller has made the runtime folder private.
     ///
     /// # Errors
     /// [`BindError::AlreadyRunning`] when the pipe exists already; [`BindError::Io`] when
     /// the user's SID cannot be read or the pipe or the marker cannot be created.
     pub async fn bind(address: &Address) -> Result<Self, BindError> {
+        if pipe_exists(&address.pipe) {
+            return Err(BindError::AlreadyRunning);
+        }
         let user = current_user().map_err(BindError::Io)?;
         let security = SecurityDescriptor::owner_only(&user).map_err(BindError::Io)?;
         let first = match security.create(&address.pipe, true) {
@@ -382,7 +404,7 @@ impl Listener {
             Err(e) => tracing::warn!(error = %e, "cannot create the pipe's next instance yet"),
         }
         connected
-            .map(Stream::Server)
+            .map(|p| Stream::Server(Chunked::new(p)))
             .ok_or_else(|| io::Error::other("no pipe instance"))
     }
 }
@@ -391,15 +413,15 @@ impl Listener {
 #[derive(Debug)]
 pub enum Stream {
     /// The daemon's side.
-    Server(NamedPipeServer),
+    Server(Chunked<NamedPipeServer>),
     /// A client's side.
-    Client(NamedPipeClient),
+    Client(Chunked<NamedPipeClient>),
 }
 
 /// The reading half of a [`Stream`].
 pub type ReadHalf = tokio::io::ReadHalf<Stream>;
-/// The writing half of a [`Stream`]: shutting it down ends the other side's input (a
-/// zero-length message; see the module's documentation).
+/// The writing half of a [`Stream`]: shutting it down ends the other side's input (the
+/// end chunk; see the module's documentation).
 pub type WriteHalf = tokio::io::WriteHalf<Stream>;
 
 impl Stream {
@@ -423,7 +445,7 @@ impl Stream {
                 Err(e) => return Err(e),
             }
         };
-        let stream = Self::Client(client);
+        let stream = Self::Client(Chunked::new(client));
         let (me, server) = (current_user()?, stream.peer_user()?);
         if me != server {
             return Err(io::Error::new(
@@ -447,8 +469,12 @@ impl Stream {
         // SAFETY: a valid pipe handle; `pid` receives the process id.
         let ok = unsafe {
             match self {
-                Self::Server(p) => GetNamedPipeClientProcessId(p.as_raw_handle(), &raw mut pid),
-                Self::Client(p) => GetNamedPipeServerProcessId(p.as_raw_handle(), &raw mut pid),
+                Self::Server(p) => {
+                    GetNamedPipeClientProcessId(p.get_ref().as_raw_handle(), &raw mut pid)
+                }
+                Self::Client(p) => {
+                    GetNamedPipeServerProcessId(p.get_ref().as_raw_handle(), &raw mut pid)
+                }
             }
         };
         if ok == 0 {
@@ -496,18 +522,10 @@ impl AsyncWrite for Stream {
         }
     }
 
-    /// Ends the other side's input: a zero-length message after what was written.
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        let written = match this {
-            Self::Server(p) => Pin::new(p).poll_write(cx, &[]),
-            Self::Client(p) => Pin::new(p).poll_write(cx, &[]),
-        };
-        match written {
-            Poll::Pending => Poll::Pending,
-            // A pipe the other side closed already: its input has ended.
-            Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::BrokenPipe => Poll::Ready(Ok(())),
-            Poll::Ready(r) => Poll::Ready(r.map(drop)),
+        match self.get_mut() {
+            Self::Server(p) => Pin::new(p).poll_shutdown(cx),
+            Self::Client(p) => Pin::new(p).poll_shutdown(cx),
         }
     }
 }
@@ -560,10 +578,6 @@ mod tests {
         let address = Address::of_daemon(tmp.path(), "0123456789ab");
         let mut listener = Listener::bind(&address).await.unwrap();
         assert!(address.exists(), "the marker is written");
-        assert!(matches!(
-            Listener::bind(&address).await,
-            Err(BindError::AlreadyRunning)
-        ));
         let server = tokio::spawn(async move {
             let mut stream = listener.accept().await.unwrap();
             assert_eq!(stream.peer_user().unwrap(), current_user().unwrap());
@@ -573,6 +587,12 @@ mod tests {
             stream.shutdown().await.unwrap();
             got
         });
+        // The current-thread runtime runs the server task up to its pending connect.
+        tokio::task::yield_now().await;
+        assert!(matches!(
+            Listener::bind(&address).await,
+            Err(BindError::AlreadyRunning)
+        ));
         let client = Stream::connect(&address).await.unwrap();
         let (mut read, mut write) = client.into_split();
         write.write_all(b"hello").await.unwrap();
