@@ -11,7 +11,9 @@
 #      forwarder, finding the pipe's marker file left behind, starts a new daemon and
 #      takes the editor there (status names another pid, still one editor);
 #   5. the editor's input ends: the forwarder exits 0 and the daemon counts no editor;
-#   6. `daemon stop` returns once the daemon has exited, its marker file is gone, and
+#   6. `tether acp` through the same daemon: its initialize is answered, and the end of its
+#      input (the pipe's half-close) ends it with exit 0;
+#   7. `daemon stop` returns once the daemon has exited, its marker file is gone, and
 #      `daemon status` exits 1 again.
 # What Wine cannot show (it enforces neither the pipe's DACL nor the first-instance flag:
 # the second daemon of step 3 is refused by the bind's WaitNamedPipeW probe) is checked as a
@@ -124,7 +126,26 @@ no_editor() { [ "$(status_field clients)" = "0" ]; }
 wait_for "editor leaving the daemon" 30 no_editor
 log "the editor's input ended: its forwarder exited 0, the daemon counts 0 editors"
 
-# --- 6. daemon stop ----------------------------------------------------------------------------------
+# --- 6. An ACP client through the same daemon ----------------------------------------------------
+# `tether acp` carries its stdio to the daemon byte for byte; when the client's input ends
+# it ends the daemon's input (the pipe's end chunk) and exits once the daemon closes.
+mkfifo "$work/acp.in"
+tether acp --log-file "$(winpath "$work/acp.log")" <"$work/acp.in" >"$work/acp.out" 2>"$work/acp.err" &
+editor_pid=$!
+exec 3>"$work/acp.in"
+printf '%s\n' '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}' >&3
+acp_answered() { grep -q '"agentInfo"' "$work/acp.out"; }
+wait_for "answer to the ACP client's initialize through the daemon" 60 acp_answered
+exec 3>&-
+rc=0
+wait "$editor_pid" || rc=$?
+editor_pid=""
+[ "$rc" -eq 0 ] || { cat "$work/acp.err" >&2; die "tether acp exited $rc (its stderr above)"; }
+grep -q "forwarding the ACP client to the daemon" "$work/acp.err" \
+  || { cat "$work/acp.err" >&2; die "tether acp did not go through the daemon (its stderr above)"; }
+log "tether acp: initialize answered through the daemon; its input's end ended it (exit 0)"
+
+# --- 7. daemon stop ----------------------------------------------------------------------------------
 out="$(tether daemon stop 2>&1)" || die "daemon stop failed: $out"
 grep -q "stopped" <<<"$out" || die "daemon stop said: $out"
 ! ls "$work"/run/tether-*.pipe >/dev/null 2>&1 || die "the stopped daemon left its marker file"
