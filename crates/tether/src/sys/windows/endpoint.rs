@@ -245,14 +245,23 @@ unsafe fn user_of_process(process: HANDLE) -> io::Result<User> {
     if unsafe { ConvertSidToStringSidW(user.User.Sid, &raw mut text) } == 0 {
         return Err(io::Error::last_os_error());
     }
-    // SAFETY: a NUL-terminated wide string from ConvertSidToStringSidW.
-    let sid = unsafe {
+    // SAFETY: a NUL-terminated wide string from ConvertSidToStringSidW, LocalAlloc'd.
+    Ok(User(unsafe { take_local_wide(text) }))
+}
+
+/// The NUL-terminated wide string `text` as a `String`, then frees it.
+///
+/// # Safety
+/// `text` is a NUL-terminated UTF-16 string allocated with `LocalAlloc`.
+unsafe fn take_local_wide(text: *mut u16) -> String {
+    // SAFETY: NUL-terminated, per the caller.
+    let string = unsafe {
         let len = (0..).take_while(|&i| *text.add(i) != 0).count();
         String::from_utf16_lossy(std::slice::from_raw_parts(text, len))
     };
-    // SAFETY: allocated by ConvertSidToStringSidW with LocalAlloc.
+    // SAFETY: LocalAlloc'd, per the caller.
     unsafe { LocalFree(text as HLOCAL) };
-    Ok(User(sid))
+    string
 }
 
 /// A self-relative security descriptor made from SDDL, freed with `LocalFree`.
@@ -543,6 +552,65 @@ mod tests {
         let me = current_user().expect("this process's SID");
         assert!(me.0.starts_with("S-1-"), "{me}");
         SecurityDescriptor::owner_only(&me).expect("Windows accepts the SDDL");
+    }
+
+    /// The DACL of the kernel object `handle`, as SDDL.
+    fn dacl_of(handle: HANDLE) -> String {
+        use windows_sys::Win32::Security::Authorization::{
+            ConvertSecurityDescriptorToStringSecurityDescriptorW, GetSecurityInfo, SE_KERNEL_OBJECT,
+        };
+        use windows_sys::Win32::Security::DACL_SECURITY_INFORMATION;
+        let mut sd: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
+        // SAFETY: a valid handle; `sd` receives a LocalAlloc'd descriptor.
+        let rc = unsafe {
+            GetSecurityInfo(
+                handle,
+                SE_KERNEL_OBJECT,
+                DACL_SECURITY_INFORMATION,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                &raw mut sd,
+            )
+        };
+        assert_eq!(rc, 0, "GetSecurityInfo");
+        let mut text: *mut u16 = std::ptr::null_mut();
+        // SAFETY: `sd` is valid; `text` receives a LocalAlloc'd string.
+        let ok = unsafe {
+            ConvertSecurityDescriptorToStringSecurityDescriptorW(
+                sd,
+                SDDL_REVISION_1,
+                DACL_SECURITY_INFORMATION,
+                &raw mut text,
+                std::ptr::null_mut(),
+            )
+        };
+        assert_ne!(ok, 0, "{}", io::Error::last_os_error());
+        // SAFETY: LocalAlloc'd by the calls above.
+        unsafe {
+            LocalFree(sd as HLOCAL);
+            take_local_wide(text)
+        }
+    }
+
+    /// The DACL a bound pipe carries, read back from its instance: one entry, allowing
+    /// everything to this user (`GA` as asked, or `FA`, the file rights it maps to), nothing
+    /// inherited. Wine stores the descriptor but does not enforce it, so this checks what
+    /// Windows is asked, not that another user is kept out.
+    #[tokio::test]
+    async fn a_bound_pipe_carries_the_owner_only_dacl() {
+        let tmp = tempfile::tempdir().unwrap();
+        let address = Address::of_daemon(tmp.path(), "0123456789ab");
+        let listener = Listener::bind(&address).await.unwrap();
+        let sid = current_user().unwrap().0;
+        let dacl = dacl_of(listener.next.as_ref().unwrap().as_raw_handle());
+        assert!(
+            [format!("D:P(A;;GA;;;{sid})"), format!("D:P(A;;FA;;;{sid})")].contains(&dacl),
+            "{dacl}"
+        );
+        drop(listener);
+        address.remove();
     }
 
     /// The pipe's name: per build, user and runtime folder (case-insensitively), short.
