@@ -8,7 +8,8 @@
 #      editor restart with three retries, the breaker, a rate limit, a crash mid-turn with
 #      a dangling tool call and the agent restarted) — it exits 0 only when every step
 #      behaved as the story says;
-#   3. the tests of the platform layer's crates, tether-host and tether-store (unit and
+#   3. the per-user daemon over its named pipe (tests/wine/daemon.sh);
+#   4. the tests of the platform layer's crates, tether-host and tether-store (unit and
 #      integration tests; among them tests/job_object.rs: a killed server's agents die with
 #      its Job Object, a graceful end closes stdin then terminates the job), each test
 #      program run under Wine by cargo (CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER).
@@ -119,6 +120,10 @@ awk '/^── / { if (h) printf "[wine] demo: %s (%d checks passed)\n", h, n; h 
      END { if (h) printf "[wine] demo: %s (%d checks passed)\n", h, n }' "$work/demo.log"
 log "tether.exe demo: $(grep '^Demo complete' "$work/demo.log")"
 
+# --- The daemon over its named pipe -----------------------------------------------------------
+step "the daemon over its named pipe" "$repo/tests/wine/daemon.sh" "$exe" "$work/daemon" \
+  || die "the daemon failed under Wine (above)"
+
 # --- The platform layer's crates' tests -------------------------------------------------------
 skips=()
 for gap in ${wine_gaps[@]+"${wine_gaps[@]}"}; do
@@ -140,4 +145,16 @@ read -r passed failed ignored <<<"$(awk '/^test result:/ {
 } END { print p + 0, f + 0, g + 0 }' "$work/tests.log")"
 [ "$passed" -gt 0 ] || die "no test ran under Wine"
 log "tests under Wine: $passed passed, $failed failed, $ignored ignored (#[ignore]d roles), ${#wine_gaps[@]} not run (listed above with why)"
+
+# The server's platform layer (crates/tether/src/sys: the daemon's endpoint, its pipe's DACL
+# read back, the chunked half-close). Only `sys::`: the rest of the server's unit tests still
+# take '/'-rooted paths for their storage folders.
+rc=0
+step "run tether's sys:: tests under Wine" cargo test --locked --target "$triple" -p tether --lib \
+  -- sys:: > >(tee "$work/sys-tests.log") 2>&1 || rc=$?
+wait $! 2>/dev/null || true
+[ "$rc" -eq 0 ] || die "tether's platform-layer tests failed under Wine (above)"
+sys_passed="$(awk '/^test result:/ { print $4 }' "$work/sys-tests.log" | head -1)"
+[ "${sys_passed:-0}" -gt 0 ] || die "no sys:: test of tether ran under Wine"
+log "tether's sys:: tests under Wine: $sys_passed passed"
 log "the wine suite passed"

@@ -1,5 +1,5 @@
-//! The daemon bench (`daemon/unix.rs`): the daemon's endpoint is a Unix socket, so the bench
-//! runs on Unix; on Windows, where `tether serve` serves in-process, it says so and ends.
+//! The daemon bench (`daemon/unix.rs`): it measures through `/proc` (RSS, smaps) and Unix
+//! signals, so it runs on Unix; on Windows it says so and ends.
 
 #[cfg(unix)]
 #[path = "daemon/unix.rs"]
@@ -9,5 +9,7 @@ fn main() {
     #[cfg(unix)]
     unix::main();
     #[cfg(not(unix))]
-    eprintln!("daemon bench: the daemon is not supported on Windows yet; nothing to measure");
+    eprintln!(
+        "daemon bench: measures through /proc and Unix signals; nothing to measure on Windows"
+    );
 }

@@ -90,8 +90,9 @@ enum Command {
     Daemon {
         #[command(subcommand)]
         action: Option<DaemonAction>,
-        /// The runtime folder holding the socket (default `$TETHER_RUNTIME_DIR`, else
-        /// `$XDG_RUNTIME_DIR/tether`, else `<data dir>/run`).
+        /// The runtime folder: the daemon's socket (on Windows its pipe's marker file), its
+        /// start lock and log (default `$TETHER_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR/tether`,
+        /// else `<data dir>/run`).
         #[arg(long, value_name = "DIR", global = true)]
         runtime_dir: Option<PathBuf>,
     },

@@ -9,8 +9,8 @@
 //! (`…::in_process_daemon`, [`DaemonKind`]). Starting, killing and idling the daemon
 //! process are tested with the separate daemon only.
 
-// Unix signals and the daemon's Unix socket; Windows ends on console events and serves
-// in-process (crate::sys, crate::daemon::windows).
+// Unix signals, `setpriv` and the socket's file modes; the Windows daemon (its named pipe)
+// runs under Wine in tests/wine/daemon.sh, and sys/windows/endpoint.rs's unit tests.
 #![cfg(unix)]
 
 mod support;

@@ -5,8 +5,7 @@
 //! SIGKILL, which no process can handle, is covered by the parent-death signal every agent
 //! gets when it is forked (`tether_host::spawner`).
 
-// Unix signals and the daemon's Unix socket; Windows ends on console events and serves
-// in-process (crate::sys, crate::daemon::windows).
+// Unix signals; Windows ends on console events (crate::sys).
 #![cfg(unix)]
 
 mod support;

@@ -155,7 +155,7 @@ async fn direct_editor(bin: &Path, dir: &Path) -> Editor {
     let build = tether::daemon::paths::build_id_of(bin);
     let socket = tether::daemon::paths::socket_path_for(&dir.join("run"), &build);
     let mut stream = tokio::io::BufReader::new(
-        tokio::net::UnixStream::connect(&socket)
+        tokio::net::UnixStream::connect(socket.path())
             .await
             .expect("connect to the daemon"),
     );

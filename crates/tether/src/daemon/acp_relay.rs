@@ -1,4 +1,4 @@
-//! `tether acp --remote=auto`'s side of the daemon (Unix): the ACP client's stdio carried
+//! `tether acp --remote=auto`'s side of the daemon: the ACP client's stdio carried
 //! byte for byte to the daemon's ACP front (R-ACP-7), unlike the editors' LSP relay, which
 //! reads frames to survive a lost daemon.
 

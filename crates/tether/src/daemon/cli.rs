@@ -41,7 +41,7 @@ fn chosen_dir(dir: Option<PathBuf>, what: &str) -> Option<PathBuf> {
     }
 }
 
-/// `tether daemon run`: binds the socket, says `ready` on stdout (the forwarder that
+/// `tether daemon run`: binds the endpoint, says `ready` on stdout (the forwarder that
 /// started it waits for that line), then serves until stopped or idle. Logs to `log_file`
 /// when given, else to stderr.
 pub fn run_daemon(dir: Option<PathBuf>, idle_secs: u64, log_file: Option<PathBuf>) -> ExitCode {
@@ -58,7 +58,8 @@ pub fn run_daemon(dir: Option<PathBuf>, idle_secs: u64, log_file: Option<PathBuf
     let Some(dir) = chosen_dir(dir, what) else {
         return ExitCode::from(2);
     };
-    // Absolute, so the socket's path still holds once the daemon has left this folder.
+    // Absolute, so the endpoint's path still holds once the daemon has left this folder
+    // (and names the same pipe on Windows whatever the working folder).
     let dir = std::path::absolute(&dir).unwrap_or(dir);
     let Some(runtime) = current_thread_runtime(what) else {
         return ExitCode::FAILURE;
@@ -100,8 +101,9 @@ pub fn run_daemon(dir: Option<PathBuf>, idle_secs: u64, log_file: Option<PathBuf
     }
 }
 
-/// Writes `ready` to stdout, then points stdout at /dev/null: the pipe of the forwarder
-/// that started the daemon closes, and nothing the daemon prints later can block on it.
+/// Writes `ready` to stdout, then points stdout at the null device
+/// ([`crate::sys::stdout_to_null`]): the pipe of the forwarder that started the daemon
+/// closes, and nothing the daemon prints later can block on it.
 fn say_ready() {
     use std::io::Write;
     // Start-up is over: the pages of code it ran (ours and the libraries') need not stay mapped (see `image`).
@@ -110,11 +112,7 @@ fn say_ready() {
     let mut out = std::io::stdout();
     let _ = writeln!(out, "ready");
     let _ = out.flush();
-    if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
-        use std::os::fd::AsRawFd;
-        // SAFETY: dup2 onto fd 1, which this process owns; both fds are valid.
-        unsafe { libc::dup2(null.as_raw_fd(), 1) };
-    }
+    crate::sys::stdout_to_null();
 }
 
 /// `tether daemon status`: prints the daemon's clients and live sessions (`--json` for the
@@ -186,7 +184,7 @@ fn print_status(status: &Status) {
 fn not_running(dir: &Path, err: &ForwardError) -> ExitCode {
     eprintln!(
         "no tether daemon of this build runs ({}: {err})",
-        socket_path(dir).display()
+        socket_path(dir)
     );
     ExitCode::FAILURE
 }

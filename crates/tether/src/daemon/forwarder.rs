@@ -4,19 +4,21 @@
 //! frames).
 //!
 //! Exactly one daemon starts when several forwarders start at once: each takes an
-//! exclusive `flock` on the start lock before it looks again for a daemon and only then
-//! starts one. The daemon says it listens by writing `ready` on the pipe it was started
-//! with, so the forwarder waits on that line, not on a delay (R-DAEMON-2).
+//! exclusive lock on the start lock file (`File::lock`: `flock` on Unix, `LockFileEx` on
+//! Windows) before it looks again for a daemon and only then starts one, detached from the
+//! editor ([`crate::sys::spawn_detached`]). The daemon says it listens by writing `ready`
+//! on the pipe it was started with, so the forwarder waits on that line, not on a delay
+//! (R-DAEMON-2).
 
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::net::UnixStream;
 
 use super::handshake::{Hello, Purpose, Welcome, read_line, write_line};
 use super::paths::{daemon_log_path, ensure_private_dir, socket_path, start_lock_path};
+use crate::sys::endpoint::Stream;
 
 /// How long a started daemon has to say `ready`.
 pub const START_TIMEOUT: Duration = Duration::from_secs(10);
@@ -38,12 +40,12 @@ pub enum ForwardError {
     /// The daemon refused or broke the handshake.
     #[error("the daemon refused the connection: {0}")]
     Refused(String),
-    /// I/O on the socket.
-    #[error("daemon socket: {0}")]
+    /// I/O on the endpoint.
+    #[error("daemon endpoint: {0}")]
     Io(#[from] std::io::Error),
 }
 
-/// Connects to the daemon of this build in `dir`, starting `exe daemon` when none listens,
+/// Connects to the daemon of this build for `dir`, starting `exe daemon` when none listens,
 /// and completes the handshake for `purpose`. Returns the stream (ready for LSP frames when
 /// `purpose` is [`Purpose::Editor`]) and the daemon's answer.
 ///
@@ -56,10 +58,10 @@ pub async fn connect(
     exe: &Path,
     purpose: Purpose,
     start: bool,
-) -> Result<(BufReader<UnixStream>, Welcome), ForwardError> {
+) -> Result<(BufReader<Stream>, Welcome), ForwardError> {
     ensure_private_dir(dir)?;
     let socket = socket_path(dir);
-    let stream = match UnixStream::connect(&socket).await {
+    let stream = match Stream::connect(&socket).await {
         Ok(s) => s,
         Err(e) if !start => return Err(ForwardError::Io(e)),
         Err(_) => start_daemon(dir, exe).await?,
@@ -79,13 +81,13 @@ pub async fn connect(
 
 /// Takes the start lock, then connects to a daemon another forwarder started meanwhile, or
 /// starts one and waits for its `ready`.
-async fn start_daemon(dir: &Path, exe: &Path) -> Result<UnixStream, ForwardError> {
+async fn start_daemon(dir: &Path, exe: &Path) -> Result<Stream, ForwardError> {
     let lock_path = start_lock_path(dir);
     let lock = tokio::task::spawn_blocking(move || lock_exclusive(&lock_path))
         .await
         .map_err(|e| std::io::Error::other(e.to_string()))??;
     let socket = socket_path(dir);
-    if let Ok(s) = UnixStream::connect(&socket).await {
+    if let Ok(s) = Stream::connect(&socket).await {
         return Ok(s);
     }
     let log = daemon_log_path(dir);
@@ -93,7 +95,8 @@ async fn start_daemon(dir: &Path, exe: &Path) -> Result<UnixStream, ForwardError
         exe: exe.display().to_string(),
         why,
     };
-    let log_file = open_private(&log).map_err(|e| err(format!("{}: {e}", log.display())))?;
+    let log_file = crate::sys::open_private_append(&log)
+        .map_err(|e| err(format!("{}: {e}", log.display())))?;
     let mut command = tokio::process::Command::new(exe);
     command
         .args(["daemon", "run", "--runtime-dir"])
@@ -102,17 +105,9 @@ async fn start_daemon(dir: &Path, exe: &Path) -> Result<UnixStream, ForwardError
         .stdout(Stdio::piped())
         .stderr(Stdio::from(log_file))
         .kill_on_drop(false);
-    // SAFETY: setsid is async-signal-safe; the daemon leaves the editor's session and
-    // process group, so signals meant for the editor's processes never reach it.
-    unsafe {
-        command.pre_exec(|| {
-            if libc::setsid() < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let mut child = command.spawn().map_err(|e| err(e.to_string()))?;
+    // The daemon leaves the editor's session and process group (Unix) or console and
+    // process group (Windows): what ends the editor's processes never reaches it.
+    let mut child = crate::sys::spawn_detached(&mut command).map_err(|e| err(e.to_string()))?;
     let stdout = child.stdout.take().expect("piped stdout");
     let mut ready = String::new();
     let read =
@@ -136,30 +131,18 @@ async fn start_daemon(dir: &Path, exe: &Path) -> Result<UnixStream, ForwardError
     }
     // The daemon outlives this forwarder: nobody waits for it here (it is reparented).
     drop(child);
-    let stream = UnixStream::connect(&socket).await?;
+    let stream = Stream::connect(&socket).await?;
     drop(lock);
     Ok(stream)
 }
 
-/// Opens (creating, mode 0600) `path` and takes an exclusive `flock` on it, blocking.
+/// Opens (creating, private to the user) `path` and takes an exclusive lock on it,
+/// blocking (`flock(LOCK_EX)` on Unix, `LockFileEx` on Windows); released when the file is
+/// closed, also by a forwarder that dies.
 fn lock_exclusive(path: &Path) -> std::io::Result<std::fs::File> {
-    use std::os::fd::AsRawFd;
-    let file = open_private(path)?;
-    // SAFETY: flock on an fd we own; blocks until the lock is ours.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    let file = crate::sys::open_private_append(path)?;
+    file.lock()?;
     Ok(file)
-}
-
-/// Opens `path` for appending, creating it private to the user (0600).
-fn open_private(path: &Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(path)
 }
 
 /// How long the forwarder waits for the daemon's last answers after the editor's input ends.

@@ -7,37 +7,26 @@
 //! the first line each way; [`forwarder`]: connect-or-start; [`relay`]: the editor's frames
 //! both ways, surviving a lost daemon, with [`frames`] (where frames end) and [`ledger`]
 //! (what is in flight, what to replay); [`server`]: the daemon's accept loop, peer check
-//! and shared hubs; [`image`]: the start-up pages of the binary given back; [`cli`]:
+//! and shared hubs; [`cli`]:
 //! `tether daemon` and the forwarding `tether serve`; `acp_relay`: `tether acp`'s stream
 //! carried to the daemon.
 
 //!
-//! The endpoint is a Unix domain socket. On Windows (a named pipe is to come) the daemon's
-//! modules are replaced by [`windows`]'s `cli` and `image`, whose `tether serve
-//! --remote=auto` serves in-process and says so; this file is the one place that chooses.
+//! The endpoint (a Unix domain socket; a named pipe on Windows), its peer check, the
+//! daemon's detached start and the start-up pages given back are the platform layer's
+//! ([`crate::sys::endpoint`], [`crate::sys::spawn_detached`], [`crate::sys::image`]); this
+//! module holds no `cfg`.
 
+pub mod acp_relay;
 pub mod build;
+pub mod cli;
+pub mod forwarder;
 pub mod frames;
 pub mod handshake;
 pub mod ledger;
-pub mod remote;
-
-#[cfg(unix)]
-pub mod acp_relay;
-#[cfg(unix)]
-pub mod cli;
-#[cfg(unix)]
-pub mod forwarder;
-#[cfg(unix)]
-pub mod image;
-#[cfg(unix)]
 pub mod paths;
-#[cfg(unix)]
 pub mod relay;
-#[cfg(unix)]
+pub mod remote;
 pub mod server;
 
-#[cfg(windows)]
-pub mod windows;
-#[cfg(windows)]
-pub use windows::{cli, image};
+pub use crate::sys::image;

@@ -1,14 +1,16 @@
-//! Where the daemon's socket lives, and the rules that keep it the user's own.
+//! Where the daemon's endpoint lives, and the rules that keep it the user's own.
 //!
-//! One daemon per user and build: the socket sits in a folder of the user's (mode 0700,
-//! owned by them, not a symlink), `$TETHER_RUNTIME_DIR` when set (tests give each daemon a
+//! One daemon per user and build: its endpoint ([`crate::sys::endpoint::Address`]: a socket
+//! on Unix, a named pipe on Windows) belongs to a folder of the user's (owned by them, not
+//! a symlink; mode 0700 on Unix, the profile's ACL on Windows), `$TETHER_RUNTIME_DIR` when set (tests give each daemon a
 //! private one), else `$XDG_RUNTIME_DIR/tether`, else `<data dir>/run`. Its name carries a
 //! hash of the build ([`build_id`]), so a forwarder never talks to a daemon of another
 //! build: after an upgrade the old daemon serves its editors until they go, and the new
 //! build starts its own (R-DAEMON-1).
 
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+
+pub use crate::sys::endpoint::Address;
 
 /// The environment variable that overrides the runtime folder.
 pub const RUNTIME_DIR_ENV: &str = "TETHER_RUNTIME_DIR";
@@ -54,8 +56,10 @@ pub fn runtime_dir() -> Result<PathBuf, PathError> {
         .ok_or(PathError::NoRuntimeDir)
 }
 
-/// Creates `dir` (and its parents) when missing with mode 0700, then checks that it is a
-/// real folder (not a symlink), owned by this user, and that nobody else can enter it.
+/// Creates `dir` (and its parents) when missing, private to the user
+/// ([`crate::sys::create_private_dir_all`]), then checks that it is a real folder (not a
+/// symlink or a reparse point) owned by this user, closing it to others when it is open
+/// ([`crate::sys::make_dir_owner_only`]).
 ///
 /// # Errors
 /// [`PathError::NotPrivate`] naming what is wrong; [`PathError::Io`] when it cannot be
@@ -65,11 +69,7 @@ pub fn ensure_private_dir(dir: &Path) -> Result<(), PathError> {
         path: dir.to_owned(),
         source,
     };
-    match std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-    {
+    match crate::sys::create_private_dir_all(dir) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(io(e)),
@@ -82,35 +82,24 @@ pub fn ensure_private_dir(dir: &Path) -> Result<(), PathError> {
     if !meta.file_type().is_dir() {
         return Err(not_private("not a folder (a symlink or a file)".into()));
     }
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let me = unsafe { libc::geteuid() };
-    if meta.uid() != me {
-        return Err(not_private(format!(
-            "owned by uid {}, not by this user (uid {me})",
-            meta.uid()
-        )));
-    }
-    let mode = meta.permissions().mode() & 0o777;
-    if mode & 0o077 != 0 {
-        // Ours but open to others (made by hand, or by an old build): close it.
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(io)?;
-    }
-    Ok(())
+    crate::sys::make_dir_owner_only(dir, &meta)
+        .map_err(io)?
+        .map_err(not_private)
 }
 
 pub use super::build::{build_id, build_id_of};
 
-/// The daemon's socket in `dir`: `tether-<build id>.sock` for this build ([`build_id`]).
+/// The endpoint of this build's daemon ([`build_id`]) for the runtime folder `dir`.
 #[must_use]
-pub fn socket_path(dir: &Path) -> PathBuf {
+pub fn socket_path(dir: &Path) -> Address {
     socket_path_for(dir, &build_id())
 }
 
-/// The socket in `dir` of the daemon of build `build` (a [`build_id_of`] hash):
-/// `tether-<build>.sock`.
+/// The endpoint of the daemon of build `build` (a [`build_id_of`] hash) for the runtime
+/// folder `dir` ([`Address::of_daemon`]: `<dir>/tether-<build>.sock` on Unix).
 #[must_use]
-pub fn socket_path_for(dir: &Path, build: &str) -> PathBuf {
-    dir.join(format!("tether-{build}.sock"))
+pub fn socket_path_for(dir: &Path, build: &str) -> Address {
+    Address::of_daemon(dir, build)
 }
 
 /// The lock file that lets exactly one of several forwarders start the daemon.
@@ -130,36 +119,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_missing_folder_is_made_private_and_an_open_one_is_closed() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("a/b/run");
-        ensure_private_dir(&dir).unwrap();
-        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o700);
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-        ensure_private_dir(&dir).unwrap();
-        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o700, "closed again");
-    }
-
-    #[test]
-    fn a_symlink_or_a_file_is_refused() {
-        let tmp = tempfile::tempdir().unwrap();
-        let real = tmp.path().join("real");
-        std::fs::create_dir(&real).unwrap();
-        let link = tmp.path().join("link");
-        std::os::unix::fs::symlink(&real, &link).unwrap();
-        assert!(matches!(
-            ensure_private_dir(&link),
-            Err(PathError::NotPrivate { .. })
-        ));
-        let file = tmp.path().join("file");
-        std::fs::write(&file, "").unwrap();
-        assert!(ensure_private_dir(&file).is_err());
-    }
-
-    #[test]
-    fn the_socket_name_carries_the_build() {
+    fn the_endpoint_name_carries_the_build() {
         let id = build_id();
         assert_eq!(id.len(), 12);
         assert!(id.chars().all(|c| c.is_ascii_hexdigit()));
@@ -171,14 +131,10 @@ mod tests {
             id,
             "another binary's differs"
         );
-        let path = socket_path(Path::new("/run/user/1000/tether"));
-        assert_eq!(
-            path,
-            PathBuf::from(format!("/run/user/1000/tether/tether-{id}.sock"))
-        );
-        assert_eq!(
-            socket_path_for(Path::new("/run"), "0123456789ab"),
-            PathBuf::from("/run/tether-0123456789ab.sock")
-        );
+        let dir = Path::new("/run/user/1000/tether");
+        let name = socket_path(dir).path().display().to_string();
+        assert!(name.contains(&format!("tether-{id}")), "{name}");
+        assert_eq!(socket_path(dir), socket_path_for(dir, &id));
+        assert_ne!(socket_path(dir), socket_path_for(dir, "0123456789ab"));
     }
 }

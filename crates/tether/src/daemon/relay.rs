@@ -5,7 +5,8 @@
 //! body to the [`Ledger`], which reads only its id and method; notifications from the daemon
 //! are not parsed at all. When the daemon's side ends while the editor is still there and
 //! the daemon did not stop on purpose (a daemon stopped by `tether daemon stop` or a signal
-//! removes its socket first; a killed or crashed one leaves it), the relay
+//! removes its endpoint first; a killed or crashed one leaves it:
+//! [`crate::sys::endpoint::Address::exists`]), the relay
 //!
 //! 1. answers each of the editor's unanswered requests with an error that says the daemon
 //!    stopped (a running `session/prompt` ends as `agentCrashed`) and cancels each of the
@@ -24,8 +25,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::net::UnixStream;
-use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
 use super::forwarder::{DRAIN_TIMEOUT, ForwardError, connect};
 use super::frames::{Piece, Splitter};
@@ -33,6 +32,7 @@ use super::handshake::{Purpose, Welcome};
 use super::ledger::{Ledger, Verdict};
 use super::paths::socket_path;
 use crate::server::transport::frame_bytes;
+use crate::sys::endpoint::{ReadHalf, Stream, WriteHalf};
 
 /// How long the relay keeps trying to reach a new daemon after losing one.
 pub const RECONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -51,7 +51,7 @@ pub struct Reconnect<'a> {
 
 /// One direction's bytes not yet passed on, and where its frames are.
 #[derive(Default)]
-struct Stream {
+struct Pending {
     buf: Vec<u8>,
     splitter: Splitter,
 }
@@ -65,7 +65,7 @@ struct Stream {
 pub async fn relay<R, W>(
     input: R,
     output: W,
-    first: (BufReader<UnixStream>, Welcome),
+    first: (BufReader<Stream>, Welcome),
     again: Reconnect<'_>,
 ) -> std::io::Result<()>
 where
@@ -74,12 +74,12 @@ where
 {
     let (mut input, mut output) = (input, output);
     let mut ledger = Ledger::default();
-    let mut up = Stream::default();
+    let mut up = Pending::default();
     let (mut daemon, mut welcome) = first;
     let mut replay: Option<Value> = None;
     loop {
         // Bytes the handshake read already buffered belong to the LSP stream.
-        let mut down = Stream {
+        let mut down = Pending {
             buf: daemon.buffer().to_vec(),
             splitter: Splitter::default(),
         };
@@ -159,9 +159,7 @@ where
 }
 
 /// Connects to (or starts) a daemon, trying again until [`RECONNECT_TIMEOUT`].
-async fn reconnect(
-    again: &Reconnect<'_>,
-) -> Result<(BufReader<UnixStream>, Welcome), ForwardError> {
+async fn reconnect(again: &Reconnect<'_>) -> Result<(BufReader<Stream>, Welcome), ForwardError> {
     let deadline = Instant::now() + RECONNECT_TIMEOUT;
     let mut pause = Duration::from_millis(20);
     loop {
@@ -179,9 +177,9 @@ async fn reconnect(
 
 /// Runs the daemon → editor direction alone until every replayed request is answered.
 async fn replayed<W: AsyncWrite + Unpin>(
-    from_daemon: &mut OwnedReadHalf,
+    from_daemon: &mut ReadHalf,
     output: &mut W,
-    down: &mut Stream,
+    down: &mut Pending,
     ledger: &mut Ledger,
 ) -> Option<std::io::Error> {
     let ledger = std::cell::RefCell::new(ledger);
@@ -208,8 +206,8 @@ async fn replayed<W: AsyncWrite + Unpin>(
 /// decides.
 async fn editor_to_daemon<R: AsyncRead + Unpin>(
     input: &mut R,
-    to_daemon: &mut OwnedWriteHalf,
-    up: &mut Stream,
+    to_daemon: &mut WriteHalf,
+    up: &mut Pending,
     ledger: &std::cell::RefCell<&mut Ledger>,
 ) {
     loop {
@@ -232,9 +230,9 @@ async fn editor_to_daemon<R: AsyncRead + Unpin>(
 
 /// Daemon → editor until the daemon's side ends.
 async fn daemon_to_editor<W: AsyncWrite + Unpin>(
-    from_daemon: &mut OwnedReadHalf,
+    from_daemon: &mut ReadHalf,
     output: &mut W,
-    down: &mut Stream,
+    down: &mut Pending,
     ledger: &std::cell::RefCell<&mut Ledger>,
 ) -> std::io::Error {
     loop {
@@ -254,7 +252,7 @@ async fn daemon_to_editor<W: AsyncWrite + Unpin>(
 
 /// Writes the complete frames in `stream` to `output` as the ledger decides.
 async fn pass_frames<W: AsyncWrite + Unpin>(
-    stream: &mut Stream,
+    stream: &mut Pending,
     output: &mut W,
     judge: impl FnMut(&[u8]) -> (Verdict, Option<Value>),
 ) -> std::io::Result<()> {
@@ -270,7 +268,7 @@ async fn pass_frames<W: AsyncWrite + Unpin>(
 /// on: the pieces themselves when every one is forwarded as it is (the common case, one
 /// copy), else each as the ledger decides, plus any notification it asks for.
 fn take_frames(
-    stream: &mut Stream,
+    stream: &mut Pending,
     mut judge: impl FnMut(&[u8]) -> (Verdict, Option<Value>),
 ) -> Vec<u8> {
     let mut at = 0;

@@ -1,11 +1,13 @@
 //! The daemon: `tether daemon`, one per user and build, holding every hub (sessions,
 //! agents, breakers, caches) for all the editors that reach it through forwarders.
 //!
-//! It listens on the socket of [`super::paths::socket_path`] (a process that hosts it for
-//! another binary's forwarders, such as a test, binds that binary's socket,
+//! It listens on the endpoint of [`super::paths::socket_path`] (a process that hosts it for
+//! another binary's forwarders, such as a test, binds that binary's endpoint,
 //! [`super::paths::socket_path_for`], with [`bind_at`] and names its build in
-//! [`DaemonOptions::build`]); each connection's peer must be this user (`SO_PEERCRED`;
-//! gopls only checks the socket file and fails open), then says [`Hello`]. An `editor`
+//! [`DaemonOptions::build`]); each connection's peer must be this user
+//! ([`crate::sys::endpoint::Stream::peer_user`]: peer credentials on Unix, the client
+//! process's token on Windows; gopls only checks the socket file and fails open), then says
+//! [`Hello`]. An `editor`
 //! connection is served exactly as `tether serve --stdio` serves stdio (the input guard,
 //! tower-lsp-server, the renderer), attached to the shared hub of
 //! its configuration: when it goes, its sessions stay (R-DAEMON-4). The daemon exits on
@@ -20,14 +22,14 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tokio::io::BufReader;
-use tokio::net::{UnixListener, UnixStream};
 use tokio_util::sync::CancellationToken;
 
 use super::handshake::{Hello, Purpose, Welcome, read_line, write_line};
-use super::paths::{ensure_private_dir, socket_path};
+use super::paths::{Address, ensure_private_dir, socket_path};
 use crate::server::ServeOptions;
 use crate::server::hub::LiveSummary;
 use crate::server::hubs::Hubs;
+use crate::sys::endpoint::{BindError, Listener, Stream, current_user};
 
 /// How long a new connection has to say hello.
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
@@ -35,9 +37,9 @@ pub const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 /// How the daemon runs.
 #[derive(Debug, Clone)]
 pub struct DaemonOptions {
-    /// The socket its listener is bound to ([`bind`], [`bind_at`]): logged, and removed
+    /// The endpoint its listener is bound to ([`bind`], [`bind_at`]): logged, and removed
     /// when the daemon stops.
-    pub socket: PathBuf,
+    pub socket: Address,
     /// The build it serves, a [`super::paths::build_id_of`] hash (`tether daemon run`: its
     /// own, [`super::paths::build_id`]): a client whose hello names another build is
     /// refused, and `status` reports it.
@@ -79,7 +81,7 @@ struct Daemon {
     left: tokio::sync::Notify,
     registry_file: Option<PathBuf>,
     /// The `tether daemon stop` clients waiting for the daemon to have stopped.
-    stop_waiters: tokio::sync::Mutex<Vec<UnixStream>>,
+    stop_waiters: tokio::sync::Mutex<Vec<Stream>>,
 }
 
 /// Why the daemon could not start.
@@ -91,54 +93,44 @@ pub enum DaemonError {
     /// Another daemon of this build listens already.
     #[error("a tether daemon already listens on {0}")]
     AlreadyRunning(PathBuf),
-    /// Binding the socket failed.
+    /// Binding the endpoint failed.
     #[error("cannot listen on {path}: {source}")]
     Bind {
-        /// The socket.
+        /// The endpoint (a socket's path, a pipe's name).
         path: PathBuf,
         /// The error.
         source: std::io::Error,
     },
 }
 
-/// Binds this build's daemon socket in `dir` ([`super::paths::socket_path`]), as
+/// Binds this build's daemon endpoint for `dir` ([`super::paths::socket_path`]), as
 /// [`bind_at`] does.
 ///
 /// # Errors
 /// See [`DaemonError`].
-pub async fn bind(dir: &Path) -> Result<UnixListener, DaemonError> {
+pub async fn bind(dir: &Path) -> Result<Listener, DaemonError> {
     bind_at(&socket_path(dir)).await
 }
 
-/// Binds a daemon socket at `path` (mode 0600), first making its folder private
-/// ([`ensure_private_dir`]: created 0700 when missing) and removing a stale socket there
-/// that no daemon answers on.
+/// Binds a daemon endpoint at `address` ([`Listener::bind`]: on Unix a socket of mode 0600,
+/// a stale one nobody answers on removed first; on Windows the first instance of a named
+/// pipe with an owner-only DACL), first making the runtime folder private
+/// ([`ensure_private_dir`]: created when missing).
 ///
 /// # Errors
 /// [`DaemonError::Path`] when the folder is not private; [`DaemonError::AlreadyRunning`]
-/// when a daemon answers at `path`; [`DaemonError::Bind`] when binding fails.
-pub async fn bind_at(path: &Path) -> Result<UnixListener, DaemonError> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+/// when a daemon answers at `address` (or, on Windows, anything holds its pipe name);
+/// [`DaemonError::Bind`] when binding fails.
+pub async fn bind_at(address: &Address) -> Result<Listener, DaemonError> {
+    let dir = address.runtime_dir();
     ensure_private_dir(dir)?;
-    let path = path.to_owned();
-    if path.exists() {
-        if UnixStream::connect(&path).await.is_ok() {
-            return Err(DaemonError::AlreadyRunning(path));
-        }
-        // Left by a daemon that died: nobody answers on it.
-        let _ = std::fs::remove_file(&path);
-    }
-    let listener = UnixListener::bind(&path).map_err(|source| DaemonError::Bind {
-        path: path.clone(),
-        source,
-    })?;
-    // The folder is 0700 already; the socket is private too, whatever the umask.
-    use std::os::unix::fs::PermissionsExt;
-    let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600));
-    Ok(listener)
+    Listener::bind(address).await.map_err(|e| match e {
+        BindError::AlreadyRunning => DaemonError::AlreadyRunning(address.path().to_owned()),
+        BindError::Io(source) => DaemonError::Bind {
+            path: address.path().to_owned(),
+            source,
+        },
+    })
 }
 
 /// Serves on `listener` (bound at `options.socket`) until stopped (`tether daemon stop`,
@@ -148,10 +140,10 @@ pub async fn bind_at(path: &Path) -> Result<UnixListener, DaemonError> {
 /// caller keeps them open until the process exits (a hosting process: until it considers
 /// the daemon gone), so that their end of input tells them the daemon is gone.
 pub async fn run(
-    listener: UnixListener,
+    mut listener: Listener,
     options: DaemonOptions,
     ready: impl FnOnce(),
-) -> Vec<UnixStream> {
+) -> Vec<Stream> {
     let daemon = Arc::new(Daemon {
         hubs: Arc::new(Hubs::default()),
         clients: AtomicUsize::new(0),
@@ -170,12 +162,12 @@ pub async fn run(
         });
     }
     ready();
-    tracing::info!(pid = std::process::id(), build = %options.build, socket = %options.socket.display(), "tether daemon listening");
+    tracing::info!(pid = std::process::id(), build = %options.build, socket = %options.socket, "tether daemon listening");
     loop {
         let idle = daemon.idle_wait(options.idle);
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
+                Ok(stream) => {
                     let daemon = daemon.clone();
                     tokio::spawn(async move { daemon.serve_client(stream).await });
                 }
@@ -188,10 +180,10 @@ pub async fn run(
             () = daemon.stop.cancelled() => break,
         }
     }
-    let _ = std::fs::remove_file(&options.socket);
+    options.socket.remove();
     daemon.hubs.shutdown().await;
     tracing::info!("tether daemon stopped: agents shut down, caches flushed");
-    let mut waiters: Vec<UnixStream> = daemon.stop_waiters.lock().await.drain(..).collect();
+    let mut waiters: Vec<Stream> = daemon.stop_waiters.lock().await.drain(..).collect();
     for waiter in &mut waiters {
         let _ = write_line(waiter, &serde_json::json!({"stopped": true})).await;
     }
@@ -232,14 +224,20 @@ impl Daemon {
             .collect()
     }
 
-    async fn serve_client(self: Arc<Self>, stream: UnixStream) {
-        // SO_PEERCRED: only this user's processes.
-        // SAFETY: geteuid has no preconditions.
-        let me = unsafe { libc::geteuid() };
-        let peer = stream.peer_cred().ok().map(|c| c.uid());
+    async fn serve_client(self: Arc<Self>, stream: Stream) {
+        // Only this user's processes (peer credentials on Unix, the client's token on
+        // Windows); a peer that cannot be told is refused.
+        let me = current_user();
+        let peer = stream.peer_user();
         let mut stream = BufReader::new(stream);
-        if peer != Some(me) {
-            tracing::warn!(peer_uid = ?peer, "refused a connection from another user");
+        let refused = match (&me, &peer) {
+            (Ok(me), Ok(peer)) if me == peer => None,
+            (Ok(me), Ok(peer)) => Some(format!("this daemon serves {me} only (peer {peer})")),
+            (Err(e), _) => Some(format!("this daemon cannot tell its own user: {e}")),
+            (_, Err(e)) => Some(format!("the peer's user cannot be told: {e}")),
+        };
+        if let Some(why) = refused {
+            tracing::warn!(peer = ?peer.ok().map(|p| p.to_string()), "refused a connection: {why}");
             // Its hello is read (bounded, with a timeout) but not used: a client that
             // writes its hello first then reads the refusal instead of a broken pipe.
             let _ = tokio::time::timeout(
@@ -247,13 +245,7 @@ impl Daemon {
                 read_line::<_, serde_json::Value>(&mut stream),
             )
             .await;
-            let _ = write_line(
-                stream.get_mut(),
-                &self.welcome(Some(format!(
-                    "this daemon serves uid {me} only (peer uid {peer:?})"
-                ))),
-            )
-            .await;
+            let _ = write_line(stream.get_mut(), &self.welcome(Some(why))).await;
             return;
         }
         let mut hello: Hello = match tokio::time::timeout(HELLO_TIMEOUT, read_line(&mut stream))
@@ -341,11 +333,7 @@ impl Daemon {
     /// Serves an ACP client (`tether acp`) with the hub of its configuration, shared with
     /// every editor and ACP client that has the same one (R-ACP-7). Its settings line is
     /// answered with an error line, and the connection closed, when it is invalid.
-    async fn serve_acp(
-        &self,
-        mut stream: BufReader<UnixStream>,
-        env: tether_host::process::BaseEnv,
-    ) {
+    async fn serve_acp(&self, mut stream: BufReader<Stream>, env: tether_host::process::BaseEnv) {
         let settings: crate::acp_front::AcpSettings =
             match tokio::time::timeout(HELLO_TIMEOUT, read_line(&mut stream)).await {
                 Ok(Ok(s)) => s,
@@ -411,8 +399,8 @@ mod tests {
     use crate::daemon::paths::socket_path_for;
 
     /// A status client's hello naming `build`, and the daemon's two answers.
-    async fn status_of(socket: &Path, build: &str) -> (Welcome, Option<Status>) {
-        let mut stream = BufReader::new(UnixStream::connect(socket).await.unwrap());
+    async fn status_of(socket: &Address, build: &str) -> (Welcome, Option<Status>) {
+        let mut stream = BufReader::new(Stream::connect(socket).await.unwrap());
         let mut hello = Hello::of_this_process(Purpose::Status);
         hello.build = build.to_owned();
         write_line(stream.get_mut(), &hello).await.unwrap();
@@ -464,6 +452,6 @@ mod tests {
             .expect("run returns once cancelled")
             .unwrap();
         assert!(waiters.is_empty());
-        assert!(!socket.exists(), "the bound socket is removed");
+        assert!(!socket.exists(), "the bound endpoint is removed");
     }
 }

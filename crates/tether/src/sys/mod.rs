@@ -7,8 +7,17 @@
 //! | `TerminationSignals` | SIGTERM, SIGHUP, SIGINT | Ctrl+C, Ctrl+Break, console close |
 //! | `send_signal` | `kill(2)` | unsupported (no signals) |
 //! | `create_private_file`, `make_private`, `create_private_dir_all` | modes 0600/0700 | the profile folder's ACL |
+//! | `endpoint` | the daemon's Unix domain socket, peer uid | the daemon's named pipe (owner-only DACL), peer SID |
+//! | `spawn_detached` | `setsid` | no console, own process group, out of the caller's job |
+//! | `stdout_to_null`, `open_private_append`, `make_dir_owner_only` | `dup2`, modes, owner uid | `SetStdHandle`, the folder's ACL |
+//! | `image` | the start-up pages given back (ELF) | nothing to give back |
 //!
-//! The daemon's endpoint is chosen in [`crate::daemon`] the same way.
+//! `chunks` (platform-neutral, used by the Windows `endpoint`) gives the named pipe the
+//! half-close a socket has.
+
+// The named pipe's half-close (used on Windows only; compiled everywhere for its tests).
+#[cfg_attr(not(windows), allow(dead_code))]
+mod chunks;
 
 #[cfg(unix)]
 mod unix;

@@ -1,6 +1,10 @@
-//! Unix: reactor-driven stdio, termination signals, file modes.
+//! Unix: reactor-driven stdio, termination signals, file modes, the daemon's socket
+//! ([`endpoint`]), its detached start, and the start-up pages given back ([`image`]).
 
 use std::path::Path;
+
+pub mod endpoint;
+pub mod image;
 
 pub mod stdio {
     //! stdin and stdout driven by the reactor when they are pipes or sockets.
@@ -153,4 +157,109 @@ pub fn create_private_dir_all(dir: &Path) -> std::io::Result<()> {
         .recursive(true)
         .mode(0o700)
         .create(dir)
+}
+
+/// Opens `path` for appending, creating it private to the user (0600).
+///
+/// # Errors
+/// The open's error.
+pub fn open_private_append(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)
+}
+
+/// Checks that the folder `dir` (whose `lstat` is `meta`, a real folder) is this user's
+/// own, and closes it to others (mode 0700) when it is open to them (made by hand, or by an
+/// old build).
+///
+/// # Errors
+/// `Ok(Err(why))` when another user owns it; `Err` when the `chmod` fails.
+pub fn make_dir_owner_only(
+    dir: &Path,
+    meta: &std::fs::Metadata,
+) -> std::io::Result<Result<(), String>> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me {
+        return Ok(Err(format!(
+            "owned by uid {}, not by this user (uid {me})",
+            meta.uid()
+        )));
+    }
+    if meta.permissions().mode() & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(Ok(()))
+}
+
+/// Spawns `command` outside the caller's session and process group (`setsid`), so that
+/// signals meant for the editor's processes (a terminal's SIGHUP, a group kill) never reach
+/// it: the daemon's start (R-DAEMON-2).
+///
+/// # Errors
+/// The spawn's error.
+pub fn spawn_detached(
+    command: &mut tokio::process::Command,
+) -> std::io::Result<tokio::process::Child> {
+    // SAFETY: setsid is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    command.spawn()
+}
+
+/// Points this process's stdout (fd 1) at `/dev/null`: the pipe it had closes (the daemon's
+/// `ready` was its last line), and nothing printed later can block on it.
+pub fn stdout_to_null() {
+    if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
+        use std::os::fd::AsRawFd;
+        // SAFETY: dup2 onto fd 1, which this process owns; both fds are valid.
+        unsafe { libc::dup2(null.as_raw_fd(), 1) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use crate::daemon::paths::{PathError, ensure_private_dir};
+
+    #[test]
+    fn a_missing_runtime_folder_is_made_private_and_an_open_one_is_closed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("a/b/run");
+        ensure_private_dir(&dir).unwrap();
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        ensure_private_dir(&dir).unwrap();
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "closed again");
+    }
+
+    #[test]
+    fn a_symlink_or_a_file_is_refused_as_the_runtime_folder() {
+        let tmp = tempfile::tempdir().unwrap();
+        let real = tmp.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        assert!(matches!(
+            ensure_private_dir(&link),
+            Err(PathError::NotPrivate { .. })
+        ));
+        let file = tmp.path().join("file");
+        std::fs::write(&file, "").unwrap();
+        assert!(ensure_private_dir(&file).is_err());
+    }
 }

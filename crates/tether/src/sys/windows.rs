@@ -1,7 +1,20 @@
-//! Windows: stdio through tokio's blocking handles, console control events, and files
-//! whose privacy is their folder's ACL (the user's profile).
+//! Windows: stdio through tokio's blocking handles, console control events, files whose
+//! privacy is their folder's ACL (the user's profile), the daemon's named pipe
+//! ([`endpoint`]) and its detached start.
 
 use std::path::Path;
+
+pub mod endpoint;
+
+pub mod image {
+    //! The start-up pages of the binary: given back on Linux only (ELF program headers).
+
+    /// Releases nothing on Windows; returns 0 bytes.
+    #[must_use]
+    pub fn release_read_only_pages() -> usize {
+        0
+    }
+}
 
 pub mod stdio {
     //! stdin and stdout. Windows pipes are driven through tokio's blocking-pool handles
@@ -109,4 +122,85 @@ pub fn make_private(_path: &Path) -> std::io::Result<()> {
 /// The creation's error.
 pub fn create_private_dir_all(dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)
+}
+
+/// Opens `path` for appending, creating it; it inherits its folder's ACL.
+///
+/// # Errors
+/// The open's error.
+pub fn open_private_append(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+}
+
+/// Accepts the folder `dir` (whose `symlink_metadata` is `meta`, a real folder, not a
+/// symlink or junction): it inherits the user profile's ACL (owner-only under
+/// `%LOCALAPPDATA%`), and its owner is not compared here. The daemon's pipe does not live
+/// in it: the pipe's own DACL and peer check keep the daemon the user's
+/// ([`endpoint`]).
+///
+/// # Errors
+/// Never.
+pub fn make_dir_owner_only(
+    _dir: &Path,
+    _meta: &std::fs::Metadata,
+) -> std::io::Result<Result<(), String>> {
+    Ok(Ok(()))
+}
+
+/// Spawns `command` detached from the caller (R-DAEMON-2): no console
+/// (`DETACHED_PROCESS`, `CREATE_NO_WINDOW`), its own process group
+/// (`CREATE_NEW_PROCESS_GROUP`: a Ctrl+C or Ctrl+Break meant for the editor's console
+/// group never reaches it), and out of the caller's Job Object
+/// (`CREATE_BREAKAWAY_FROM_JOB`) so that an editor that ends its job's processes does not
+/// end the daemon. A job that forbids breaking away makes that spawn fail with
+/// `ERROR_ACCESS_DENIED`: the spawn is then tried without it (logged), and the daemon ends
+/// with that job.
+///
+/// # Errors
+/// The spawn's error.
+pub fn spawn_detached(
+    command: &mut tokio::process::Command,
+) -> std::io::Result<tokio::process::Child> {
+    use windows_sys::Win32::Foundation::ERROR_ACCESS_DENIED;
+    use windows_sys::Win32::System::Threading::{
+        CREATE_BREAKAWAY_FROM_JOB, CREATE_NEW_PROCESS_GROUP, CREATE_NO_WINDOW, DETACHED_PROCESS,
+    };
+    let detached = DETACHED_PROCESS | CREATE_NEW_PROCESS_GROUP | CREATE_NO_WINDOW;
+    command.creation_flags(detached | CREATE_BREAKAWAY_FROM_JOB);
+    match command.spawn() {
+        Err(e) if e.raw_os_error() == Some(ERROR_ACCESS_DENIED as i32) => {
+            tracing::warn!(
+                "this process's Job Object forbids breaking away: the daemon starts in it and ends with it"
+            );
+            command.creation_flags(detached);
+            command.spawn()
+        }
+        spawned => spawned,
+    }
+}
+
+/// Points this process's standard output at `NUL` and closes the handle it had: the pipe
+/// of the forwarder that started the daemon closes (its `ready` was the last line), and
+/// nothing printed later can block on it.
+pub fn stdout_to_null() {
+    use std::os::windows::io::{FromRawHandle, IntoRawHandle, OwnedHandle};
+    use windows_sys::Win32::Foundation::INVALID_HANDLE_VALUE;
+    use windows_sys::Win32::System::Console::{GetStdHandle, STD_OUTPUT_HANDLE, SetStdHandle};
+    let Ok(null) = std::fs::OpenOptions::new().write(true).open("NUL") else {
+        return;
+    };
+    // SAFETY: querying and replacing this process's standard handle; the old one is
+    // closed only once it is no longer the standard output.
+    unsafe {
+        let old = GetStdHandle(STD_OUTPUT_HANDLE);
+        if SetStdHandle(STD_OUTPUT_HANDLE, null.into_raw_handle()) != 0
+            && !old.is_null()
+            && old != INVALID_HANDLE_VALUE
+        {
+            drop(OwnedHandle::from_raw_handle(old));
+        }
+    }
 }
