@@ -150,7 +150,7 @@ log "tests under Wine: $passed passed, $failed failed, $ignored ignored (#[ignor
 # read back, the chunked half-close). Only `sys::`: the rest of the server's unit tests still
 # take '/'-rooted paths for their storage folders.
 rc=0
-step "run tether's sys:: tests under Wine" cargo test --locked --target "$triple" -p tether --lib \
+step "build + run tether's sys:: tests under Wine" cargo test --locked --target "$triple" -p tether --lib \
   -- sys:: > >(tee "$work/sys-tests.log") 2>&1 || rc=$?
 wait $! 2>/dev/null || true
 [ "$rc" -eq 0 ] || die "tether's platform-layer tests failed under Wine (above)"
