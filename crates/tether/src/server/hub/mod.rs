@@ -28,6 +28,7 @@ mod background;
 mod carry;
 mod catalog;
 mod choice;
+mod clock;
 pub mod error;
 pub mod events;
 mod front;
