@@ -141,6 +141,11 @@ pub enum FaultAction {
         /// epoch>\n"`, for latency measurements (benches/daemon.rs).
         #[serde(default)]
         stamp: bool,
+        /// After the last chunk, answer the prompt with this JSON-RPC error instead of the
+        /// reply: a stream cut mid-answer (a connection reset, a model overloaded after it
+        /// began), as agents report the provider's failure once some text has streamed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<StreamCut>,
     },
     /// Prompt: send `count` one-character `agent_message_chunk`s before the reply (not
     /// persisted).
@@ -190,6 +195,19 @@ pub enum FaultAction {
         /// Content.
         content: String,
     },
+}
+
+/// The JSON-RPC error a cut [`FaultAction::Stream`] ends its prompt with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StreamCut {
+    /// The code, e.g. -32603 (claude-code-acp's "Internal error").
+    pub code: i32,
+    /// The message.
+    pub message: String,
+    /// The data, e.g. `{"details": "API Error: Connection error. (ECONNRESET)"}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
 }
 
 /// Failures of the scripted agent itself.
@@ -629,6 +647,7 @@ async fn run_prompt(
             count,
             per_second,
             stamp,
+            error,
         }) => {
             // Batches every 10 ms; the batch's share of `per_second`, at least one.
             let per_tick = per_second.div_ceil(100).max(1);
@@ -653,6 +672,9 @@ async fn run_prompt(
                 }
                 let due = start + Duration::from_millis(sent * 1000 / per_second.max(1));
                 tokio::time::sleep_until(due).await;
+            }
+            if let Some(cut) = error {
+                return Err(AcpSdkError::new(cut.code, cut.message).data(cut.data));
             }
         }
         Some(FaultAction::Flood { count }) => {

@@ -14,6 +14,10 @@
 //! - no secret (a fake Anthropic API key planted in every forwarder's environment, which the
 //!   agents inherit, and in a prompt) in any log or in the cache (R-PRIV-1).
 //!
+//! The slow disk and the clock jumps reach the forwarders, the daemon and the agents
+//! through a fault shim loaded with `LD_PRELOAD` (`support/fault_shim.c`, built with `cc`):
+//! it slows every `fsync`/`fdatasync` and steps `CLOCK_REALTIME` while they run.
+//!
 //! Bounded and reproducible: `TETHER_CHAOS_SEED` (default 1, printed), `TETHER_CHAOS_STEPS`
 //! (default 12), `TETHER_CHAOS_SECS` (default 60: no new step starts after it),
 //! `TETHER_CHAOS_SESSIONS` (default 3), `TETHER_CHAOS_DISK_FULL=1` (the cache on a 4 MiB
@@ -32,7 +36,7 @@ use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
-use support::{Mode, STEP, Tmpfs, World, processes_mentioning, tether_bin};
+use support::{FaultShim, Mode, STEP, Tmpfs, World, processes_mentioning, tether_bin};
 use tether::editor::{Answers, Editor, ServerProcess};
 use tether::lsp_client::RpcError;
 
@@ -47,8 +51,18 @@ enum Fault {
     RateLimit,
     /// The model answers 500.
     ServerError,
+    /// The model answers 529 (Anthropic's `overloaded_error`).
+    Overloaded,
+    /// The model's connection is reset mid-stream: 200 chunks, then `ECONNRESET`.
+    StreamReset,
     /// The agent says nothing for 1.5 s mid-turn, then answers.
     Stall,
+    /// Every `fsync`/`fdatasync` of every process takes 1 s during the turn (the fault
+    /// shim, `support/fault_shim.c`): the turn still ends and is kept.
+    SlowDisk,
+    /// The wall clock of every process steps an hour back (then forward again, the next
+    /// time) while the hub waits out a 429 (the fault shim): the wait ends on time.
+    ClockJump,
     /// The daemon is `SIGKILL`ed while the turn streams.
     DaemonKill,
     /// The editor's forwarder is `SIGKILL`ed while the turn streams (a window reloaded).
@@ -63,12 +77,16 @@ enum Fault {
 }
 
 /// The table faults are drawn from (each equally likely).
-const FAULTS: [Fault; 8] = [
+const FAULTS: [Fault; 12] = [
     Fault::None,
     Fault::AgentKill,
     Fault::RateLimit,
     Fault::ServerError,
+    Fault::Overloaded,
+    Fault::StreamReset,
     Fault::Stall,
+    Fault::SlowDisk,
+    Fault::ClockJump,
     Fault::DaemonKill,
     Fault::ForwarderKill,
     Fault::EditorVanish,
@@ -77,12 +95,19 @@ const FAULTS: [Fault; 8] = [
 /// What the agent does on the prompt a step sends (a scripted fault, `None` for an echo).
 fn agent_action(fault: Fault) -> Option<Value> {
     match fault {
-        Fault::None | Fault::DiskFull => None,
+        Fault::None | Fault::DiskFull | Fault::SlowDisk => None,
         Fault::AgentKill => Some(json!({"kind": "crashMidPrompt"})),
-        Fault::RateLimit => Some(json!({"kind": "error", "code": 429,
+        Fault::RateLimit | Fault::ClockJump => Some(json!({"kind": "error", "code": 429,
             "message": "Resource has been exhausted (e.g. check quota). Please retry in 1.0s."})),
         Fault::ServerError => Some(json!({"kind": "error", "code": 500,
             "message": "Internal server error"})),
+        // As claude-code-acp reports them: -32603 with Claude Code's API error in `details`.
+        Fault::Overloaded => Some(json!({"kind": "error", "code": -32603,
+            "message": "Internal error",
+            "data": {"details": "API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"}})),
+        Fault::StreamReset => Some(json!({"kind": "stream", "count": 200, "perSecond": 1000,
+            "error": {"code": -32603, "message": "Internal error",
+                      "data": {"details": "API Error: Connection error. (ECONNRESET: socket hang up)"}}})),
         Fault::Stall => Some(json!({"kind": "delay", "ms": 1500})),
         // Long enough to be cut: at most 3 s, then the turn ends by itself.
         Fault::DaemonKill | Fault::ForwarderKill | Fault::EditorVanish => {
@@ -112,6 +137,8 @@ struct Chaos {
     sessions: usize,
     /// The cache's small disk, with `TETHER_CHAOS_DISK_FULL=1`.
     disk: Option<Tmpfs>,
+    /// The slow disk and the clock steps, in every forwarder, daemon and agent.
+    shim: FaultShim,
 }
 
 impl Chaos {
@@ -175,7 +202,7 @@ impl Chaos {
                         .display()
                         .to_string(),
                 ],
-                env: vec![
+                env: [
                     (
                         "TETHER_RUNTIME_DIR".into(),
                         self.runtime.display().to_string(),
@@ -183,7 +210,10 @@ impl Chaos {
                     ("TETHER_LOG".into(), "debug".into()),
                     ("TETHER_DAEMON_IDLE_SECS".into(), "30".into()),
                     ("ANTHROPIC_API_KEY".into(), secret()),
-                ],
+                ]
+                .into_iter()
+                .chain(self.shim.env())
+                .collect(),
                 quiet: true,
             },
             Answers::default(),
@@ -300,12 +330,14 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
     let world = World::new(Mode::Binary);
     let runtime = world.path().join("run");
     let disk = disk_full.then(|| Tmpfs::mount(&world.path().join("cache"), "4m"));
+    let shim = FaultShim::build(&world.path().join("shim"));
     let chaos = Chaos {
         world,
         runtime,
         seed,
         sessions,
         disk,
+        shim,
     };
     let mut table = FAULTS.to_vec();
     if disk_full {
@@ -361,6 +393,9 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
 
     let started = Instant::now();
     let mut faults_run = std::collections::BTreeMap::<String, u32>::new();
+    // The wall clock's offset (seconds): each clock jump steps it an hour back, or forward
+    // to the real time again.
+    let mut clock_offset = 0i64;
     for (step, (i, fault)) in plan.iter().copied().enumerate() {
         if started.elapsed() > Duration::from_secs(secs) {
             eprintln!("chaos: {secs} s spent, stopping after {step} steps");
@@ -378,6 +413,9 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
             }
             _ => None,
         };
+        if fault == Fault::SlowDisk {
+            chaos.shim.slow_disk(1000);
+        }
         let run = &mut runs[i];
         let editor = run.editor.take().expect("an editor");
         let mark = editor.mark();
@@ -407,6 +445,29 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
         } else {
             fault
         };
+        if fault == Fault::ClockJump {
+            // While the hub waits out the 429 (when a retry took this prompt's call, there
+            // is no wait: the clock steps all the same).
+            let waiting = editor
+                .wait_for(
+                    mark,
+                    "session/status",
+                    |p| p["sessionId"] == run.sid.as_str() && p["state"] == "rateLimited",
+                    STEP,
+                )
+                .await
+                .is_some();
+            clock_offset = if clock_offset == 0 { -3600 } else { 0 };
+            chaos.shim.clock_offset(clock_offset);
+            eprintln!(
+                "chaos: {ctx}: the wall clock is now {clock_offset} s off{}",
+                if waiting {
+                    ", during the wait"
+                } else {
+                    " (no wait)"
+                }
+            );
+        }
         let editor = match fault {
             Fault::DaemonKill => {
                 let daemon = chaos.daemon_pid();
@@ -428,6 +489,7 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
             .await
             .unwrap_or_else(|_| panic!("{ctx}: the turn is stuck"))
             .unwrap();
+        chaos.shim.slow_disk(0);
         match (&answer, &editor) {
             (Ok(result), Some(_)) => {
                 let stop = result["stopReason"].as_str().unwrap_or_default();
