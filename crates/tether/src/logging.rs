@@ -78,12 +78,18 @@ pub fn default_log_file(data_dir: &Path) -> PathBuf {
 /// no mode option, so before a write in a new UTC day (the appender's rotation boundary) the
 /// day's file `<prefix>.<YYYY-MM-DD>` is created 0600 first; the appender then appends to it
 /// and the mode stays. Opening tightens files left loose by older versions.
+///
+/// A line the file does not take (a full disk, an I/O error) is dropped, not retried, and
+/// said once on stderr; the first line the file takes again is preceded by one that says
+/// how many were lost and why (R-PROC-8).
 struct PrivateLogFiles {
     inner: RollingFileAppender,
     dir: PathBuf,
     prefix: String,
     /// The UTC day (days since the Unix epoch) whose file is known to be private.
     day: u64,
+    /// Lines dropped since the file last took one, and the first error.
+    lost: Option<(u64, std::io::Error)>,
 }
 
 impl PrivateLogFiles {
@@ -109,6 +115,7 @@ impl PrivateLogFiles {
             dir: dir.to_owned(),
             prefix: prefix.to_owned(),
             day,
+            lost: None,
         })
     }
 
@@ -124,12 +131,43 @@ impl PrivateLogFiles {
 }
 
 impl Write for PrivateLogFiles {
+    /// Takes the whole of `buf` (one formatted line from the writer thread) or drops it:
+    /// never an error, which the writer thread would swallow without a word.
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.ensure_today();
-        let n = self.inner.write(buf)?;
+        if let Some((lines, error)) = &self.lost {
+            // A newline first: the line the disk filled up in may have been cut.
+            let note = format!(
+                "\n{} WARN tether::logging: {lines} log line(s) lost: the log file could not be \
+                 written ({error}); writing again\n",
+                chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+            );
+            if self.inner.write_all(note.as_bytes()).is_ok() {
+                self.lost = None;
+            }
+        }
+        let written = if self.lost.is_none() {
+            self.inner.write_all(buf)
+        } else {
+            Err(std::io::Error::other("the log file is still failing"))
+        };
+        if let Err(error) = written {
+            match &mut self.lost {
+                Some((lines, _)) => *lines += 1,
+                None => {
+                    // Once per outage, where a terminal or the editor's output may see it.
+                    eprintln!(
+                        "tether: cannot write the log file in {}: {error}; log lines are \
+                         dropped until it can be written again",
+                        self.dir.display()
+                    );
+                    self.lost = Some((1, error));
+                }
+            }
+        }
         // The appender may have crossed midnight between the check and its own clock read.
         self.ensure_today();
-        Ok(n)
+        Ok(buf.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {

@@ -478,11 +478,16 @@ impl Hub {
         let Some(path) = self.registry_path.clone() else {
             return Ok(None);
         };
+        let shutdown = self.shutdown.clone();
         self.registry
             .get_or_init(|| async move {
-                tokio::task::spawn_blocking(move || open_registry(&path))
+                let opened = tokio::task::spawn_blocking(move || open_registry(&path))
                     .await
-                    .unwrap_or_else(|e| Err(format!("child registry task failed: {e}")))
+                    .unwrap_or_else(|e| Err(format!("child registry task failed: {e}")));
+                if let Ok(registry) = &opened {
+                    tokio::spawn(background::registry_catch_up(registry.clone(), shutdown));
+                }
+                opened
             })
             .await
             .clone()
