@@ -19,7 +19,8 @@
 //! it slows every `fsync`/`fdatasync` and steps `CLOCK_REALTIME` while they run.
 //!
 //! Bounded and reproducible: `TETHER_CHAOS_SEED` (default 1, printed), `TETHER_CHAOS_STEPS`
-//! (default 12), `TETHER_CHAOS_SECS` (default 60: no new step starts after it),
+//! (default 16: the plan's first steps are every fault of the table once, in an order drawn
+//! from the seed, so that the default run injects each; then faults drawn at random), `TETHER_CHAOS_SECS` (default 60: no new step starts after it),
 //! `TETHER_CHAOS_SESSIONS` (default 3), `TETHER_CHAOS_DISK_FULL=1` (the cache on a 4 MiB
 //! tmpfs, and a full disk among the faults: needs root and mount(8)). Timing still varies (a retry may take the fault
 //! planned for the next call), so a seed reproduces the same faults on the same sessions in
@@ -319,7 +320,7 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
         "unset TETHER_REMOTE: the harness runs editors through forwarders and a daemon"
     );
     let seed = env_number("TETHER_CHAOS_SEED", 1);
-    let steps = env_number("TETHER_CHAOS_STEPS", 12);
+    let steps = env_number("TETHER_CHAOS_STEPS", 16);
     let secs = env_number("TETHER_CHAOS_SECS", 60);
     let sessions = env_number("TETHER_CHAOS_SESSIONS", 3).max(1) as usize;
     eprintln!(
@@ -344,14 +345,20 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
         table.push(Fault::DiskFull);
     }
 
-    // The plan, all drawn from the seed before anything runs: (session, fault) per step.
+    // The plan, all drawn from the seed before anything runs: (session, fault) per step;
+    // every fault of the table once first (a Fisher-Yates shuffle), then random draws.
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let plan: Vec<(usize, Fault)> = (0..steps)
-        .map(|_| {
-            (
-                rng.random_range(0..sessions),
-                table[rng.random_range(0..table.len())],
-            )
+    let mut first = table.clone();
+    for k in (1..first.len()).rev() {
+        first.swap(k, rng.random_range(0..=k));
+    }
+    let plan: Vec<(usize, Fault)> = (0..steps as usize)
+        .map(|step| {
+            let fault = first
+                .get(step)
+                .copied()
+                .unwrap_or_else(|| table[rng.random_range(0..table.len())]);
+            (rng.random_range(0..sessions), fault)
         })
         .collect();
     // Each session's agent script: the fault of its k-th prompt at call k (the first

@@ -261,7 +261,7 @@ async fn a_full_disk_starts_agents_all_the_same_and_the_registry_and_log_catch_u
         .collect();
     let note = log
         .lines()
-        .find(|l| l.contains("log line(s) lost: the log file could not be written"))
+        .find(|l| l.contains("log line(s) lost: the log could not be written"))
         .unwrap_or_else(|| panic!("no note of the lost lines in the log:\n{log}"));
     assert!(note.contains("No space left on device"), "{note}");
     assert!(
@@ -270,5 +270,110 @@ async fn a_full_disk_starts_agents_all_the_same_and_the_registry_and_log_catch_u
         "{note}"
     );
     editor.shutdown(STEP).await.unwrap();
+    drop(disk);
+}
+
+/// The daemon's own files on a full disk (R-PROC-7, R-PROC-8, R-STORE-15): its runtime
+/// folder (the start lock, the socket), the cache (and the child registry in it) and the
+/// logs all on one tmpfs, full before anything starts. A forwarder starts the daemon, a
+/// session starts and answers, the editor is told once that the session cannot be saved;
+/// once space is back the turns are saved and the banner cleared.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "mounts a 1 MiB tmpfs: needs root and mount(8); CI runs it with --ignored"]
+async fn a_daemon_started_on_a_full_disk_serves_and_saves_once_space_returns() {
+    assert!(
+        std::env::var_os("TETHER_REMOTE").is_none(),
+        "unset TETHER_REMOTE: this test runs a forwarder and a daemon"
+    );
+    let world = World::new(Mode::Binary);
+    let root = world.path().join("disk");
+    let disk = Tmpfs::mount(&root, "1m");
+    let runtime = root.join("run");
+    let filler = disk.fill(".filler");
+    let mut options = world.options();
+    options["storage"]["dir"] = json!(root.join("cache"));
+    let editor = Editor::connect(
+        ServerProcess::Binary {
+            program: tether_bin(),
+            args: vec![
+                "serve".into(),
+                "--stdio".into(),
+                "--log-file".into(),
+                root.join("logs/forwarder.log").display().to_string(),
+            ],
+            env: vec![
+                ("TETHER_RUNTIME_DIR".into(), runtime.display().to_string()),
+                ("TETHER_LOG".into(), "debug".into()),
+                ("TETHER_DAEMON_IDLE_SECS".into(), "30".into()),
+            ],
+            quiet: true,
+        },
+        Answers::default(),
+    )
+    .expect("forwarder starts");
+    editor
+        .initialize(
+            options,
+            json!({"tether": {"recoveryDialog": true, "banners": true, "status": true}}),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("initialize on a full disk: {e:?}"));
+    let r = editor
+        .request("session/resume", json!({"workspace": world.ws()}))
+        .await
+        .unwrap_or_else(|e| panic!("a new session on a full disk: {e:?}"));
+    assert_eq!(r["outcome"], "started", "{r}");
+    let sid = r["sessionId"].as_str().unwrap().to_owned();
+    let banner_id = format!("cannotSave:{sid}");
+    let text = format!("one {}", "x".repeat(16 * 1024));
+    assert_eq!(prompt(&editor, &sid, &text).await["stopReason"], "end_turn");
+    editor
+        .wait_for(0, "session/banner", |p| p["id"] == banner_id.as_str(), STEP)
+        .await
+        .unwrap_or_else(|| {
+            let seen: Vec<String> = editor
+                .received()
+                .iter()
+                .filter(|r| r.method() != "session/update")
+                .map(|r| format!("{} {}", r.method(), r.params()))
+                .collect();
+            panic!("no cannotSave banner; received: {seen:#?}")
+        });
+
+    std::fs::remove_file(&filler).unwrap();
+    let mark = editor.mark();
+    assert_eq!(prompt(&editor, &sid, "two").await["stopReason"], "end_turn");
+    editor
+        .wait_for(
+            mark,
+            "session/bannerCleared",
+            |p| p["id"] == banner_id.as_str(),
+            STEP,
+        )
+        .await
+        .expect("the banner is cleared once saving works again");
+    assert_eq!(
+        banners(&editor, "session/banner", &banner_id),
+        1,
+        "told once"
+    );
+    let history = editor
+        .request(
+            "session/history",
+            json!({"workspace": world.ws(), "sessionId": sid, "limit": 50}),
+        )
+        .await
+        .expect("history");
+    assert!(history.to_string().contains("\"two\""), "{history}");
+    let (code, status) = support::tether_daemon(&runtime, &["status", "--json"]);
+    let logs: String = ["logs/forwarder.log"]
+        .iter()
+        .flat_map(|_| std::fs::read_dir(root.join("logs")).into_iter().flatten())
+        .filter_map(Result::ok)
+        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+        .collect();
+    assert_eq!(code, 0, "the daemon runs: {status}\n{logs}");
+    editor.shutdown(STEP).await.unwrap();
+    assert_eq!(support::tether_daemon(&runtime, &["stop"]).0, 0);
     drop(disk);
 }
