@@ -7,6 +7,7 @@
 //! | `TerminationSignals` | SIGTERM, SIGHUP, SIGINT | Ctrl+C, Ctrl+Break, console close |
 //! | `send_signal` | `kill(2)` | unsupported (no signals) |
 //! | `create_private_file`, `make_private`, `create_private_dir_all` | modes 0600/0700 | the profile folder's ACL |
+//! | `release_free_memory` | glibc's `malloc_trim(0)` (nothing on other C libraries) | nothing |
 //!
 //! The daemon's endpoint is chosen in [`crate::daemon`] the same way.
 

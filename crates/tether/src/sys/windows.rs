@@ -110,3 +110,6 @@ pub fn make_private(_path: &Path) -> std::io::Result<()> {
 pub fn create_private_dir_all(dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)
 }
+
+/// Nothing to do: the Windows heap decommits free pages itself.
+pub fn release_free_memory() {}

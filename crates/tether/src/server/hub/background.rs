@@ -134,6 +134,19 @@ pub(super) async fn registry_catch_up(registry: Arc<ChildRegistry>, shutdown: Ca
     }
 }
 
+/// Every 10 s, gives the memory the allocator holds free back to the system (on the
+/// blocking pool: it walks every arena), so that the daemon's RSS falls back after a burst
+/// of streaming instead of staying at its peak (R-DAEMON-10).
+pub(super) async fn memory_trimmer(shutdown: CancellationToken) {
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs(10)) => {}
+            () = shutdown.cancelled() => return,
+        }
+        let _ = tokio::task::spawn_blocking(crate::sys::release_free_memory).await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

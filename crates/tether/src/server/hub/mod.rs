@@ -362,6 +362,7 @@ impl Hub {
         let me = self.me.clone();
         let ttl = Duration::from_secs(self.config.connection_ttl_secs);
         tokio::spawn(idle_reaper(me, ttl, self.shutdown.clone()));
+        tokio::spawn(background::memory_trimmer(self.shutdown.clone()));
         if let Some(store) = &self.store {
             self.emit(
                 None,
