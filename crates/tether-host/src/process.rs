@@ -7,7 +7,8 @@
 //! 1. Every agent is spawned with `setpgid(0, 0)` ([`CommandExt::process_group`]`(0)`), so it
 //!    and every descendant that does not call `setsid` share the group id `pgid == pid`.
 //! 2. The group is recorded in the [`ChildRegistry`] before [`AgentProcess::spawn`] returns
-//!    and removed only once the group is confirmed empty.
+//!    and removed only once the group is confirmed empty. On a full disk the record is held
+//!    in memory and reaches the file with the registry's next change (R-PROC-7).
 //! 3. The leader is *observed* exiting with `waitid(…, WNOWAIT)` but *reaped* only after the
 //!    rest of its group is dead: while the zombie leader exists its pid, hence the pgid, cannot
 //!    be reused, so a signal to the group can never reach a stranger's group.
@@ -486,19 +487,32 @@ impl AgentProcess {
         };
         if let Some(registry) = registry {
             let start_time = sys::process_start_time(pid).unwrap_or(0);
-            registry
-                .add(ChildRecord {
-                    pgid: pid,
-                    pid,
-                    start_time,
-                    command: spec.program.clone(),
-                    marker: Some(marker),
-                })
-                .map_err(|source| SpawnError::Registry {
-                    program: spec.program.clone(),
-                    source,
-                })?;
+            let added = registry.add(ChildRecord {
+                pgid: pid,
+                pid,
+                start_time,
+                command: spec.program.clone(),
+                marker: Some(marker),
+            });
+            // A full disk does not stop agents (R-PROC-7): the record is held in memory
+            // and written with the registry's next change once space is back.
             process.registry = Some(registry);
+            match added {
+                Err(source) if source.is_disk_full() => tracing::warn!(
+                    program = %spec.program,
+                    pid,
+                    error = %source,
+                    "agent started but not yet recorded in the child registry (the disk is \
+                     full): recorded with the registry's next change once space is back"
+                ),
+                Err(source) => {
+                    return Err(SpawnError::Registry {
+                        program: spec.program.clone(),
+                        source,
+                    });
+                }
+                Ok(()) => {}
+            }
         }
         std::thread::Builder::new()
             .name(format!("tether-exit-{pid}"))

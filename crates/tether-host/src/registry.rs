@@ -132,6 +132,19 @@ pub enum RegistryError {
     },
 }
 
+impl RegistryError {
+    /// Whether the file could not be written because its disk (or the user's quota) is full
+    /// (`ENOSPC`, `EDQUOT`). The registry then goes on in memory and writes everything it
+    /// holds with its next change once space is back (R-PROC-7).
+    #[must_use]
+    pub fn is_disk_full(&self) -> bool {
+        matches!(self, Self::Io { source, .. } if matches!(
+            source.kind(),
+            std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+        ))
+    }
+}
+
 /// What [`reap_orphans`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReapReport {
@@ -227,6 +240,8 @@ pub fn reap_orphans(path: &Path) -> Result<ReapReport, RegistryError> {
 pub struct ChildRegistry {
     path: PathBuf,
     state: Mutex<RegistryFile>,
+    /// The file lags the records held: its last write failed (a full disk, R-PROC-7).
+    unwritten: std::sync::atomic::AtomicBool,
 }
 
 impl ChildRegistry {
@@ -236,7 +251,8 @@ impl ChildRegistry {
     /// # Errors
     /// [`RegistryError::OwnedByLiveServer`] when another live server owns the file (it is
     /// left alone); other [`RegistryError`]s when `/proc/self` is unreadable or the file
-    /// cannot be written.
+    /// cannot be written, except a full disk: then the registry is kept in memory, a warning
+    /// logged, and the file written by the first change once space is back (R-PROC-7).
     pub fn create(path: impl Into<PathBuf>) -> Result<Self, RegistryError> {
         let path = path.into();
         let me = ProcessIdentity::current()?;
@@ -258,9 +274,17 @@ impl ChildRegistry {
                 server: me,
                 children: Vec::new(),
             }),
+            unwritten: std::sync::atomic::AtomicBool::new(false),
         };
         let snapshot = registry.lock().clone();
-        registry.write(&snapshot)?;
+        match registry.write(&snapshot) {
+            Err(e) if e.is_disk_full() => tracing::warn!(
+                error = %e,
+                "the child registry cannot be written (the disk is full): kept in memory, \
+                 written with its next change once space is back"
+            ),
+            r => r?,
+        }
         Ok(registry)
     }
 
@@ -276,7 +300,8 @@ impl ChildRegistry {
         self.lock().children.clone()
     }
 
-    /// Records a child group.
+    /// Records a child group. The record is held in memory whatever happens to the file, so
+    /// the next change that is written carries it (after a full disk, R-PROC-7).
     ///
     /// # Errors
     /// [`RegistryError::Io`] when the file cannot be replaced.
@@ -301,6 +326,21 @@ impl ChildRegistry {
         self.write(&state)
     }
 
+    /// Writes the records held when the file lags them (its last write failed, R-PROC-7):
+    /// `Ok(true)` when it was written now, `Ok(false)` when it was up to date. Called
+    /// periodically by the server, so that agents started while the disk was full are on
+    /// file soon after space is back, not only at the next spawn or exit.
+    ///
+    /// # Errors
+    /// [`RegistryError::Io`] when the file still cannot be replaced.
+    pub fn write_pending(&self) -> Result<bool, RegistryError> {
+        if !self.unwritten.load(std::sync::atomic::Ordering::SeqCst) {
+            return Ok(false);
+        }
+        let state = self.lock();
+        self.write(&state).map(|()| true)
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, RegistryFile> {
         // A panic while holding the lock cannot leave the Vec half-updated in a way that
         // matters (retain/push), so a poisoned lock is still usable.
@@ -314,10 +354,13 @@ impl ChildRegistry {
             path: self.path.clone(),
             source: std::io::Error::other(e),
         })?;
-        write_atomically(&self.path, &bytes).map_err(|source| RegistryError::Io {
+        let written = write_atomically(&self.path, &bytes).map_err(|source| RegistryError::Io {
             path: self.path.clone(),
             source,
-        })
+        });
+        self.unwritten
+            .store(written.is_err(), std::sync::atomic::Ordering::SeqCst);
+        written
     }
 }
 
@@ -341,13 +384,18 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         name.to_string_lossy(),
         std::process::id()
     ));
-    {
+    let written = (|| {
         let mut f = sys::private_file_options().open(&tmp)?;
         sys::make_private(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        // A partial temporary file would hold on to the space a full disk lacks.
+        let _ = std::fs::remove_file(&tmp);
     }
-    std::fs::rename(&tmp, path)?;
+    written?;
     sys::sync_dir(dir)?;
     Ok(())
 }

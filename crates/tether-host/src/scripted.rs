@@ -148,6 +148,11 @@ pub enum FaultAction {
         /// the stream's end.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         hold: Option<StreamHold>,
+        /// After the last chunk, answer the prompt with this JSON-RPC error instead of the
+        /// reply: a stream cut mid-answer (a connection reset, a model overloaded after it
+        /// began), as agents report the provider's failure once some text has streamed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<StreamCut>,
     },
     /// Prompt: send `count` one-character `agent_message_chunk`s before the reply (not
     /// persisted).
@@ -207,6 +212,19 @@ pub struct StreamHold {
     /// Carry on once this file exists (checked every 10 ms); a `session/cancel` of the turn
     /// also ends the pause, and the turn (`cancelled`).
     pub until: PathBuf,
+}
+
+/// The JSON-RPC error a cut [`FaultAction::Stream`] ends its prompt with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StreamCut {
+    /// The code, e.g. -32603 (claude-code-acp's "Internal error").
+    pub code: i32,
+    /// The message.
+    pub message: String,
+    /// The data, e.g. `{"details": "API Error: Connection error. (ECONNRESET)"}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
 }
 
 /// Failures of the scripted agent itself.
@@ -647,6 +665,7 @@ async fn run_prompt(
             per_second,
             stamp,
             hold,
+            error,
         }) => {
             // Batches every 10 ms; the batch's share of `per_second`, at least one.
             let per_tick = per_second.div_ceil(100).max(1);
@@ -687,6 +706,9 @@ async fn run_prompt(
                 }
                 let due = start + Duration::from_millis(sent * 1000 / per_second.max(1));
                 tokio::time::sleep_until(due).await;
+            }
+            if let Some(cut) = error {
+                return Err(AcpSdkError::new(cut.code, cut.message).data(cut.data));
             }
         }
         Some(FaultAction::Flood { count }) => {

@@ -27,10 +27,17 @@ pub fn init(file: Option<&Path>) -> Result<Option<WorkerGuard>, String> {
     let filter = EnvFilter::try_from_env("TETHER_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     let stderr = std::io::stderr.with_max_level(tracing::Level::TRACE);
     match file {
+        // The daemon started by a forwarder logs here: its stderr is a file in its runtime
+        // folder, which may be on a full disk (R-PROC-8). Lines it does not take are
+        // counted, never reported with `eprintln!` (which panics when stderr fails).
         None => tracing_subscriber::fmt()
             .with_env_filter(filter)
-            .with_writer(stderr)
+            .with_writer(std::sync::Mutex::new(LossyLines::new(
+                std::io::stderr(),
+                None,
+            )))
             .with_ansi(false)
+            .log_internal_errors(false)
             .try_init()
             .map(|()| None)
             .map_err(|e| e.to_string()),
@@ -58,6 +65,9 @@ pub fn init(file: Option<&Path>) -> Result<Option<WorkerGuard>, String> {
                 .with_env_filter(filter)
                 .with_writer(stderr.and(file_writer))
                 .with_ansi(false)
+                // A failing stderr (a closed pipe, a full disk) drops the line; the default
+                // reports it with `eprintln!`, which panics when stderr fails.
+                .log_internal_errors(false)
                 .try_init()
                 .map_err(|e| e.to_string())?;
             Ok(Some(guard))
@@ -78,8 +88,12 @@ pub fn default_log_file(data_dir: &Path) -> PathBuf {
 /// no mode option, so before a write in a new UTC day (the appender's rotation boundary) the
 /// day's file `<prefix>.<YYYY-MM-DD>` is created 0600 first; the appender then appends to it
 /// and the mode stays. Opening tightens files left loose by older versions.
+///
+/// A line the file does not take (a full disk, an I/O error) is dropped, not retried, and
+/// said once on stderr; the first line the file takes again is preceded by one that says
+/// how many were lost and why (R-PROC-8).
 struct PrivateLogFiles {
-    inner: RollingFileAppender,
+    inner: LossyLines<RollingFileAppender>,
     dir: PathBuf,
     prefix: String,
     /// The UTC day (days since the Unix epoch) whose file is known to be private.
@@ -105,10 +119,10 @@ impl PrivateLogFiles {
             .build(dir)
             .map_err(|e| format!("cannot open log file in {}: {e}", dir.display()))?;
         Ok(Self {
-            inner,
             dir: dir.to_owned(),
             prefix: prefix.to_owned(),
             day,
+            inner: LossyLines::new(inner, Some(dir.to_owned())),
         })
     }
 
@@ -134,6 +148,75 @@ impl Write for PrivateLogFiles {
 
     fn flush(&mut self) -> std::io::Result<()> {
         self.inner.flush()
+    }
+}
+
+/// A log writer that takes each formatted line whole or drops it (R-PROC-8): never an
+/// error, which the logging machinery would swallow without a word, or report with
+/// `eprintln!` and panic when stderr itself fails. The first line it takes after a loss is
+/// preceded by one that counts the lost lines and gives the first error.
+struct LossyLines<W> {
+    inner: W,
+    /// The log folder, when `inner` is the log file: the first loss of an outage is then
+    /// said once on stderr too.
+    file_dir: Option<PathBuf>,
+    /// Lines dropped since `inner` last took one, and the first error.
+    lost: Option<(u64, std::io::Error)>,
+}
+
+impl<W: Write> LossyLines<W> {
+    fn new(inner: W, file_dir: Option<PathBuf>) -> Self {
+        Self {
+            inner,
+            file_dir,
+            lost: None,
+        }
+    }
+}
+
+impl<W: Write> Write for LossyLines<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if let Some((lines, error)) = &self.lost {
+            // A newline first: the line the disk filled up in may have been cut.
+            let note = format!(
+                "\n{} WARN tether::logging: {lines} log line(s) lost: the log could not be \
+                 written ({error}); writing again\n",
+                chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+            );
+            if self.inner.write_all(note.as_bytes()).is_ok() {
+                self.lost = None;
+            }
+        }
+        let written = if self.lost.is_none() {
+            self.inner.write_all(buf)
+        } else {
+            Err(std::io::Error::other("the log is still failing"))
+        };
+        if let Err(error) = written {
+            match &mut self.lost {
+                Some((lines, _)) => *lines += 1,
+                None => {
+                    if let Some(dir) = &self.file_dir {
+                        // Once per outage, where a terminal or the editor's output may see it
+                        // (a failing stderr is ignored: never `eprintln!`, which panics).
+                        let _ = writeln!(
+                            std::io::stderr(),
+                            "tether: cannot write the log file in {}: {error}; log lines are \
+                             dropped until it can be written again",
+                            dir.display()
+                        );
+                    }
+                    self.lost = Some((1, error));
+                }
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        // A flush that fails loses nothing more than the lines already counted.
+        let _ = self.inner.flush();
+        Ok(())
     }
 }
 

@@ -14,8 +14,13 @@
 //! - no secret (a fake Anthropic API key planted in every forwarder's environment, which the
 //!   agents inherit, and in a prompt) in any log or in the cache (R-PRIV-1).
 //!
+//! The slow disk and the clock jumps reach the forwarders, the daemon and the agents
+//! through a fault shim loaded with `LD_PRELOAD` (`support/fault_shim.c`, built with `cc`):
+//! it slows every `fsync`/`fdatasync` and steps `CLOCK_REALTIME` while they run.
+//!
 //! Bounded and reproducible: `TETHER_CHAOS_SEED` (default 1, printed), `TETHER_CHAOS_STEPS`
-//! (default 12), `TETHER_CHAOS_SECS` (default 60: no new step starts after it),
+//! (default 16: the plan's first steps are every fault of the table once, in an order drawn
+//! from the seed, so that the default run injects each; then faults drawn at random), `TETHER_CHAOS_SECS` (default 60: no new step starts after it),
 //! `TETHER_CHAOS_SESSIONS` (default 3), `TETHER_CHAOS_DISK_FULL=1` (the cache on a 4 MiB
 //! tmpfs, and a full disk among the faults: needs root and mount(8)). Timing still varies (a retry may take the fault
 //! planned for the next call), so a seed reproduces the same faults on the same sessions in
@@ -32,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
-use support::{Mode, STEP, Tmpfs, World, processes_mentioning, tether_bin};
+use support::{FaultShim, Mode, STEP, Tmpfs, World, processes_mentioning, tether_bin};
 use tether::editor::{Answers, Editor, ServerProcess};
 use tether::lsp_client::RpcError;
 
@@ -47,8 +52,18 @@ enum Fault {
     RateLimit,
     /// The model answers 500.
     ServerError,
+    /// The model answers 529 (Anthropic's `overloaded_error`).
+    Overloaded,
+    /// The model's connection is reset mid-stream: 200 chunks, then `ECONNRESET`.
+    StreamReset,
     /// The agent says nothing for 1.5 s mid-turn, then answers.
     Stall,
+    /// Every `fsync`/`fdatasync` of every process takes 1 s during the turn (the fault
+    /// shim, `support/fault_shim.c`): the turn still ends and is kept.
+    SlowDisk,
+    /// The wall clock of every process steps an hour back (then forward again, the next
+    /// time) while the hub waits out a 429 (the fault shim): the wait ends on time.
+    ClockJump,
     /// The daemon is `SIGKILL`ed while the turn streams.
     DaemonKill,
     /// The editor's forwarder is `SIGKILL`ed while the turn streams (a window reloaded).
@@ -63,12 +78,16 @@ enum Fault {
 }
 
 /// The table faults are drawn from (each equally likely).
-const FAULTS: [Fault; 8] = [
+const FAULTS: [Fault; 12] = [
     Fault::None,
     Fault::AgentKill,
     Fault::RateLimit,
     Fault::ServerError,
+    Fault::Overloaded,
+    Fault::StreamReset,
     Fault::Stall,
+    Fault::SlowDisk,
+    Fault::ClockJump,
     Fault::DaemonKill,
     Fault::ForwarderKill,
     Fault::EditorVanish,
@@ -77,12 +96,19 @@ const FAULTS: [Fault; 8] = [
 /// What the agent does on the prompt a step sends (a scripted fault, `None` for an echo).
 fn agent_action(fault: Fault) -> Option<Value> {
     match fault {
-        Fault::None | Fault::DiskFull => None,
+        Fault::None | Fault::DiskFull | Fault::SlowDisk => None,
         Fault::AgentKill => Some(json!({"kind": "crashMidPrompt"})),
-        Fault::RateLimit => Some(json!({"kind": "error", "code": 429,
+        Fault::RateLimit | Fault::ClockJump => Some(json!({"kind": "error", "code": 429,
             "message": "Resource has been exhausted (e.g. check quota). Please retry in 1.0s."})),
         Fault::ServerError => Some(json!({"kind": "error", "code": 500,
             "message": "Internal server error"})),
+        // As claude-code-acp reports them: -32603 with Claude Code's API error in `details`.
+        Fault::Overloaded => Some(json!({"kind": "error", "code": -32603,
+            "message": "Internal error",
+            "data": {"details": "API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"}})),
+        Fault::StreamReset => Some(json!({"kind": "stream", "count": 200, "perSecond": 1000,
+            "error": {"code": -32603, "message": "Internal error",
+                      "data": {"details": "API Error: Connection error. (ECONNRESET: socket hang up)"}}})),
         Fault::Stall => Some(json!({"kind": "delay", "ms": 1500})),
         // Long enough to be cut: at most 3 s, then the turn ends by itself.
         Fault::DaemonKill | Fault::ForwarderKill | Fault::EditorVanish => {
@@ -112,6 +138,8 @@ struct Chaos {
     sessions: usize,
     /// The cache's small disk, with `TETHER_CHAOS_DISK_FULL=1`.
     disk: Option<Tmpfs>,
+    /// The slow disk and the clock steps, in every forwarder, daemon and agent.
+    shim: FaultShim,
 }
 
 impl Chaos {
@@ -175,7 +203,7 @@ impl Chaos {
                         .display()
                         .to_string(),
                 ],
-                env: vec![
+                env: [
                     (
                         "TETHER_RUNTIME_DIR".into(),
                         self.runtime.display().to_string(),
@@ -183,7 +211,10 @@ impl Chaos {
                     ("TETHER_LOG".into(), "debug".into()),
                     ("TETHER_DAEMON_IDLE_SECS".into(), "30".into()),
                     ("ANTHROPIC_API_KEY".into(), secret()),
-                ],
+                ]
+                .into_iter()
+                .chain(self.shim.env())
+                .collect(),
                 quiet: true,
             },
             Answers::default(),
@@ -289,7 +320,7 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
         "unset TETHER_REMOTE: the harness runs editors through forwarders and a daemon"
     );
     let seed = env_number("TETHER_CHAOS_SEED", 1);
-    let steps = env_number("TETHER_CHAOS_STEPS", 12);
+    let steps = env_number("TETHER_CHAOS_STEPS", 16);
     let secs = env_number("TETHER_CHAOS_SECS", 60);
     let sessions = env_number("TETHER_CHAOS_SESSIONS", 3).max(1) as usize;
     eprintln!(
@@ -300,26 +331,34 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
     let world = World::new(Mode::Binary);
     let runtime = world.path().join("run");
     let disk = disk_full.then(|| Tmpfs::mount(&world.path().join("cache"), "4m"));
+    let shim = FaultShim::build(&world.path().join("shim"));
     let chaos = Chaos {
         world,
         runtime,
         seed,
         sessions,
         disk,
+        shim,
     };
     let mut table = FAULTS.to_vec();
     if disk_full {
         table.push(Fault::DiskFull);
     }
 
-    // The plan, all drawn from the seed before anything runs: (session, fault) per step.
+    // The plan, all drawn from the seed before anything runs: (session, fault) per step;
+    // every fault of the table once first (a Fisher-Yates shuffle), then random draws.
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let plan: Vec<(usize, Fault)> = (0..steps)
-        .map(|_| {
-            (
-                rng.random_range(0..sessions),
-                table[rng.random_range(0..table.len())],
-            )
+    let mut first = table.clone();
+    for k in (1..first.len()).rev() {
+        first.swap(k, rng.random_range(0..=k));
+    }
+    let plan: Vec<(usize, Fault)> = (0..steps as usize)
+        .map(|step| {
+            let fault = first
+                .get(step)
+                .copied()
+                .unwrap_or_else(|| table[rng.random_range(0..table.len())]);
+            (rng.random_range(0..sessions), fault)
         })
         .collect();
     // Each session's agent script: the fault of its k-th prompt at call k (the first
@@ -361,6 +400,9 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
 
     let started = Instant::now();
     let mut faults_run = std::collections::BTreeMap::<String, u32>::new();
+    // The wall clock's offset (seconds): each clock jump steps it an hour back, or forward
+    // to the real time again.
+    let mut clock_offset = 0i64;
     for (step, (i, fault)) in plan.iter().copied().enumerate() {
         if started.elapsed() > Duration::from_secs(secs) {
             eprintln!("chaos: {secs} s spent, stopping after {step} steps");
@@ -378,6 +420,9 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
             }
             _ => None,
         };
+        if fault == Fault::SlowDisk {
+            chaos.shim.slow_disk(1000);
+        }
         let run = &mut runs[i];
         let editor = run.editor.take().expect("an editor");
         let mark = editor.mark();
@@ -407,6 +452,29 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
         } else {
             fault
         };
+        if fault == Fault::ClockJump {
+            // While the hub waits out the 429 (when a retry took this prompt's call, there
+            // is no wait: the clock steps all the same).
+            let waiting = editor
+                .wait_for(
+                    mark,
+                    "session/status",
+                    |p| p["sessionId"] == run.sid.as_str() && p["state"] == "rateLimited",
+                    STEP,
+                )
+                .await
+                .is_some();
+            clock_offset = if clock_offset == 0 { -3600 } else { 0 };
+            chaos.shim.clock_offset(clock_offset);
+            eprintln!(
+                "chaos: {ctx}: the wall clock is now {clock_offset} s off{}",
+                if waiting {
+                    ", during the wait"
+                } else {
+                    " (no wait)"
+                }
+            );
+        }
         let editor = match fault {
             Fault::DaemonKill => {
                 let daemon = chaos.daemon_pid();
@@ -428,6 +496,7 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
             .await
             .unwrap_or_else(|_| panic!("{ctx}: the turn is stuck"))
             .unwrap();
+        chaos.shim.slow_disk(0);
         match (&answer, &editor) {
             (Ok(result), Some(_)) => {
                 let stop = result["stopReason"].as_str().unwrap_or_default();

@@ -9,6 +9,10 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tether::editor::{Answers, Editor, ServerProcess};
 
+mod shim;
+#[allow(unused_imports)]
+pub use shim::FaultShim;
+
 /// The `tether` binary under test.
 pub fn tether_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_tether"))

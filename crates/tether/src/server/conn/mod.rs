@@ -325,6 +325,11 @@ impl Conn {
             }
             None => renderer.watch(id),
         }
+        // A banner that went up before this editor watched the session (a `cannotSave`
+        // raised while the session was being created for it) is shown to it too.
+        if let Some(banner) = hub.cannot_save_banner(id) {
+            renderer.ensure_banner(&banner).await;
+        }
     }
 
     async fn cancel(&self, params: Option<&RawValue>) -> Result<()> {

@@ -16,8 +16,8 @@ use tower_lsp_server::ls_types::{
 };
 
 use crate::protocol::{
-    BannerClearedParams, BannerKind, Choice, ExpiredParams, HandoffOffer, PermissionResolvedParams,
-    ProgressToken, Recovery, TelemetryParams, TurnEndedParams, notify,
+    BannerClearedParams, BannerKind, BannerParams, Choice, ExpiredParams, HandoffOffer,
+    PermissionResolvedParams, ProgressToken, Recovery, TelemetryParams, TurnEndedParams, notify,
 };
 use crate::server::hub::events::{Delivery, Envelope, Event, LogLevel, Origin, Subscriber};
 use crate::server::transport::Outbox;
@@ -84,6 +84,9 @@ pub struct Renderer {
     /// The questions put to this editor and not settled, as `(session, seq)`: a held
     /// question delivered again on attach is not asked twice.
     asked: Mutex<HashSet<(String, u64)>>,
+    /// The banners this editor shows (id → message), so that one shown again on attach
+    /// ([`Self::ensure_banner`]) is not shown twice.
+    banners: Mutex<HashMap<String, String>>,
 }
 
 /// The title of the "Try Again" action (R-RESUME-6).
@@ -127,6 +130,7 @@ impl Renderer {
             requests: Mutex::new(HashMap::new()),
             delivered: Mutex::new(HashMap::new()),
             asked: Mutex::new(HashSet::new()),
+            banners: Mutex::new(HashMap::new()),
         }
     }
 
@@ -284,22 +288,9 @@ impl Renderer {
                     self.send(notify::STATUS, params).await;
                 }
             }
-            Event::Banner(params) => {
-                if self.renders.banners {
-                    self.send(notify::BANNER, params).await;
-                } else {
-                    let typ = match params.kind {
-                        BannerKind::RecoveredLive => MessageType::INFO,
-                        _ => MessageType::WARNING,
-                    };
-                    let message = ShowMessageParams {
-                        typ,
-                        message: params.message.clone(),
-                    };
-                    self.send(ShowMessage::METHOD, &message).await;
-                }
-            }
+            Event::Banner(params) => self.banner(params).await,
             Event::BannerCleared { id } => {
+                lock(&self.banners).remove(id);
                 // Nothing for clients without banners: a `showMessage` cannot be taken back.
                 if self.renders.banners {
                     self.send(
@@ -466,6 +457,38 @@ impl Subscriber for Renderer {
 
     fn deliver<'a>(&'a self, envelope: &'a Envelope) -> Delivery<'a> {
         Box::pin(self.render(envelope))
+    }
+}
+
+impl Renderer {
+    /// Shows `params` unless this editor shows that banner already: an editor attaching to
+    /// a session whose banner went up before it watched (a `cannotSave` raised while the
+    /// session was being created for it) is told too (R-STORE-15).
+    pub async fn ensure_banner(&self, params: &BannerParams) {
+        self.banner(params).await;
+    }
+
+    /// Shows a banner (`session/banner`, or `window/showMessage` for clients without
+    /// banners), once per id and message.
+    async fn banner(&self, params: &BannerParams) {
+        if lock(&self.banners).insert(params.id.clone(), params.message.clone())
+            == Some(params.message.clone())
+        {
+            return;
+        }
+        if self.renders.banners {
+            self.send(notify::BANNER, params).await;
+        } else {
+            let typ = match params.kind {
+                BannerKind::RecoveredLive => MessageType::INFO,
+                _ => MessageType::WARNING,
+            };
+            let message = ShowMessageParams {
+                typ,
+                message: params.message.clone(),
+            };
+            self.send(ShowMessage::METHOD, &message).await;
+        }
     }
 }
 

@@ -1,9 +1,11 @@
-//! Background work: the flusher that writes coalesced persists when due, and the idle
-//! reaper that shuts down agents idle past the connection TTL.
+//! Background work: the flusher that writes coalesced persists when due, the idle reaper
+//! that shuts down agents idle past the connection TTL, and the child registry's catch-up
+//! after a full disk.
 
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
+use tether_host::registry::ChildRegistry;
 use tether_store::Store;
 use tokio_util::sync::CancellationToken;
 
@@ -100,6 +102,48 @@ pub(super) async fn idle_reaper(me: Weak<Hub>, ttl: Duration, shutdown: Cancella
             .await;
             l.shutdown().await;
         }
+    }
+}
+
+/// Writes the child registry again while its file lags the agents it holds (its last write
+/// failed: a full disk, R-PROC-7), every 2 s; logs when it is on file again.
+pub(super) async fn registry_catch_up(registry: Arc<ChildRegistry>, shutdown: CancellationToken) {
+    let mut failing = false;
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs(2)) => {}
+            () = shutdown.cancelled() => return,
+        }
+        let registry = registry.clone();
+        match tokio::task::spawn_blocking(move || registry.write_pending()).await {
+            Ok(Ok(true)) => {
+                failing = false;
+                tracing::info!(
+                    "the child registry is written again: every running agent is on file"
+                );
+            }
+            Ok(Ok(false)) => {}
+            Ok(Err(e)) => {
+                if !failing {
+                    tracing::warn!(error = %e, "the child registry still cannot be written; retrying every 2 s");
+                }
+                failing = true;
+            }
+            Err(_) => return,
+        }
+    }
+}
+
+/// Every 10 s, gives the memory the allocator holds free back to the system (on the
+/// blocking pool: it walks every arena), so that the daemon's RSS falls back after a burst
+/// of streaming instead of staying at its peak (R-DAEMON-10).
+pub(super) async fn memory_trimmer(shutdown: CancellationToken) {
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs(10)) => {}
+            () = shutdown.cancelled() => return,
+        }
+        let _ = tokio::task::spawn_blocking(crate::sys::release_free_memory).await;
     }
 }
 

@@ -15,8 +15,9 @@ use super::carry::Carry;
 use super::invalid_params;
 use crate::protocol::{Choice, Reconciliation, RecoveryChoiceParams, ResumeResult};
 
+use super::clock::machine_ms;
 use super::events::Event;
-use super::{Hub, Open, ResumeCtx, lock, now_ms, unknown_session, view, workspace_of};
+use super::{Hub, Open, ResumeCtx, lock, unknown_session, view, workspace_of};
 
 /// How a new session replaces an old one ([`Hub::start_new`]).
 #[derive(Debug, Default)]
@@ -52,7 +53,7 @@ impl Hub {
         };
         match params.choice {
             Choice::Retry => {
-                let decision = breaker.on_user_choice(UserChoice::Retry, now_ms());
+                let decision = breaker.on_user_choice(UserChoice::Retry, machine_ms());
                 if let Decision::Ignored { reason } = &decision {
                     // Not offered (the user's retries are spent): the dialog stays open.
                     let reason = reason.clone();
@@ -68,7 +69,7 @@ impl Hub {
             Choice::New => {
                 self.log(&ctx.session_id, "user chose Start New Session".into())
                     .await;
-                let _ = breaker.on_user_choice(UserChoice::New, now_ms());
+                let _ = breaker.on_user_choice(UserChoice::New, machine_ms());
                 let replace = Replace {
                     choice: Some(Choice::New),
                     carry: None,
@@ -78,7 +79,7 @@ impl Hub {
                     .await
             }
             Choice::NewWithHistory => {
-                let decision = breaker.on_user_choice(UserChoice::NewWithHistory, now_ms());
+                let decision = breaker.on_user_choice(UserChoice::NewWithHistory, machine_ms());
                 if let Decision::Ignored { reason } = &decision {
                     let reason = reason.clone();
                     return refuse(breaker, ctx, &reason);

@@ -21,7 +21,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use serde_json::{Map, Value};
@@ -305,6 +305,20 @@ pub const EVENT_LOG_CAP: usize = 10_000;
 /// (`Bus::attach` answers `complete: false`).
 pub const EVENT_LOG_BYTES: usize = 4 << 20;
 
+/// Bytes of the kept events of every session together (R-DAEMON-10): 32 MiB. The caps of
+/// one session ([`EVENT_LOG_CAP`], [`EVENT_LOG_BYTES`]) do not bound a daemon that holds
+/// many: 50 sessions streaming 1,000 updates a second kept 10,000 events each, and the
+/// daemon's RSS was 300 MB after the load of `benches/daemon.rs`. Past this total, a
+/// session that publishes drops its own oldest events first, down to
+/// [`EVENT_LOG_FLOOR_BYTES`], so a busy session makes room without touching (or locking)
+/// the others.
+pub const EVENT_LOG_TOTAL_BYTES: usize = 32 << 20;
+
+/// What a session keeps whatever the others hold (256 KiB, about 1,500 text chunks, the
+/// last seconds of a fast stream): the daemon-wide total can exceed
+/// [`EVENT_LOG_TOTAL_BYTES`] by at most this much per session.
+pub const EVENT_LOG_FLOOR_BYTES: usize = 256 << 10;
+
 /// What a kept event other than an agent update is counted as against
 /// [`EVENT_LOG_BYTES`]: its boxed [`Envelope`] and the strings of a status or a banner,
 /// about 1 KiB. Such events are a few per turn; updates, nearly all of a log, are counted
@@ -415,6 +429,12 @@ pub struct Bus {
     log_cap: usize,
     /// Their bytes at most ([`EVENT_LOG_BYTES`]).
     log_bytes_cap: usize,
+    /// The bytes of every session's kept events at most, but for each session's floor
+    /// ([`EVENT_LOG_TOTAL_BYTES`], [`EVENT_LOG_FLOOR_BYTES`]).
+    log_total_cap: usize,
+    log_floor_bytes: usize,
+    /// The bytes of every session's kept events now.
+    log_total: AtomicUsize,
     next_id: AtomicU64,
     /// How long a held question waits for an answer (`permissionTimeoutSecs`).
     question_timeout: std::time::Duration,
@@ -436,6 +456,9 @@ impl Default for Bus {
             hub_wide: Arc::default(),
             log_cap: EVENT_LOG_CAP,
             log_bytes_cap: EVENT_LOG_BYTES,
+            log_total_cap: EVENT_LOG_TOTAL_BYTES,
+            log_floor_bytes: EVENT_LOG_FLOOR_BYTES,
+            log_total: AtomicUsize::new(0),
             next_id: AtomicU64::new(1),
             question_timeout: std::time::Duration::from_secs(600),
         }
@@ -579,13 +602,20 @@ impl Bus {
         }
         if self.log_cap > 0 && session_id.is_some() && replayable(&envelope.event) {
             let kept = Kept::of(envelope);
-            slot.log_bytes += kept.bytes();
+            let bytes = kept.bytes();
+            slot.log_bytes += bytes;
+            let mut total = self.log_total.fetch_add(bytes, Ordering::Relaxed) + bytes;
             slot.log.push_back(kept);
-            while slot.log.len() > self.log_cap || slot.log_bytes > self.log_bytes_cap {
+            while slot.log.len() > self.log_cap
+                || slot.log_bytes > self.log_bytes_cap
+                || (total > self.log_total_cap && slot.log_bytes > self.log_floor_bytes)
+            {
                 let Some(oldest) = slot.log.pop_front() else {
                     break;
                 };
-                slot.log_bytes -= oldest.bytes();
+                let bytes = oldest.bytes();
+                slot.log_bytes -= bytes;
+                total = self.log_total.fetch_sub(bytes, Ordering::Relaxed) - bytes;
                 slot.dropped_through = oldest.seq();
                 tracing::trace!(
                     session = session_id,
@@ -1046,6 +1076,68 @@ mod tests {
                 case.name
             );
         }
+    }
+
+    /// R-DAEMON-10: past the daemon-wide total, a session that publishes drops its own
+    /// oldest events down to its floor; a quiet session keeps what it has, and the total
+    /// stays within the cap plus one floor per session.
+    #[tokio::test]
+    async fn the_kept_events_of_all_sessions_together_are_bounded() {
+        async fn kept(bus: &Bus, id: &str) -> usize {
+            let (tx, mut rx) = mpsc::unbounded_channel();
+            bus.attach(id, 0, &Recorder(tx), || {}).await;
+            let mut n = 0;
+            while rx.try_recv().is_ok() {
+                n += 1;
+            }
+            n
+        }
+        let one = update_of(1000);
+        let Kept::Update { update, .. } = Kept::of(Envelope {
+            session_id: Some("x".into()),
+            seq: 1,
+            origin: None,
+            event: one.clone(),
+        }) else {
+            panic!("an update is kept as text");
+        };
+        let each = update.get().len() + std::mem::size_of::<Kept>();
+        let bus = Bus {
+            log_total_cap: 30 * each,
+            log_floor_bytes: 5 * each,
+            ..Bus::default()
+        };
+        for _ in 0..20 {
+            bus.publish(Some("quiet"), None, one.clone()).await;
+        }
+        for _ in 0..100 {
+            bus.publish(Some("busy"), None, one.clone()).await;
+        }
+        assert_eq!(
+            kept(&bus, "quiet").await,
+            20,
+            "a quiet session keeps its events"
+        );
+        assert_eq!(
+            kept(&bus, "busy").await,
+            10,
+            "the busy one makes room in its own"
+        );
+        assert_eq!(bus.log_total.load(Ordering::Relaxed), 30 * each);
+        // Both busy now: each makes room in its own log, the total stays at the cap.
+        for _ in 0..100 {
+            bus.publish(Some("quiet"), None, one.clone()).await;
+            bus.publish(Some("busy"), None, one.clone()).await;
+        }
+        assert_eq!(kept(&bus, "quiet").await, 20);
+        assert_eq!(kept(&bus, "busy").await, 10);
+        assert_eq!(bus.log_total.load(Ordering::Relaxed), 30 * each);
+        // A third session past the total keeps its floor, never less.
+        for _ in 0..50 {
+            bus.publish(Some("late"), None, one.clone()).await;
+        }
+        assert_eq!(kept(&bus, "late").await, 5, "the floor");
+        assert_eq!(bus.log_total.load(Ordering::Relaxed), 35 * each);
     }
 
     #[test]

@@ -28,6 +28,7 @@ mod background;
 mod carry;
 mod catalog;
 mod choice;
+mod clock;
 pub mod error;
 pub mod events;
 mod front;
@@ -361,6 +362,7 @@ impl Hub {
         let me = self.me.clone();
         let ttl = Duration::from_secs(self.config.connection_ttl_secs);
         tokio::spawn(idle_reaper(me, ttl, self.shutdown.clone()));
+        tokio::spawn(background::memory_trimmer(self.shutdown.clone()));
         if let Some(store) = &self.store {
             self.emit(
                 None,
@@ -477,11 +479,16 @@ impl Hub {
         let Some(path) = self.registry_path.clone() else {
             return Ok(None);
         };
+        let shutdown = self.shutdown.clone();
         self.registry
             .get_or_init(|| async move {
-                tokio::task::spawn_blocking(move || open_registry(&path))
+                let opened = tokio::task::spawn_blocking(move || open_registry(&path))
                     .await
-                    .unwrap_or_else(|e| Err(format!("child registry task failed: {e}")))
+                    .unwrap_or_else(|e| Err(format!("child registry task failed: {e}")));
+                if let Ok(registry) = &opened {
+                    tokio::spawn(background::registry_catch_up(registry.clone(), shutdown));
+                }
+                opened
             })
             .await
             .clone()

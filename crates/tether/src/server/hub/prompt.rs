@@ -17,10 +17,9 @@ use super::live::{Live, shutdown_conn};
 use super::silence::{SilenceDecision, SilenceWatch};
 use crate::protocol::{PromptParams, PromptResult, SessionRef, StatusParams, StatusState};
 
+use super::clock::machine_ms;
 use super::events::{Event, Origin};
-use super::{
-    Hub, TurnOf, lock, now_ms, prompt_error, request_failed, spawn_observation, unknown_session,
-};
+use super::{Hub, TurnOf, lock, prompt_error, request_failed, spawn_observation, unknown_session};
 
 impl Hub {
     /// `session/prompt`, for the request `origin`. The prompt is published as a
@@ -243,7 +242,7 @@ impl Hub {
                     Some(_) => Some(outcome.observation()),
                     None => {
                         if rate_limit.retries() > 0 {
-                            let done = rate_limit.on_success(now_ms(), &mut lock(&self.budget));
+                            let done = rate_limit.on_success(machine_ms(), &mut lock(&self.budget));
                             self.log(&live.id, format!("rate limit: {done}")).await;
                             self.record_resume(&live.workspace, &live.id).await;
                         }
@@ -270,7 +269,7 @@ impl Hub {
             match error.kind {
                 ErrorKind::RateLimited | ErrorKind::QuotaExceeded => {
                     let decision =
-                        rate_limit.on_failure(error.clone(), now_ms(), &mut lock(&self.budget));
+                        rate_limit.on_failure(error.clone(), machine_ms(), &mut lock(&self.budget));
                     self.log(&live.id, format!("rate limit: {decision}")).await;
                     match decision {
                         RateLimitDecision::Wait {
@@ -305,16 +304,16 @@ impl Hub {
                             tokio::select! {
                                 () = tokio::time::sleep(Duration::from_millis(delay_ms)) => {}
                                 () = cancel.cancelled() => {
-                                    let stopped = rate_limit.cancel(now_ms());
+                                    let stopped = rate_limit.cancel(machine_ms());
                                     self.log(&live.id, format!("rate limit: {stopped}; not resuming")).await;
                                     return Ok(PromptResult { stop_reason: "cancelled".into(), stale: None });
                                 }
                                 () = self.shutdown.cancelled() => {
-                                    let _ = rate_limit.cancel(now_ms());
+                                    let _ = rate_limit.cancel(machine_ms());
                                     return Err(request_failed("the server is shutting down".into(), json!({"kind": "cancelled"})));
                                 }
                             }
-                            let resume = rate_limit.on_timer(now_ms());
+                            let resume = rate_limit.on_timer(machine_ms());
                             self.log(&live.id, format!("rate limit: {resume}")).await;
                             let status = StatusParams {
                                 session_id: live.id.clone(),

@@ -22,9 +22,10 @@ use crate::protocol::{
 };
 
 use super::choice::Replace;
+use super::clock::machine_ms;
 use super::events::{Answer, Event, Origin};
 use super::{
-    Attached, Hub, Open, ResumeCtx, absolute_root, lock, now_ms, recovery_of, request_failed, view,
+    Attached, Hub, Open, ResumeCtx, absolute_root, lock, recovery_of, request_failed, view,
     workspace_of,
 };
 
@@ -194,7 +195,7 @@ impl Hub {
             history_available: ctx.history,
             ..self.breaker_config(&ctx.agent, Some(&ctx.session_id))
         });
-        let first = breaker.begin(now_ms());
+        let first = breaker.begin(machine_ms());
         self.run(breaker, ctx, first).await
     }
 
@@ -229,7 +230,7 @@ impl Hub {
                     .await;
                     match self.attempt(&ctx, fresh_session).await {
                         Ok(attached) => {
-                            let done = breaker.on_success(now_ms());
+                            let done = breaker.on_success(machine_ms());
                             breaker.refill_budget(&mut lock(&self.budget));
                             self.log(&id, format!("breaker: {done}")).await;
                             return Ok(self
@@ -247,7 +248,8 @@ impl Hub {
                                 ),
                             )
                             .await;
-                            decision = breaker.on_failure(error, now_ms(), &mut lock(&self.budget));
+                            decision =
+                                breaker.on_failure(error, machine_ms(), &mut lock(&self.budget));
                         }
                     }
                 }
@@ -310,7 +312,7 @@ impl Hub {
                     }
                     if let Some(new_id) = self.handed_off_to(&id) {
                         // The user went on with another agent meanwhile (R-CARRY-4).
-                        let _ = breaker.cancel(now_ms());
+                        let _ = breaker.cancel(machine_ms());
                         self.log(
                             &id,
                             format!("handed off to {new_id} during the wait; not resuming"),
@@ -325,7 +327,7 @@ impl Hub {
                             false,
                         ));
                     }
-                    decision = breaker.on_timer(now_ms());
+                    decision = breaker.on_timer(machine_ms());
                 }
                 Decision::AskUser { prompt } => {
                     let mut recovery = recovery_of(&prompt);

@@ -5,7 +5,7 @@
 //! next save of the session that works clears it. The decision is [`Saving::record`], pure
 //! but for its set of failing sessions; publishing it is the caller's.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 use tether_store::StoreError;
@@ -31,10 +31,10 @@ impl Hub {
     }
 }
 
-/// The sessions whose last save failed (their banner is up).
+/// The sessions whose last save failed, with the banner that is up for each.
 #[derive(Debug, Default)]
 pub(super) struct Saving {
-    failing: Mutex<HashSet<String>>,
+    failing: Mutex<HashMap<String, BannerParams>>,
 }
 
 /// The banner id of session `session_id`'s save failures.
@@ -56,19 +56,41 @@ impl Saving {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         match outcome {
-            Ok(()) => failing.remove(session_id).then(|| Event::BannerCleared {
+            Ok(()) => failing.remove(session_id).map(|_| Event::BannerCleared {
                 id: banner_id(session_id),
             }),
-            Err(err) => failing.insert(session_id.to_owned()).then(|| {
-                Event::Banner(BannerParams {
+            Err(_) if failing.contains_key(session_id) => None,
+            Err(err) => {
+                let banner = BannerParams {
                     id: banner_id(session_id),
                     session_id: Some(session_id.to_owned()),
                     kind: BannerKind::CannotSave,
                     message: message(err),
                     dismissible: false,
-                })
-            }),
+                };
+                failing.insert(session_id.to_owned(), banner.clone());
+                Some(Event::Banner(banner))
+            }
         }
+    }
+
+    /// The `cannotSave` banner up for `session_id`, if its last save failed: shown to an
+    /// editor that attaches to the session later (R-STORE-15).
+    pub(super) fn banner(&self, session_id: &str) -> Option<BannerParams> {
+        self.failing
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(session_id)
+            .cloned()
+    }
+}
+
+impl Hub {
+    /// The `cannotSave` banner up for `session_id` (its last save failed), for an editor
+    /// that attaches to it (R-STORE-15).
+    #[must_use]
+    pub fn cannot_save_banner(&self, session_id: &str) -> Option<BannerParams> {
+        self.saving.banner(session_id)
     }
 }
 
