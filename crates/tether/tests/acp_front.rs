@@ -297,6 +297,58 @@ async fn a_live_agent_that_forgets_the_session_gets_the_history_with_the_next_pr
     client.shutdown().await;
 }
 
+/// Through the daemon, whose working folder is not the client's: the agent dies (SIGKILL)
+/// having lost the session, and the next prompt takes the session back from the workspace
+/// the client gave it, so the conversation cached there is carried over (R-ACP-4). Found
+/// by Toad (tests/toad/run.sh): the daemon looked in its own folder, found nothing cached
+/// and started an empty session.
+#[tokio::test]
+async fn an_agent_killed_under_the_daemon_that_lost_the_session_goes_on_with_the_history() {
+    let mut acp = Acp::new();
+    let mut client = acp.client(Remote::Daemon).await;
+    let sid = client.new_session(acp.ws(), STEP).await.unwrap();
+    prompt(&client, &sid, "remember 42").await;
+    let script = acp.world.path().join("script.json").display().to_string();
+    let agents = processes_mentioning(&script);
+    assert_eq!(agents.len(), 1, "one agent runs: {agents:?}");
+    // SAFETY: kill(2) on the scripted agent this test's daemon started.
+    unsafe { libc::kill(agents[0], libc::SIGKILL) };
+    std::fs::remove_file(acp.world.path().join(format!("agent/sessions/{sid}.json"))).unwrap();
+    // The next prompt must find the session no longer live: the daemon has seen the agent
+    // end (its log says so) before it is sent.
+    let seen_dead = || {
+        std::fs::read_dir(&acp.runtime)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".daemon.log"))
+            .any(|e| {
+                std::fs::read_to_string(e.path())
+                    .is_ok_and(|log| log.contains("agent transport ended"))
+            })
+    };
+    let deadline = std::time::Instant::now() + STEP;
+    while !seen_dead() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the daemon never saw the agent end"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(prompt(&client, &sid, "what number?").await, "end_turn");
+    let (agent_sid, text) = acp.prompts().last().cloned().unwrap();
+    assert_ne!(agent_sid, sid);
+    assert!(
+        text.contains("remember 42") && text.contains("what number?"),
+        "the conversation cached in the client's workspace was carried over: {text}"
+    );
+    let updates = client.updates();
+    assert!(updates.iter().all(|u| u.session_id == sid), "{updates:?}");
+    assert_schema(&updates);
+    client.shutdown().await;
+    acp.stop_daemon();
+}
+
 #[tokio::test]
 async fn a_rate_limit_is_waited_out_inside_one_prompt() {
     let mut acp = Acp::new();
