@@ -16,6 +16,8 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 die() { printf 'FAILED: %s\n' "$*" >&2; exit 1; }
+# shellcheck source=../lib/scripted-world.sh
+source "$repo/tests/lib/scripted-world.sh"
 
 tether="${1:-}"
 if [ -z "$tether" ]; then
@@ -33,21 +35,10 @@ run_case() {
   local runtime="$world/run"
   # acpx keeps its sessions under ~/.acpx: a private home per case.
   export HOME="$world/home" TETHER_RUNTIME_DIR="$runtime" TETHER_DAEMON_IDLE_SECS=30
-  mkdir -p "$HOME" "$world/ws" "$world/agent"
+  mkdir -p "$HOME"
   stop_daemon() { "$tether" daemon stop >/dev/null 2>&1 || true; }
   trap 'stop_daemon; rm -rf "$world"' RETURN
-  script() {
-    printf '{"loadSession": true, "stateDir": "%s", "faults": %s}\n' "$world/agent" "$1" \
-      >"$world/script.json"
-  }
-  script '[]'
-  cat >"$world/tether.json" <<EOF
-{"storage": {"dir": "$world/cache"},
- "agents": {"scripted": {"command": "$tether", "protocol": "acp",
-   "args": ["scripted-agent", "--script", "$world/script.json"]}},
- "defaultAgent": "scripted",
- "rateLimit": {"baseDelayMs": 100, "maxDelayMs": 2000, "maxRetries": 3, "jitter": "none"}}
-EOF
+  scripted_world "$world" "$tether"
   local agent="$tether acp --config $world/tether.json --remote $remote --log-file $world/tether.log"
   # --ttl 2: acpx's queue owner (which holds `tether acp` between prompts) exits 2 s after
   # the last one, so nothing outlives the case; a prompt within those 2 s reuses it (the
@@ -71,7 +62,7 @@ EOF
   grep -q "\"sessionId\":\"$sid\"" <<<"$last" && die "no new agent session held it (remote=$remote)"
 
   echo "--- remote=$remote: a rate limit waited out inside one prompt"
-  script '[{"method": "session/prompt", "action": {"kind": "error", "code": 429, "message": "Resource has been exhausted (e.g. check quota). Please retry in 1.0s."}, "calls": [3]}]'
+  scripted_faults "$world" '[{"method": "session/prompt", "action": {"kind": "error", "code": 429, "message": "Resource has been exhausted (e.g. check quota). Please retry in 1.0s."}, "calls": [3]}]'
   local t0; t0=$(date +%s%N)
   out="$(ax 'slow down')" || die "acpx prompt 3 (remote=$remote): $out"
   grep -q 'echo: ' <<<"$out" || die "turn 3 answer missing (remote=$remote): $out"

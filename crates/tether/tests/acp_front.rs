@@ -29,6 +29,8 @@ struct Acp {
     config: PathBuf,
     runtime: PathBuf,
     clients: u32,
+    /// Each client's `initialize` answer, in order.
+    inits: Vec<Value>,
 }
 
 impl Acp {
@@ -42,6 +44,7 @@ impl Acp {
             config,
             runtime,
             clients: 0,
+            inits: Vec::new(),
         }
     }
 
@@ -82,6 +85,7 @@ impl Acp {
         assert_eq!(init["agentCapabilities"]["loadSession"], true, "{init}");
         assert_eq!(init["agentInfo"]["name"], "tether", "{init}");
         assert_eq!(init["protocolVersion"], 1, "{init}");
+        self.inits.push(init);
         client
     }
 
@@ -119,6 +123,50 @@ fn assert_schema(updates: &[Update]) {
     }
 }
 
+/// The ACP JSON schemas npm's `@agentclientprotocol/sdk` ships, as installed beside the real
+/// agents (`tests/agents/install.sh`) and acpx (`tests/acpx/install.sh`): (where, schema).
+/// Fails, naming the install command, when neither is installed.
+fn acp_json_schemas() -> Vec<(PathBuf, Value)> {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let found: Vec<(PathBuf, Value)> = ["tests/agents", "tests/acpx"]
+        .iter()
+        .map(|d| {
+            repo.join(d)
+                .join("node_modules/@agentclientprotocol/sdk/schema/schema.json")
+        })
+        .filter_map(|path| {
+            let text = std::fs::read_to_string(&path).ok()?;
+            Some((
+                path,
+                serde_json::from_str(&text).expect("the schema is JSON"),
+            ))
+        })
+        .collect();
+    assert!(
+        !found.is_empty(),
+        "no ACP JSON schema installed: run tests/agents/install.sh (npm's @agentclientprotocol/sdk comes with the agents)"
+    );
+    found
+}
+
+/// Checks `value` against the definition `name` (`SessionNotification`, `PromptResponse`, …)
+/// of `schema`; the message names every violation.
+fn check_against(schema: &Value, name: &str, value: &Value) -> Result<(), String> {
+    let mut root = schema.clone();
+    root.as_object_mut().unwrap().remove("anyOf");
+    root["$ref"] = json!(format!("#/$defs/{name}"));
+    let validator = jsonschema::validator_for(&root).map_err(|e| format!("schema: {e}"))?;
+    let errors: Vec<String> = validator
+        .iter_errors(value)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{name} {value}: {}", errors.join("; ")))
+    }
+}
+
 async fn prompt(client: &AcpProcess, sid: &str, text: &str) -> String {
     client.prompt(sid, text, STEP * 2).await.expect("prompt")
 }
@@ -144,6 +192,110 @@ async fn a_turn_goes_through_tether_to_the_agent() {
     assert_schema(&updates);
     assert_eq!(acp.prompts(), [(sid.clone(), "hello".to_owned())]);
     client.shutdown().await;
+}
+
+/// Everything `tether acp` sends its client, as the client receives it, is valid under the
+/// ACP JSON schema of npm's `@agentclientprotocol/sdk` (the file the SDK ships, not a copy):
+/// the answers to `initialize`, `session/new`, `session/prompt`, `session/load` and
+/// `session/list`, every `session/update` (a turn, a permission's tool call, a rate-limit
+/// wait's thought, a carried-over session's replay and notice) and `session/request_permission`.
+#[tokio::test]
+async fn what_tether_acp_sends_matches_the_acp_json_schema() {
+    let schemas = acp_json_schemas();
+    let mut acp = Acp::new();
+    acp.world.script(json!([
+        {"method": "session/prompt", "calls": [2], "action": {"kind": "permission"}},
+        {"method": "session/prompt", "calls": [3], "action": {"kind": "error", "code": 429,
+         "message": "Resource has been exhausted (e.g. check quota). Please retry in 1.0s."}}
+    ]));
+    let mut sent: Vec<(&str, Value)> = Vec::new();
+    let mut first = acp.client(Remote::Off).await;
+    let new = first
+        .request(
+            "session/new",
+            json!({"cwd": acp.ws(), "mcpServers": []}),
+            STEP,
+        )
+        .await
+        .unwrap()
+        .result;
+    sent.push(("NewSessionResponse", new.clone()));
+    let sid = new["sessionId"].as_str().unwrap().to_owned();
+    let prompt_of =
+        |text: &str| json!({"sessionId": sid, "prompt": [{"type": "text", "text": text}]});
+    for text in ["remember 42", "edit", "go"] {
+        let answer = first
+            .request("session/prompt", prompt_of(text), STEP * 2)
+            .await
+            .unwrap();
+        sent.push(("PromptResponse", answer.result));
+    }
+    let asked: Vec<Value> = first
+        .agent_requests()
+        .into_iter()
+        .filter(|(m, _)| m == "session/request_permission")
+        .map(|(_, p)| p)
+        .collect();
+    assert_eq!(asked.len(), 1, "the permission question: {asked:?}");
+    sent.extend(asked.into_iter().map(|p| ("RequestPermissionRequest", p)));
+    let mut updates = first.updates();
+    assert!(
+        updates.iter().any(|u| u.kind == "agent_thought_chunk")
+            && updates.iter().any(|u| u.kind == "tool_call"),
+        "the rate limit's thought and the permission's tool call: {updates:?}"
+    );
+    first.shutdown().await;
+    // The agent forgets the session: the next client's load replays it and carries it over.
+    std::fs::remove_file(acp.world.path().join(format!("agent/sessions/{sid}.json"))).unwrap();
+    let mut second = acp.client(Remote::Off).await;
+    let load = json!({"sessionId": sid, "cwd": acp.ws(), "mcpServers": []});
+    let loaded = second
+        .request("session/load", load, STEP * 2)
+        .await
+        .unwrap();
+    sent.push(("LoadSessionResponse", loaded.result));
+    let listed = second
+        .request("session/list", json!({"cwd": acp.ws()}), STEP)
+        .await
+        .unwrap();
+    sent.push(("ListSessionsResponse", listed.result));
+    let replay = second.updates();
+    assert!(
+        replay
+            .iter()
+            .filter_map(Update::text)
+            .any(|t| t.contains("context carried over")),
+        "the carried-over notice: {replay:?}"
+    );
+    updates.extend(replay);
+    second.shutdown().await;
+    sent.extend(acp.inits.iter().map(|i| ("InitializeResponse", i.clone())));
+    sent.extend(updates.iter().map(|u| {
+        (
+            "SessionNotification",
+            json!({"sessionId": u.session_id, "update": u.update}),
+        )
+    }));
+    for (path, schema) in &schemas {
+        // The check bites: a stop reason ACP does not have is rejected.
+        assert!(
+            check_against(schema, "PromptResponse", &json!({"stopReason": "done"})).is_err(),
+            "{} rejects a bad stop reason",
+            path.display()
+        );
+        let invalid: Vec<String> = sent
+            .iter()
+            .filter_map(|(name, value)| check_against(schema, name, value).err())
+            .collect();
+        assert!(
+            invalid.is_empty(),
+            "{} messages of {} invalid under {}:\n{}",
+            invalid.len(),
+            sent.len(),
+            path.display(),
+            invalid.join("\n")
+        );
+    }
 }
 
 #[tokio::test]
@@ -295,6 +447,58 @@ async fn a_live_agent_that_forgets_the_session_gets_the_history_with_the_next_pr
         1
     );
     client.shutdown().await;
+}
+
+/// Through the daemon, whose working folder is not the client's: the agent dies (SIGKILL)
+/// having lost the session, and the next prompt takes the session back from the workspace
+/// the client gave it, so the conversation cached there is carried over (R-ACP-4). Found
+/// by Toad (tests/toad/run.sh): the daemon looked in its own folder, found nothing cached
+/// and started an empty session.
+#[tokio::test]
+async fn an_agent_killed_under_the_daemon_that_lost_the_session_goes_on_with_the_history() {
+    let mut acp = Acp::new();
+    let mut client = acp.client(Remote::Daemon).await;
+    let sid = client.new_session(acp.ws(), STEP).await.unwrap();
+    prompt(&client, &sid, "remember 42").await;
+    let script = acp.world.path().join("script.json").display().to_string();
+    let agents = processes_mentioning(&script);
+    assert_eq!(agents.len(), 1, "one agent runs: {agents:?}");
+    // SAFETY: kill(2) on the scripted agent this test's daemon started.
+    unsafe { libc::kill(agents[0], libc::SIGKILL) };
+    std::fs::remove_file(acp.world.path().join(format!("agent/sessions/{sid}.json"))).unwrap();
+    // The next prompt must find the session no longer live: the daemon has seen the agent
+    // end (its log says so) before it is sent.
+    let seen_dead = || {
+        std::fs::read_dir(&acp.runtime)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".daemon.log"))
+            .any(|e| {
+                std::fs::read_to_string(e.path())
+                    .is_ok_and(|log| log.contains("agent transport ended"))
+            })
+    };
+    let deadline = std::time::Instant::now() + STEP;
+    while !seen_dead() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the daemon never saw the agent end"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(prompt(&client, &sid, "what number?").await, "end_turn");
+    let (agent_sid, text) = acp.prompts().last().cloned().unwrap();
+    assert_ne!(agent_sid, sid);
+    assert!(
+        text.contains("remember 42") && text.contains("what number?"),
+        "the conversation cached in the client's workspace was carried over: {text}"
+    );
+    let updates = client.updates();
+    assert!(updates.iter().all(|u| u.session_id == sid), "{updates:?}");
+    assert_schema(&updates);
+    client.shutdown().await;
+    acp.stop_daemon();
 }
 
 #[tokio::test]

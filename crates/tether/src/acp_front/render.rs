@@ -6,7 +6,8 @@
 //! session carried over shows one notice (R-ACP-4); an agent's permission question goes to
 //! the client as `session/request_permission` and its answer back (R-ACP-2).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Local, TimeDelta};
@@ -35,6 +36,10 @@ pub struct State {
     quiet: Mutex<HashSet<String>>,
     /// This client's prompt requests: the echo of its own prompt is not sent back.
     own: Mutex<HashSet<Origin>>,
+    /// The working folder (ACP `cwd`) the client gave each of its sessions, by the id it
+    /// knows: a session taken back to serve a prompt is looked up in that workspace, not
+    /// in this process's (the daemon's is its runtime folder).
+    cwds: Mutex<HashMap<String, PathBuf>>,
 }
 
 impl State {
@@ -47,7 +52,19 @@ impl State {
             restored: Mutex::default(),
             quiet: Mutex::default(),
             own: Mutex::default(),
+            cwds: Mutex::default(),
         }
+    }
+
+    /// Records `cwd` as the working folder of the client's session `client`.
+    pub fn set_cwd(&self, client: &str, cwd: &Path) {
+        lock(&self.cwds).insert(client.to_owned(), cwd.to_owned());
+    }
+
+    /// The working folder the client gave its session `client` (`None`: not given here).
+    #[must_use]
+    pub fn cwd(&self, client: &str) -> Option<PathBuf> {
+        lock(&self.cwds).get(client).cloned()
     }
 
     /// The hub session the client's `client` id reaches.

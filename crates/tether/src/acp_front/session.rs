@@ -171,6 +171,7 @@ impl Front {
         match result.session_id {
             Some(id) if result.outcome != ResumeOutcome::Failed => {
                 self.state.watch(&id);
+                self.state.set_cwd(&id, &request.cwd);
                 encode(&NewSessionResponse::new(id))
             }
             _ => Err(failed(&result)),
@@ -188,6 +189,7 @@ impl Front {
         let request: LoadSessionRequest = parse(params)?;
         let client = request.session_id.to_string();
         let hub_id = self.state.hub_id(&client);
+        self.state.set_cwd(&client, &request.cwd);
         if self.hub.is_live(&hub_id) {
             self.attach(&client, &hub_id).await;
         } else {
@@ -328,8 +330,12 @@ impl Front {
         let mut hub_id = self.state.hub_id(&client);
         if !self.hub.is_live(&hub_id) {
             // A client that prompts a session it did not load here (its agent was shut
-            // down, or this is a new process): taken back first, without a replay.
-            let cwd = std::env::current_dir().unwrap_or_default();
+            // down or died, or this is a new process): taken back first, without a
+            // replay, from the workspace the client gave it.
+            let cwd = self
+                .state
+                .cwd(&client)
+                .unwrap_or_else(|| std::env::current_dir().unwrap_or_default());
             hub_id = self.take_back(&hub_id, &cwd, true).await?;
         }
         self.state.watch(&hub_id);
