@@ -249,11 +249,14 @@ suite_wine() {
 suite_acp() {
   # acpx (npm, pinned in tests/acpx), an ACP client no one here wrote, drives `tether acp`
   # in front of the scripted agent (through a private daemon and in process), then in front
-  # of the real claude-agent-acp against the fake model API, without and with Tether.
+  # of the real claude-agent-acp and codex-acp against the fake model API, without and with
+  # Tether. Then Toad (PyPI, pinned in tests/toad), a terminal ACP client, under tmux.
   build_workspace
+  need_apt tmux
   phase "  acp: install the real agents" run tests/agents/install.sh
   phase "  acp: acpx, scripted agent" run tests/acpx/run.sh "$TETHER_BIN"
-  phase "  acp: acpx, real Claude" run tests/acpx/real-claude.sh "$CARGO_TARGET_DIR"
+  phase "  acp: acpx, real Claude and Codex" run tests/acpx/real-agents.sh "$CARGO_TARGET_DIR"
+  phase "  acp: Toad, scripted agent" run tests/toad/run.sh "$TETHER_BIN"
 }
 
 suite_vscode() {

@@ -200,6 +200,7 @@ async fn a_turn_goes_through_tether_to_the_agent() {
 /// `session/list`, every `session/update` (a turn, a permission's tool call, a rate-limit
 /// wait's thought, a carried-over session's replay and notice) and `session/request_permission`.
 #[tokio::test]
+#[ignore = "npm installs: tests/run-all.sh runs it after tests/agents/install.sh, which brings the ACP JSON schema"]
 async fn what_tether_acp_sends_matches_the_acp_json_schema() {
     let schemas = acp_json_schemas();
     let mut acp = Acp::new();
