@@ -670,3 +670,62 @@ async fn no_agent_outlives_tether_acp_in_process() {
         );
     }
 }
+
+/// A client that writes its requests and then closes its input (`… | tether acp`) still
+/// reads every answer: `initialize` and `session/new` (which starts the agent) are answered
+/// after the input has ended, then `tether acp` exits 0 and leaves no agent behind.
+#[tokio::test]
+async fn requests_written_before_the_input_ends_are_still_answered() {
+    use tokio::io::AsyncWriteExt;
+    let acp = Acp::new();
+    let marker = format!("acp-front-{}-eof", std::process::id());
+    let mut child = tokio::process::Command::new(tether_bin())
+        .args(["acp", "--remote", "off", "--config"])
+        .arg(&acp.config)
+        .arg("--log-file")
+        .arg(acp.world.path().join("logs/acp-eof.log"))
+        .current_dir(acp.ws())
+        .env(MARKER_VAR, &marker)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("tether acp starts");
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+               "params": {"protocolVersion": 1, "clientCapabilities": {}}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+               "params": {"cwd": acp.ws(), "mcpServers": []}}),
+    ];
+    let mut stdin = child.stdin.take().unwrap();
+    for r in &requests {
+        stdin.write_all(format!("{r}\n").as_bytes()).await.unwrap();
+    }
+    drop(stdin);
+    let out = tokio::time::timeout(STEP, child.wait_with_output())
+        .await
+        .expect("tether acp ends once it has answered")
+        .unwrap();
+    assert!(out.status.success(), "{:?}", out.status);
+    let answers: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter(|m: &Value| m.get("id").is_some() && m.get("method").is_none())
+        .collect();
+    let ids: Vec<&Value> = answers.iter().map(|a| &a["id"]).collect();
+    assert_eq!(ids, [&json!(1), &json!(2)], "{answers:?}");
+    assert_eq!(
+        answers[0]["result"]["agentInfo"]["name"], "tether",
+        "{answers:?}"
+    );
+    assert!(
+        answers[1]["result"]["sessionId"].is_string(),
+        "a session: {answers:?}"
+    );
+    let script = acp.world.path().join("script.json").display().to_string();
+    assert!(
+        processes_mentioning(&script).is_empty(),
+        "no agent left: {:?}",
+        processes_mentioning(&script)
+    );
+}

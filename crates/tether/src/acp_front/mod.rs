@@ -141,6 +141,12 @@ where
     Ok(())
 }
 
+/// How long, once the client's input has ended, the requests it sent (but prompt turns)
+/// have to answer before they are dropped: long enough for `session/new` to start an agent
+/// and wait for its answers, short enough that a client gone for good does not hold the
+/// process long.
+pub const END_OF_INPUT_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Serves one ACP client on `input`/`output` with `hub` (this process's, or the daemon's
 /// shared one) until the client closes its input. The hub is left running: the caller
 /// shuts an in-process hub down; the daemon keeps its sessions for the next client.
@@ -180,7 +186,10 @@ pub async fn serve_on<R, W>(
         agent,
         client_env,
     });
+    // Prompt turns apart from the other requests: at the end of the client's input the
+    // others get a moment to answer, a running turn does not hold the exit.
     let mut handlers = tokio::task::JoinSet::new();
+    let mut turns = tokio::task::JoinSet::new();
     let mut reader = BufReader::new(input).lines();
     loop {
         let line = match reader.next_line().await {
@@ -197,7 +206,12 @@ pub async fn serve_on<R, W>(
         match rpc::classify(&line) {
             Incoming::Request { id, method, params } => {
                 let (front, peer) = (front.clone(), peer.clone());
-                handlers.spawn(async move {
+                let set = if method == "session/prompt" {
+                    &mut turns
+                } else {
+                    &mut handlers
+                };
+                set.spawn(async move {
                     tracing::debug!(%method, "ACP request");
                     let result = front.handle(&method, params).await;
                     if let Err(err) = &result {
@@ -221,12 +235,27 @@ pub async fn serve_on<R, W>(
         }
         // Finished handlers are reaped as the client goes on.
         while handlers.try_join_next().is_some() {}
+        while turns.try_join_next().is_some() {}
     }
     tracing::info!("the ACP client closed its output");
     // Questions waiting for this client fail; its running turns go on in the hub.
     peer.close();
+    // A client that writes its requests and then closes its input (`… | tether acp`) still
+    // reads the answers: the requests in flight other than prompt turns (initialize,
+    // session/new starting an agent, session/load) get up to END_OF_INPUT_GRACE to answer.
+    let answered = tokio::time::timeout(END_OF_INPUT_GRACE, async {
+        while handlers.join_next().await.is_some() {}
+    })
+    .await;
+    if answered.is_err() {
+        tracing::info!(
+            grace_secs = END_OF_INPUT_GRACE.as_secs(),
+            "requests still unanswered at the end of the client's input are dropped"
+        );
+    }
     hub.bus().unsubscribe(subscription);
     handlers.abort_all();
+    turns.abort_all();
     drop(front);
     drop(peer);
     let _ = tokio::time::timeout(std::time::Duration::from_secs(2), writer).await;
