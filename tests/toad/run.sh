@@ -45,7 +45,10 @@ run_case() {
     tmux -S "$sock" kill-server >/dev/null 2>&1 || true
     "$tether" daemon stop >/dev/null 2>&1 || true
   }
-  trap 'stop_all; [ -n "${TOAD_KEEP:-}" ] || rm -rf "$world"' RETURN
+  # On return, and on a failure's exit too (`die`), so a failed case leaves no Toad, tmux
+  # server, `tether acp` or daemon behind.
+  trap 'stop_all; trap - EXIT; [ -n "${TOAD_KEEP:-}" ] || rm -rf "$world"' RETURN
+  trap 'stop_all' EXIT
   scripted_world "$world" "$tether"
   local agent="$tether acp --config $world/tether.json --remote $remote --log-file $world/tether.log"
 

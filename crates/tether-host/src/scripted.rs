@@ -204,13 +204,17 @@ pub enum FaultAction {
     },
 }
 
+/// The longest a [`StreamHold`] pauses: far beyond what a passing test takes to release it,
+/// short enough that a failed test's agent and daemon end within minutes.
+pub const HOLD_LIMIT: Duration = Duration::from_secs(120);
+
 /// Where a [`FaultAction::Stream`] pauses, and what ends the pause.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StreamHold {
     /// Pause once this many updates are sent.
     pub after: u64,
-    /// Carry on once this file exists (checked every 10 ms); a `session/cancel` of the turn
-    /// also ends the pause, and the turn (`cancelled`).
+    /// Carry on once this file exists (checked every 10 ms), or after [`HOLD_LIMIT`]; a
+    /// `session/cancel` of the turn also ends the pause, and the turn (`cancelled`).
     pub until: PathBuf,
 }
 
@@ -674,7 +678,10 @@ async fn run_prompt(
             while sent < count {
                 if let Some(hold) = hold.as_ref().filter(|h| h.after == sent) {
                     let paused = tokio::time::Instant::now();
-                    while !hold.until.exists() {
+                    // A test that failed before releasing the stream never will: the pause
+                    // ends after HOLD_LIMIT all the same, so no agent (and no daemon kept
+                    // busy by its turn) waits for ever.
+                    while !hold.until.exists() && paused.elapsed() < HOLD_LIMIT {
                         if state.is_cancelled(session) {
                             let _ = state.take_cancelled(session);
                             return Ok(StopReason::Cancelled);
