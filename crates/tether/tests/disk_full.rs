@@ -26,6 +26,14 @@ async fn prompt(editor: &Editor, sid: &str, text: &str) -> Value {
         .unwrap_or_else(|e| panic!("prompt {text:?}: {e:?}"))
 }
 
+/// Waits (after `mark`) for the banner `id` to be cleared, as it is once saving works again.
+async fn banner_cleared(editor: &Editor, mark: usize, id: &str) {
+    editor
+        .wait_for(mark, "session/bannerCleared", |p| p["id"] == id, STEP)
+        .await
+        .expect("the banner is cleared once saving works again");
+}
+
 fn banners(editor: &Editor, method: &str, id: &str) -> usize {
     editor
         .received()
@@ -101,15 +109,7 @@ async fn a_full_disk_while_an_agent_streams_is_told_once_and_cleared_when_space_
         prompt(&editor, &sid, "four").await["stopReason"],
         "end_turn"
     );
-    editor
-        .wait_for(
-            mark,
-            "session/bannerCleared",
-            |p| p["id"] == banner_id.as_str(),
-            STEP,
-        )
-        .await
-        .expect("the banner is cleared once saving works again");
+    banner_cleared(&editor, mark, &banner_id).await;
 
     let listed = editor
         .request("session/list", json!({"workspace": world.ws()}))
@@ -253,15 +253,26 @@ async fn a_full_disk_starts_agents_all_the_same_and_the_registry_and_log_catch_u
     assert_eq!(running.len(), 2, "two agents run: {running:?}");
     assert_eq!(recorded, running, "the registry lists every running agent");
 
-    // The log says how many lines it lost (debug lines were written all along).
-    let log: String = std::fs::read_dir(&log_dir)
-        .unwrap()
-        .filter_map(Result::ok)
-        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
-        .collect();
+    // The log says how many lines it lost (debug lines were written all along). Its writer
+    // is a background thread that writes the note with the first line after space returns,
+    // so the note is waited for, not read at once.
+    let read_log = || -> String {
+        std::fs::read_dir(&log_dir)
+            .unwrap()
+            .filter_map(Result::ok)
+            .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+            .collect()
+    };
+    const NOTE: &str = "log line(s) lost: the log could not be written";
+    let deadline = Instant::now() + STEP;
+    let mut log = read_log();
+    while !log.contains(NOTE) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        log = read_log();
+    }
     let note = log
         .lines()
-        .find(|l| l.contains("log line(s) lost: the log could not be written"))
+        .find(|l| l.contains(NOTE))
         .unwrap_or_else(|| panic!("no note of the lost lines in the log:\n{log}"));
     assert!(note.contains("No space left on device"), "{note}");
     assert!(
@@ -343,15 +354,7 @@ async fn a_daemon_started_on_a_full_disk_serves_and_saves_once_space_returns() {
     std::fs::remove_file(&filler).unwrap();
     let mark = editor.mark();
     assert_eq!(prompt(&editor, &sid, "two").await["stopReason"], "end_turn");
-    editor
-        .wait_for(
-            mark,
-            "session/bannerCleared",
-            |p| p["id"] == banner_id.as_str(),
-            STEP,
-        )
-        .await
-        .expect("the banner is cleared once saving works again");
+    banner_cleared(&editor, mark, &banner_id).await;
     assert_eq!(
         banners(&editor, "session/banner", &banner_id),
         1,
