@@ -108,7 +108,28 @@ use_cache_dir() {
     log "build cache: $dir (cold: everything is built)"
   fi
 }
+# Cargo names a workspace crate's artifacts by its path inside the workspace, not by the
+# checkout, and calls them fresh when they are newer than the sources. So a build made for
+# another checkout of this repository, newer than this one's files, would be reused here with
+# that checkout's CARGO_MANIFEST_DIR compiled in (tests then read that checkout's fixtures, or
+# fail when it is gone). When the cache was last used by another checkout, this checkout's
+# files are marked changed (touched) once, so its own crates are rebuilt; a fresh clone's files
+# are new anyway, so CI loses nothing by this.
+claim_cache_for_checkout() {
+  local stamp="$cache_root/cargo-target/.tether-checkout" prev
+  mkdir -p "$cache_root/cargo-target"
+  prev="$(cat "$stamp" 2>/dev/null || true)"
+  [ "$prev" = "$repo" ] && return 0
+  log "build cache: last used by ${prev:-an unknown checkout}; marking this checkout's files changed so its crates are rebuilt"
+  if git -C "$repo" rev-parse --git-dir >/dev/null 2>&1; then
+    git -C "$repo" ls-files -z --cached --others --exclude-standard | (cd "$repo" && xargs -0 touch -c --)
+  else
+    find "$repo" -path "$repo/target" -prune -o -type f -exec touch -c {} +
+  fi
+  printf '%s\n' "$repo" >"$stamp"
+}
 command -v cargo >/dev/null || die "cargo is missing (install the Rust toolchain with rustup)"
+claim_cache_for_checkout
 if [ -z "${CARGO_TARGET_DIR:-}" ]; then
   export CARGO_TARGET_DIR="$cache_root/cargo-target/stable-$(toolchain_key)"
 fi

@@ -37,7 +37,16 @@ run_case() {
   export HOME="$world/home" TETHER_RUNTIME_DIR="$runtime" TETHER_DAEMON_IDLE_SECS=30
   mkdir -p "$HOME"
   stop_daemon() { "$tether" daemon stop >/dev/null 2>&1 || true; }
-  trap 'stop_daemon; rm -rf "$world"' RETURN
+  # acpx puts its queue's socket in /tmp/acpx-<hash of HOME>/ (not under HOME or TMPDIR);
+  # the folders a case's private HOME made are removed with it (rmdir: only when empty).
+  local acpx_dirs_before; acpx_dirs_before="$(ls -d /tmp/acpx-* 2>/dev/null || true)"
+  forget_acpx_dirs() {
+    local d
+    for d in /tmp/acpx-*; do
+      [ -d "$d" ] && ! grep -qxF "$d" <<<"$acpx_dirs_before" && rmdir "$d" 2>/dev/null || true
+    done
+  }
+  trap 'stop_daemon; rm -rf "$world"; forget_acpx_dirs' RETURN
   scripted_world "$world" "$tether"
   local agent="$tether acp --config $world/tether.json --remote $remote --log-file $world/tether.log"
   # --ttl 2: acpx's queue owner (which holds `tether acp` between prompts) exits 2 s after

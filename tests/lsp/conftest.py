@@ -6,6 +6,7 @@ Environment: TETHER_BIN (default <repo>/target/debug/tether).
 
 import os
 import pathlib
+import shutil
 import sys
 import tempfile
 
@@ -82,3 +83,4 @@ async def client(request, lsp_client: LanguageClient):
     await lsp_client.initialize_session(params)
     yield
     await lsp_client.shutdown_session()
+    shutil.rmtree(root, ignore_errors=True)

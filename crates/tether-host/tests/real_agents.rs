@@ -612,17 +612,20 @@ async fn run_acp(agent: RealAgent, expect: Expect) {
     let loaded = run.load(&second_conn, &original).await;
     let mut live = if !expect.quirks.load_replays {
         // Gemini CLI bug (0.60/0.61, see the test kit's `reload`): session/load re-creates the
-        // session's recording before reading it back, so the conversation is gone: either
-        // -32603 "No previous sessions found for this project." or a replay without the turn.
-        // Tether falls back to its cached transcript; the run carries on in a new session.
+        // session's recording before reading it back, so the conversation is lost whole or in
+        // part, depending on timing: -32603 "No previous sessions found for this project.", a
+        // replay of the context turn alone, or of the prompt without the answer (seen in CI).
+        // What it replayed is recorded, not asserted (the test kit's `reload` checks the
+        // agent); Tether falls back to its cached transcript and the run carries on in a new
+        // session whichever it was.
         match &loaded {
             Ok(l) => {
                 let replayed = text_of(&l.replay, "user_message_chunk");
-                assert!(
-                    !replayed.contains("hello tether"),
-                    "{name}: session/load replays the conversation now; the bug is fixed"
+                let answered = text_of(&l.replay, "agent_message_chunk");
+                run.note(
+                    "loadBug",
+                    json!({"ok": true, "replayUserText": replayed, "replayAgentText": answered}),
                 );
-                run.note("loadBug", json!({"ok": true, "replayUserText": replayed}));
             }
             Err(e) => {
                 run.note(
@@ -992,16 +995,13 @@ async fn kill_mid_tool(run: &mut Run, live: Live, expect: &Expect) {
     let loaded = run.load(&conn, &session).await;
     let next = match loaded {
         Ok(loaded) if !expect.quirks.load_replays => {
-            // Gemini's load bug again: the replay lacks the conversation (or the load fails,
-            // below); the run carries on in a new session.
+            // Gemini's load bug again: the replay lacks the conversation, whole or in part
+            // (or the load fails, below); recorded, and the run carries on in a new session.
             let replayed = text_of(&loaded.replay, "user_message_chunk");
-            assert!(
-                !replayed.contains("run the slow command"),
-                "{name}: session/load replays the conversation now; the bug is fixed"
-            );
+            let answered = text_of(&loaded.replay, "agent_message_chunk");
             run.note(
                 "reloadAfterKill",
-                json!({"ok": true, "replayUserText": replayed}),
+                json!({"ok": true, "replayUserText": replayed, "replayAgentText": answered}),
             );
             drop(loaded);
             run.new_live(conn).await

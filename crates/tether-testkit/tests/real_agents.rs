@@ -178,19 +178,21 @@ async fn reload(launch: &AgentLaunch, session: &str) -> Reload {
     let replay = process.updates();
     let user_text = text_of(&replay, session, "user_message_chunk");
     let agent_text = text_of(&replay, session, "agent_message_chunk");
-    if agent == RealAgent::Gemini {
+    let whole_turn = user_text.contains("hello tether") && agent_text.contains("ok: hello tether");
+    if agent == RealAgent::Gemini && !whole_turn {
         // Gemini CLI bug (seen in 0.60.0 and 0.61.0): session/load first initialises a fresh
         // chat recording for the session id (a new header and a `$set messages` record holding
         // only the `<session_context>` turn, appended to the session's own file when in the
         // same minute, else in a new file that wins as the most recently updated) and only
-        // then reads the session back, so the conversation it was asked to load is gone:
-        // either `-32603 {details: "No previous sessions found for this project."}` or a replay
-        // of the context turn alone. A host must fall back to its cached transcript.
-        let replayed_conversation =
-            user_text.contains("hello tether") || agent_text.contains("ok:");
+        // then reads the session back, so the conversation it was asked to load is lost
+        // whole or in part: `-32603 {details: "No previous sessions found for this project."}`,
+        // a replay of the context turn alone, or (seen once in CI) the context turn and the
+        // user's prompt without the agent's answer. Which one depends on timing, so each is
+        // accepted here, and a whole replay goes on as for the other agents. A host must fall
+        // back to its cached transcript; tether-host's real_agents test checks that it does.
         assert!(
-            !replayed_conversation,
-            "{name}: session/load replays the conversation now; the load bug is fixed: {replay:#?}"
+            !agent_text.contains("ok:"),
+            "{name}: a replay with the agent's answer but not the prompt: {replay:#?}"
         );
         let capture = match load {
             Ok(answer) => {
