@@ -256,7 +256,7 @@ suite_platforms() {
   phase "  platforms: clippy, Windows" build cargo clippy --workspace --all-targets --locked \
     --target x86_64-pc-windows-gnu -- -D warnings
   phase "  platforms: check, macOS" build cargo check --locked --all-targets --target aarch64-apple-darwin \
-    -p tether-host -p tether-store -p tether-recovery
+    -p tether-host -p tether-store -p tether-recovery -p tether-sys
 }
 
 suite_wine() {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The per-user daemon on Windows, under Wine: `tether.exe` over its named pipe
-# (crates/tether/src/sys/windows/endpoint.rs; R-DAEMON-1..4, R-DAEMON-8, R-DAEMON-11).
+# (crates/tether-sys/src/windows/endpoint.rs; R-DAEMON-1..4, R-DAEMON-8, R-DAEMON-11).
 #
 #   1. `daemon status` with no daemon exits 1 and says none runs;
 #   2. `serve --stdio` (remote=auto) starts the daemon detached, waits for its `ready`, and
@@ -17,7 +17,7 @@
 #      `daemon status` exits 1 again.
 # What Wine cannot show (it enforces neither the pipe's DACL nor the first-instance flag:
 # the second daemon of step 3 is refused by the bind's WaitNamedPipeW probe) is checked as a
-# request by the unit tests of crates/tether/src/sys/windows/endpoint.rs.
+# request by the unit tests of crates/tether-sys/src/windows/endpoint.rs.
 #
 # Usage: tests/wine/daemon.sh TETHER_EXE SCRATCH_DIR
 #   after tests/wine/lib.sh's wine_setup (it needs WINEPREFIX and TETHER_WINE, the loader);

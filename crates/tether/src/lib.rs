@@ -12,4 +12,5 @@ pub mod lsp_client;
 pub mod params;
 pub mod protocol;
 pub mod server;
-pub mod sys;
+/// The platform layer (crates/tether-sys): the one place that knows which OS it runs on.
+pub use tether_sys as sys;

@@ -4,7 +4,20 @@
 use std::path::Path;
 
 pub mod endpoint;
+// The start-up pages given back: ELF program headers and /proc, so Linux only.
+#[cfg(target_os = "linux")]
 pub mod image;
+#[cfg(not(target_os = "linux"))]
+pub mod image {
+    //! The start-up pages of the binary: given back on Linux only (ELF program headers,
+    //! `/proc/self`); other Unix systems (macOS) keep them.
+
+    /// Releases nothing outside Linux; returns 0 bytes.
+    #[must_use]
+    pub fn release_read_only_pages() -> usize {
+        0
+    }
+}
 
 pub mod stdio {
     //! stdin and stdout driven by the reactor when they are pipes or sockets.
@@ -238,41 +251,5 @@ pub fn release_free_memory() {
     // SAFETY: malloc_trim has no preconditions; it only returns free pages.
     unsafe {
         libc::malloc_trim(0);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::os::unix::fs::PermissionsExt;
-
-    use crate::daemon::paths::{PathError, ensure_private_dir};
-
-    #[test]
-    fn a_missing_runtime_folder_is_made_private_and_an_open_one_is_closed() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("a/b/run");
-        ensure_private_dir(&dir).unwrap();
-        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o700);
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-        ensure_private_dir(&dir).unwrap();
-        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o700, "closed again");
-    }
-
-    #[test]
-    fn a_symlink_or_a_file_is_refused_as_the_runtime_folder() {
-        let tmp = tempfile::tempdir().unwrap();
-        let real = tmp.path().join("real");
-        std::fs::create_dir(&real).unwrap();
-        let link = tmp.path().join("link");
-        std::os::unix::fs::symlink(&real, &link).unwrap();
-        assert!(matches!(
-            ensure_private_dir(&link),
-            Err(PathError::NotPrivate { .. })
-        ));
-        let file = tmp.path().join("file");
-        std::fs::write(&file, "").unwrap();
-        assert!(ensure_private_dir(&file).is_err());
     }
 }

@@ -253,7 +253,7 @@ TracerPid:	4242
         assert!(released > 0);
         assert!(after < before, "RssFile {before} kB → {after} kB");
         // Code and constants fault back in unchanged.
-        let text = format!("{:?}", serde_json::json!({"after": after}));
+        let text = format!("{:?}", std::collections::BTreeMap::from([("after", after)]));
         assert!(text.contains("after"));
         assert!(release_read_only_pages() > 0, "and again");
     }
