@@ -4,13 +4,17 @@
 //! It answers `initialize`, `session/new`, `session/load` (replaying the persisted history as
 //! `user_message_chunk` / `agent_message_chunk` / `tool_call` updates, then a late
 //! `available_commands_update` after the response), `session/resume`, `session/prompt`
-//! (replying `echo: <prompt>` by default) and `session/cancel`.
+//! (replying `echo: <prompt>` by default), `session/set_mode` (with the script's `modes`)
+//! and `session/cancel`.
 //!
 //! Sessions persist in `<stateDir>/sessions/<id>.json`, so a new process can load them; a
 //! prompt's content blocks are kept in the history as one `user_message_chunk` each, as
 //! real agents replay them. Every `session/prompt` received is appended to
 //! `<stateDir>/prompts.jsonl` as `{"sessionId", "prompt": [ContentBlock…]}`, so tests can
-//! assert on what the agent was sent. Call counts per method persist in
+//! assert on what the agent was sent, and every line it reads on stdin (requests,
+//! notifications, the client's answers to its own requests) is appended as it is to
+//! `<stateDir>/received.jsonl` before the agent handles it, so tests can check each message
+//! its client sent against the protocol's schema. Call counts per method persist in
 //! `<stateDir>/calls.json`, so faults keyed by call number ("the first `session/load`
 //! fails") hold across restarts. Everything is deterministic:
 //! session ids are `sess-<n>` from the `session/new` count (`<sessionPrefix><n>` when the
@@ -28,9 +32,10 @@ use agent_client_protocol::v1::schema::{
     ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
     NewSessionResponse, PermissionOption, PermissionOptionKind, PromptRequest, PromptResponse,
     ReadTextFileRequest, RequestPermissionOutcome, RequestPermissionRequest, ResumeSessionRequest,
-    ResumeSessionResponse, SessionCapabilities, SessionInfo, SessionListCapabilities,
-    SessionNotification, SessionResumeCapabilities, SessionUpdate, StopReason, TextContent,
-    ToolCallUpdate, ToolCallUpdateFields, WriteTextFileRequest,
+    ResumeSessionResponse, SessionCapabilities, SessionInfo, SessionListCapabilities, SessionMode,
+    SessionModeState, SessionNotification, SessionResumeCapabilities, SessionUpdate,
+    SetSessionModeRequest, SetSessionModeResponse, StopReason, TextContent, ToolCallUpdate,
+    ToolCallUpdateFields, WriteTextFileRequest,
 };
 use agent_client_protocol::{Agent, ByteStreams, Client, Error as AcpSdkError};
 use serde::{Deserialize, Serialize};
@@ -77,6 +82,12 @@ pub struct Script {
     /// scripted agents in one test need different ones, as real agents' ids never collide.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_prefix: Option<String>,
+    /// Session modes (ids, also their names) advertised in `session/new`'s answer, the
+    /// first current; `session/set_mode` to one of them answers and sends a
+    /// `current_mode_update`, to another fails with -32602. Empty: no modes advertised, and
+    /// `session/set_mode` is not found.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub modes: Vec<String>,
 }
 
 /// One scripted behaviour.
@@ -84,7 +95,7 @@ pub struct Script {
 #[serde(rename_all = "camelCase")]
 pub struct Fault {
     /// The ACP method (`initialize`, `session/new`, `session/load`, `session/resume`,
-    /// `session/prompt`, `session/list`).
+    /// `session/prompt`, `session/list`, `session/set_mode`).
     pub method: String,
     /// The 1-based call numbers (counted across restarts) it applies to; empty: every call.
     #[serde(default)]
@@ -252,6 +263,10 @@ pub enum ScriptError {
 
 /// The file under the state directory where every prompt received is recorded.
 pub const PROMPTS_FILE: &str = "prompts.jsonl";
+
+/// The file under the state directory where every line read on stdin is recorded, as it
+/// came (one JSON-RPC message a line).
+pub const RECEIVED_FILE: &str = "received.jsonl";
 
 /// Names accepted by [`Script::scenario`].
 pub const SCENARIOS: &[&str] = &[
@@ -854,6 +869,7 @@ where
     W: tokio::io::AsyncWrite + Send + Unpin + 'static,
 {
     let (stdout, raw, writer) = write_behind(stdout);
+    let stdin = record_input(stdin, script.state_dir.join(RECEIVED_FILE));
     let state = Arc::new(State {
         script,
         raw,
@@ -862,7 +878,8 @@ where
         files: Mutex::new(()),
     });
     let transport = ByteStreams::new(stdout.compat_write(), stdin.compat());
-    let (s1, s2, s3, s4, s5, s6, s7) = (
+    let (s1, s2, s3, s4, s5, s6, s7, s8) = (
+        state.clone(),
         state.clone(),
         state.clone(),
         state.clone(),
@@ -922,7 +939,17 @@ where
                         history: Vec::new(),
                     },
                 )?;
-                responder.respond(NewSessionResponse::new(id))
+                let mut response = NewSessionResponse::new(id);
+                if let Some(first) = s2.script.modes.first() {
+                    let modes = s2
+                        .script
+                        .modes
+                        .iter()
+                        .map(|m| SessionMode::new(m.clone(), m.clone()))
+                        .collect();
+                    response = response.modes(SessionModeState::new(first.clone(), modes));
+                }
+                responder.respond(response)
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -1029,6 +1056,34 @@ where
             },
             agent_client_protocol::on_receive_request!(),
         )
+        .on_receive_request(
+            async move |req: SetSessionModeRequest, responder, cx: Cx| {
+                let n = s8.count("session/set_mode")?;
+                let fault = s8.fault("session/set_mode", n);
+                s8.misbehave(fault.as_ref(), true).await;
+                if let Some(e) = fault.as_ref().and_then(error_of) {
+                    return responder.respond_with_error(e);
+                }
+                if s8.script.modes.is_empty() {
+                    return responder.respond_with_error(AcpSdkError::method_not_found());
+                }
+                let mode = req.mode_id.0.to_string();
+                if !s8.script.modes.contains(&mode) {
+                    return responder.respond_with_error(
+                        AcpSdkError::invalid_params().data(json!({"modeId": mode})),
+                    );
+                }
+                // The update first: the client knows the mode changed when the answer comes.
+                cx.send_notification(SessionNotification::new(
+                    req.session_id,
+                    SessionUpdate::CurrentModeUpdate(
+                        agent_client_protocol::v1::schema::CurrentModeUpdate::new(mode),
+                    ),
+                ))?;
+                responder.respond(SetSessionModeResponse::new())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
         .on_receive_notification(
             async move |note: CancelNotification, _cx| {
                 s6.cancelled
@@ -1047,6 +1102,58 @@ where
     drop(state);
     let _ = writer.await;
     result
+}
+
+/// `stdin` as the agent reads it, each line appended to `file` first ([`RECEIVED_FILE`]):
+/// a task copies the lines into a pipe the agent reads, so a line is on disk before the
+/// agent acts on it, and the pipe ends when `stdin` does. Several agents may share one
+/// state folder: each line goes down in one `write` of a file opened for appending. A file
+/// that cannot be opened or written is logged once and the lines flow on unrecorded.
+fn record_input<R>(stdin: R, file: PathBuf) -> tokio::io::DuplexStream
+where
+    R: tokio::io::AsyncRead + Send + Unpin + 'static,
+{
+    use std::io::Write;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let (mut tee, agent_side) = tokio::io::duplex(64 << 10);
+    tokio::spawn(async move {
+        let open = || {
+            if let Some(dir) = file.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&file)
+        };
+        let mut record = open()
+            .map_err(|e| eprintln!("scripted agent: not recording {}: {e}", file.display()))
+            .ok();
+        let mut reader = tokio::io::BufReader::new(stdin);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match reader.read_until(b'\n', &mut line).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            if let Some(f) = record.as_mut() {
+                let mut whole = line.clone();
+                if whole.last() != Some(&b'\n') {
+                    whole.push(b'\n');
+                }
+                if let Err(e) = f.write_all(&whole) {
+                    eprintln!("scripted agent: recording {}: {e}", file.display());
+                    record = None;
+                }
+            }
+            if tee.write_all(&line).await.is_err() {
+                break;
+            }
+        }
+        // Dropping `tee` ends the agent's input.
+    });
+    agent_side
 }
 
 /// Lines the write-behind queue holds before the agent's writes wait.
