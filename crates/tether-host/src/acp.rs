@@ -29,7 +29,7 @@ use std::time::Duration;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities, Implementation,
-    InitializeRequest, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
+    InitializeRequest, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, McpServer,
     NewSessionRequest, PromptRequest, RequestPermissionOutcome, RequestPermissionResponse,
     ResumeSessionRequest, SelectedPermissionOutcome, TextContent,
 };
@@ -95,12 +95,17 @@ pub struct AcpOptions {
     /// The environment the agent starts from instead of the server's own
     /// ([`crate::process::BaseEnv`]).
     pub base_env: Option<crate::process::BaseEnv>,
+    /// The MCP servers given to the agent with every `session/new`, `session/load` and
+    /// `session/resume` on this connection (ACP `mcpServers`; none by default): those an
+    /// ACP client gave for its session (R-ACP-2).
+    pub mcp_servers: Vec<McpServer>,
 }
 
 impl Default for AcpOptions {
     fn default() -> Self {
         Self {
             base_env: None,
+            mcp_servers: Vec::new(),
             registry: None,
             hang_after: DEFAULT_HANG_AFTER,
             event_capacity: DEFAULT_EVENT_CAPACITY,
@@ -429,6 +434,8 @@ struct Inner {
     /// Responses waiting for room in `out` (see [`respond`]).
     queued_responses: Arc<std::sync::atomic::AtomicUsize>,
     capacity: usize,
+    /// [`AcpOptions::mcp_servers`].
+    mcp_servers: Vec<McpServer>,
     process: ProcessWatch,
 }
 
@@ -596,6 +603,7 @@ impl AcpConnection {
             pending_permissions: Arc::default(),
             request_timeout: options.request_timeout,
             capacity: options.event_capacity.max(1),
+            mcp_servers: options.mcp_servers.clone(),
             process: watch,
         });
         let tasks = vec![
@@ -631,14 +639,14 @@ impl AcpConnection {
         lock(&self.inner.dead).clone()
     }
 
-    /// `session/new {cwd, mcpServers: []}`. `cwd` must be absolute; it is also the root
+    /// `session/new {cwd, mcpServers}` ([`AcpOptions::mcp_servers`]). `cwd` must be absolute; it is also the root
     /// inside which the session's `fs/*` requests are served.
     ///
     /// # Errors
     /// [`AcpError`]; a result without `sessionId` is [`AcpError::Protocol`].
     pub async fn new_session(&self, cwd: &Path) -> Result<Session, AcpError> {
         let (tx, rx) = mpsc::channel(self.inner.capacity);
-        let request = NewSessionRequest::new(cwd);
+        let request = NewSessionRequest::new(cwd).mcp_servers(self.inner.mcp_servers.clone());
         let response = self
             .request(
                 "session/new",
@@ -691,7 +699,8 @@ impl AcpConnection {
             id,
             keep: false,
         };
-        let request = LoadSessionRequest::new(id.to_owned(), cwd);
+        let request =
+            LoadSessionRequest::new(id.to_owned(), cwd).mcp_servers(self.inner.mcp_servers.clone());
         let result = self
             .request(
                 "session/load",
@@ -730,7 +739,8 @@ impl AcpConnection {
             return Err(AcpError::Unsupported("session/resume"));
         }
         let events = self.register(id, cwd, false);
-        let request = ResumeSessionRequest::new(id.to_owned(), cwd);
+        let request = ResumeSessionRequest::new(id.to_owned(), cwd)
+            .mcp_servers(self.inner.mcp_servers.clone());
         match self
             .request("session/resume", to_value(&request), Hook::None)
             .await

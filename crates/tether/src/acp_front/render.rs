@@ -10,6 +10,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use agent_client_protocol::v1::schema::McpServer;
 use chrono::{DateTime, Local, TimeDelta};
 use serde_json::{Value, json};
 
@@ -40,6 +41,9 @@ pub struct State {
     /// knows: a session taken back to serve a prompt is looked up in that workspace, not
     /// in this process's (the daemon's is its runtime folder).
     cwds: Mutex<HashMap<String, PathBuf>>,
+    /// The MCP servers (ACP `mcpServers`) the client gave each of its sessions, by the id
+    /// it knows: every agent started for the session gets them (R-ACP-2).
+    mcp: Mutex<HashMap<String, Vec<McpServer>>>,
 }
 
 impl State {
@@ -53,6 +57,7 @@ impl State {
             quiet: Mutex::default(),
             own: Mutex::default(),
             cwds: Mutex::default(),
+            mcp: Mutex::default(),
         }
     }
 
@@ -65,6 +70,17 @@ impl State {
     #[must_use]
     pub fn cwd(&self, client: &str) -> Option<PathBuf> {
         lock(&self.cwds).get(client).cloned()
+    }
+
+    /// Records `servers` as the MCP servers the client gave its session `client`.
+    pub fn set_mcp_servers(&self, client: &str, servers: Vec<McpServer>) {
+        lock(&self.mcp).insert(client.to_owned(), servers);
+    }
+
+    /// The MCP servers the client gave its session `client` (none when not given here).
+    #[must_use]
+    pub fn mcp_servers(&self, client: &str) -> Vec<McpServer> {
+        lock(&self.mcp).get(client).cloned().unwrap_or_default()
     }
 
     /// The hub session the client's `client` id reaches.

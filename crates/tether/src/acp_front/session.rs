@@ -76,8 +76,13 @@ fn failed(result: &ResumeResult) -> RpcError {
 }
 
 impl Front {
-    /// Runs `call` with this client's environment for the agents it starts.
-    async fn as_client<F: std::future::Future>(&self, call: F) -> F::Output {
+    /// Runs `call` with this client's environment for the agents it starts, and the MCP
+    /// servers it gave for hub session `hub_id` (none for `None`).
+    async fn as_client<F: std::future::Future>(&self, hub_id: Option<&str>, call: F) -> F::Output {
+        let mcp = hub_id
+            .map(|h| self.state.mcp_servers(&self.state.client_id(h)))
+            .unwrap_or_default();
+        let call = crate::server::hub::with_client_mcp(mcp, call);
         crate::server::hub::with_client_env(self.client_env.clone(), call).await
     }
 
@@ -123,7 +128,7 @@ impl Front {
         let version = request.protocol_version.min(ProtocolVersion::V1);
         let cwd = std::env::current_dir().unwrap_or_default();
         let probe = self
-            .as_client(self.hub.agent_initialize(self.agent.as_deref(), &cwd))
+            .as_client(None, self.hub.agent_initialize(self.agent.as_deref(), &cwd))
             .await;
         let agent = match probe {
             Ok(raw) => raw,
@@ -158,21 +163,29 @@ impl Front {
     /// `session/new`: a new session of the agent in `cwd` (R-ACP-2).
     async fn new_session(&self, params: Value) -> Result<Value, RpcError> {
         let request: NewSessionRequest = parse(params)?;
-        if !request.mcp_servers.is_empty() {
-            tracing::warn!(
-                count = request.mcp_servers.len(),
-                "the client's MCP servers are not passed to the agent (the agent's own configuration applies)"
-            );
-        }
+        // The client's MCP servers go to the agent with `session/new`, and with every
+        // later `session/load` or `session/resume` of the session (R-ACP-2).
+        let started = self.hub.new_session(self.agent.as_deref(), &request.cwd);
         let result = self
-            .as_client(self.hub.new_session(self.agent.as_deref(), &request.cwd))
+            .as_client(
+                None,
+                crate::server::hub::with_client_mcp(request.mcp_servers.clone(), started),
+            )
             .await
             .map_err(hub_error)?;
         match result.session_id {
             Some(id) if result.outcome != ResumeOutcome::Failed => {
                 self.state.watch(&id);
                 self.state.set_cwd(&id, &request.cwd);
-                encode(&NewSessionResponse::new(id))
+                self.state.set_mcp_servers(&id, request.mcp_servers);
+                // The agent's modes, models and config options as it gave them.
+                let mut response = self
+                    .hub
+                    .agent_answer(&id)
+                    .and_then(|a| serde_json::from_value::<NewSessionResponse>(a).ok())
+                    .unwrap_or_else(|| NewSessionResponse::new(id.clone()));
+                response.session_id = id.into();
+                encode(&response)
             }
             _ => Err(failed(&result)),
         }
@@ -190,12 +203,21 @@ impl Front {
         let client = request.session_id.to_string();
         let hub_id = self.state.hub_id(&client);
         self.state.set_cwd(&client, &request.cwd);
-        if self.hub.is_live(&hub_id) {
+        self.state.set_mcp_servers(&client, request.mcp_servers);
+        let live = if self.hub.is_live(&hub_id) {
             self.attach(&client, &hub_id).await;
+            hub_id
         } else {
-            self.take_back(&hub_id, &request.cwd, false).await?;
-        }
-        encode(&LoadSessionResponse::new())
+            self.take_back(&hub_id, &request.cwd, false).await?
+        };
+        // The agent's modes, models and config options, as it gave them when the session
+        // went live (its answer to `session/load`, or `session/new` for a carried-over one).
+        let response = self
+            .hub
+            .agent_answer(&live)
+            .and_then(|a| serde_json::from_value::<LoadSessionResponse>(a).ok())
+            .unwrap_or_default();
+        encode(&response)
     }
 
     /// Sends live session `hub_id`'s transcript, then every event after it, then live.
@@ -242,7 +264,7 @@ impl Front {
         };
         let origin = self.hub.origin();
         let mut result = self
-            .as_client(self.hub.resume(params, Some(origin)))
+            .as_client(Some(hub_id), self.hub.resume(params, Some(origin)))
             .await
             .map_err(hub_error);
         let mut asked = 0;
@@ -294,7 +316,7 @@ impl Front {
                         choice,
                     };
                     result = self
-                        .as_client(self.hub.recovery_choice(choice_params))
+                        .as_client(Some(hub_id), self.hub.recovery_choice(choice_params))
                         .await
                         .map_err(hub_error);
                 }
@@ -347,7 +369,9 @@ impl Front {
                 session_id: hub_id.clone(),
                 prompt: prompt.clone(),
             };
-            let result = self.as_client(self.hub.prompt(params, Some(origin))).await;
+            let result = self
+                .as_client(Some(&hub_id), self.hub.prompt(params, Some(origin)))
+                .await;
             self.state.request_done(origin);
             let err = match result {
                 Ok(r) => {
@@ -402,7 +426,7 @@ impl Front {
     /// over or blank) and returns the new session's id, which the client's id now reaches.
     async fn replace(&self, hub_id: &str, choice: Choice) -> Result<String, RpcError> {
         let replaced = self
-            .as_client(self.hub.replace_session(hub_id, choice))
+            .as_client(Some(hub_id), self.hub.replace_session(hub_id, choice))
             .await
             .map_err(hub_error)?;
         match replaced.session_id {

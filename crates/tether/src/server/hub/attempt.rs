@@ -109,6 +109,7 @@ impl Hub {
             &ctx.workspace,
             conn,
             session.events,
+            session.response,
             self.bus.clone(),
         );
         lock(&self.sessions).insert(id.clone(), Session::Acp(live));

@@ -1,7 +1,8 @@
 //! What a front-end other than the LSP connection needs of the hub (the ACP front,
 //! `crate::acp_front`, R-ACP-1..7): a blank new session, the configured agent's own
-//! `initialize` answer, a session replaced after its prompt turn failed for good, and a
-//! request forwarded to the agent as it is (`session/set_mode` and the like). The hub
+//! `initialize` answer, a session replaced after its prompt turn failed for good, a
+//! request forwarded to the agent as it is (`session/set_mode` and the like), and the
+//! agent's answer that made a session live (its modes). The hub
 //! still knows no client: these take and return Tether's own types and JSON values.
 
 use std::path::Path;
@@ -118,6 +119,14 @@ impl Hub {
                 json!({"kind": "agentError", "method": method}),
             )
         })
+    }
+
+    /// The agent's answer to the request that made session `id` live (`session/new`,
+    /// `session/load` or `session/resume`), verbatim: its `modes`, `models` and
+    /// `configOptions` for a front to pass on (R-ACP-2). `None` when `id` is not live here.
+    #[must_use]
+    pub fn agent_answer(&self, id: &str) -> Option<Value> {
+        self.live(id).map(|l| l.answer.clone())
     }
 
     /// The cache's root folder, when persistence is on: fronts keep their own small

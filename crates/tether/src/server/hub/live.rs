@@ -27,6 +27,10 @@ pub struct Live {
     pub agent: String,
     /// The workspace root (the ACP session's `cwd`).
     pub workspace: PathBuf,
+    /// The agent's answer to the `session/new`, `session/load` or `session/resume` that
+    /// made the session live, verbatim: its `modes`, `models` and `configOptions`, which
+    /// the ACP front passes on to its client (R-ACP-2).
+    pub answer: Value,
     conn: Mutex<Option<Arc<AcpConnection>>>,
     barrier: Mutex<mpsc::UnboundedSender<oneshot::Sender<()>>>,
     turn: Arc<Mutex<TurnText>>,
@@ -78,6 +82,7 @@ impl Live {
         workspace: &Path,
         conn: AcpConnection,
         events: mpsc::Receiver<SessionEvent>,
+        answer: Value,
         bus: Arc<Bus>,
     ) -> Arc<Self> {
         let (barrier_tx, barrier_rx) = mpsc::unbounded_channel();
@@ -85,6 +90,7 @@ impl Live {
             id,
             agent,
             workspace: workspace.to_owned(),
+            answer,
             conn: Mutex::new(Some(Arc::new(conn))),
             barrier: Mutex::new(barrier_tx),
             turn: Arc::default(),

@@ -211,6 +211,28 @@ fn client_env() -> Option<tether_host::process::BaseEnv> {
     CLIENT_ENV.try_with(Clone::clone).ok()
 }
 
+tokio::task_local! {
+    /// The MCP servers an ACP client gave for the session its request is about (ACP
+    /// `mcpServers` of `session/new` and `session/load`, R-ACP-2): agents started while the
+    /// request runs (a new session, a resume's attempts, a restart after a crash mid-turn)
+    /// get them with `session/new`, `session/load` or `session/resume`. The ACP front sets
+    /// it around each call ([`with_client_mcp`]); editors give none.
+    static CLIENT_MCP: Vec<agent_client_protocol::v1::schema::McpServer>;
+}
+
+/// Runs `call` with `servers` as the MCP servers for the agents it starts ([`CLIENT_MCP`]).
+pub async fn with_client_mcp<F: std::future::Future>(
+    servers: Vec<agent_client_protocol::v1::schema::McpServer>,
+    call: F,
+) -> F::Output {
+    CLIENT_MCP.scope(servers, call).await
+}
+
+/// The MCP servers of the request that runs (none when the front gave none).
+fn client_mcp() -> Vec<agent_client_protocol::v1::schema::McpServer> {
+    CLIENT_MCP.try_with(Clone::clone).unwrap_or_default()
+}
+
 fn request_failed(message: String, data: Value) -> HubError {
     HubError::request_failed(message, data)
 }
@@ -502,6 +524,7 @@ impl Hub {
     async fn acp_options(&self) -> std::result::Result<AcpOptions, String> {
         Ok(AcpOptions {
             base_env: client_env(),
+            mcp_servers: client_mcp(),
             registry: self.registry().await?,
             hang_after: Duration::from_secs(self.config.watchdog_secs),
             // An answer to initialize / session/new / load / resume is awaited as long as

@@ -45,9 +45,11 @@ impl Hub {
                 json!({"kind": "cancelled"}),
             ));
         };
-        let turn = tokio::spawn(super::with_client_env(super::client_env(), async move {
-            hub.run_prompt(params, origin).await
-        }));
+        let (env, mcp) = (super::client_env(), super::client_mcp());
+        let turn = tokio::spawn(super::with_client_env(
+            env,
+            super::with_client_mcp(mcp, async move { hub.run_prompt(params, origin).await }),
+        ));
         turn.await.unwrap_or_else(|join| {
             Err(request_failed(
                 format!("the prompt turn's task failed: {join}"),
