@@ -82,8 +82,8 @@ pub struct Script {
     /// scripted agents in one test need different ones, as real agents' ids never collide.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_prefix: Option<String>,
-    /// Session modes (ids, also their names) advertised in `session/new`'s answer, the
-    /// first current; `session/set_mode` to one of them answers and sends a
+    /// Session modes (ids, also their names) advertised in the answers to `session/new` and
+    /// `session/load`, the first current; `session/set_mode` to one of them answers and sends a
     /// `current_mode_update`, to another fails with -32602. Empty: no modes advertised, and
     /// `session/set_mode` is not found.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -482,6 +482,18 @@ impl State {
             Some(FaultAction::Exit { code }) => std::process::exit(*code),
             _ => {}
         }
+    }
+
+    /// The script's modes as a session advertises them, the first current (`None`: none).
+    fn modes(&self) -> Option<SessionModeState> {
+        let first = self.script.modes.first()?;
+        let modes = self
+            .script
+            .modes
+            .iter()
+            .map(|m| SessionMode::new(m.clone(), m.clone()))
+            .collect();
+        Some(SessionModeState::new(first.clone(), modes))
     }
 
     fn fault(&self, method: &str, call: u64) -> Option<FaultAction> {
@@ -939,17 +951,7 @@ where
                         history: Vec::new(),
                     },
                 )?;
-                let mut response = NewSessionResponse::new(id);
-                if let Some(first) = s2.script.modes.first() {
-                    let modes = s2
-                        .script
-                        .modes
-                        .iter()
-                        .map(|m| SessionMode::new(m.clone(), m.clone()))
-                        .collect();
-                    response = response.modes(SessionModeState::new(first.clone(), modes));
-                }
-                responder.respond(response)
+                responder.respond(NewSessionResponse::new(id).modes(s2.modes()))
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -978,7 +980,7 @@ where
                             cx.send_notification(SessionNotification::new(id.clone(), update))?;
                         }
                     }
-                    responder.respond(LoadSessionResponse::new())?;
+                    responder.respond(LoadSessionResponse::new().modes(state.modes()))?;
                     let _ = &state;
                     // A late update after the response, as real agents send.
                     cx.send_notification(SessionNotification::new(

@@ -1,11 +1,15 @@
 //! `tether acp` as an ACP client sees it (R-ACP-1..7): the real binary as a child process
 //! on stdio, driven by the test kit's ACP client, in front of the scripted agent
-//! (`tether scripted-agent`, itself a child of `tether acp` or of the daemon).
+//! (`tether scripted-agent`, itself a child of `tether acp` or of the daemon), which
+//! records every message it receives. [`wire`] checks every message either way against
+//! ACP's schema.
 
 // Unix only: signals and the daemon's Unix socket.
 #![cfg(unix)]
 
 mod support;
+#[path = "acp_front/wire.rs"]
+mod wire;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -104,6 +108,17 @@ impl Acp {
                     .collect();
                 (v["sessionId"].as_str().unwrap().to_owned(), text)
             })
+            .collect()
+    }
+
+    /// Every line the scripted agent read on stdin (`agent/received.jsonl`), in order, each
+    /// a JSON-RPC message.
+    fn received(&self) -> Vec<Value> {
+        let path = self.world.path().join("agent/received.jsonl");
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l}: {e}")))
             .collect()
     }
 
@@ -314,6 +329,28 @@ async fn a_permission_question_goes_to_the_client_and_its_answer_to_the_agent() 
         .collect();
     assert_eq!(asked.len(), 1, "{asked:?}");
     assert_eq!(asked[0].1["sessionId"], sid.as_str());
+    // The question as the agent asked it, and the client's answer as the client gave it
+    // (the test kit's client picks the first allow_once option).
+    assert_eq!(
+        asked[0].1["toolCall"]["toolCallId"],
+        format!("tool-{sid}-perm")
+    );
+    assert_eq!(
+        asked[0].1["options"],
+        json!([{"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+               {"optionId": "reject", "name": "Reject", "kind": "reject_once"}])
+    );
+    let answers: Vec<Value> = acp
+        .received()
+        .into_iter()
+        .filter(|m| m.get("method").is_none())
+        .map(|m| m["result"].clone())
+        .collect();
+    assert_eq!(
+        answers,
+        [json!({"outcome": {"outcome": "selected", "optionId": "allow"}})],
+        "the agent got the client's answer"
+    );
     assert_eq!(
         text_of(&client.updates(), &sid, "agent_message_chunk"),
         "permission: allow"
