@@ -206,6 +206,17 @@ pub enum FaultAction {
         /// The exit code.
         code: i32,
     },
+    /// Prompt: run `command` in a terminal of the client's: `terminal/create`, then
+    /// `terminal/wait_for_exit`, `terminal/output` and `terminal/release`; reply
+    /// `terminal exited <code>: <output>`, or `terminal error <code>: <message>` at the first
+    /// request that fails.
+    Terminal {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        #[serde(default)]
+        args: Vec<String>,
+    },
     /// Prompt: call `fs/write_text_file`; reply `wrote` or `write error <code>: <message>`.
     WriteFile {
         /// Absolute path.
@@ -818,6 +829,12 @@ async fn run_prompt(
                 Err(e) => format!("write error {}: {}", i32::from(e.code), e.message),
             };
         }
+        Some(FaultAction::Terminal { command, args }) => {
+            reply = match run_terminal(cx, session, command, args).await {
+                Ok(text) => text,
+                Err(e) => format!("terminal error {}: {}", i32::from(e.code), e.message),
+            };
+        }
         // Wire faults were applied before the turn (`State::misbehave`).
         Some(
             FaultAction::Error { .. }
@@ -854,6 +871,44 @@ async fn run_prompt(
         &SessionUpdate::AgentMessageChunk(text_chunk(&reply)),
     )?;
     Ok(StopReason::EndTurn)
+}
+
+/// [`FaultAction::Terminal`]: `command` run in a terminal of the client's, its exit code
+/// and output as `terminal exited <code>: <output>`.
+async fn run_terminal(
+    cx: &Cx,
+    session: &str,
+    command: String,
+    args: Vec<String>,
+) -> Result<String, AcpSdkError> {
+    use agent_client_protocol::v1::schema::{
+        CreateTerminalRequest, ReleaseTerminalRequest, TerminalOutputRequest,
+        WaitForTerminalExitRequest,
+    };
+    let created = cx
+        .send_request(CreateTerminalRequest::new(session.to_owned(), command).args(args))
+        .block_task()
+        .await?;
+    let id = created.terminal_id;
+    let exited = cx
+        .send_request(WaitForTerminalExitRequest::new(
+            session.to_owned(),
+            id.clone(),
+        ))
+        .block_task()
+        .await?;
+    let output = cx
+        .send_request(TerminalOutputRequest::new(session.to_owned(), id.clone()))
+        .block_task()
+        .await?;
+    cx.send_request(ReleaseTerminalRequest::new(session.to_owned(), id))
+        .block_task()
+        .await?;
+    let code = exited
+        .exit_status
+        .exit_code
+        .map_or_else(|| "-".to_owned(), |c| c.to_string());
+    Ok(format!("terminal exited {code}: {}", output.output))
 }
 
 fn prompt_text(blocks: &[ContentBlock]) -> String {

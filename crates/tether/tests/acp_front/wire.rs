@@ -370,8 +370,8 @@ async fn the_agents_modes_and_set_mode_pass_through() {
 
 /// The agent's `fs/*` requests are answered by the hub within the session's workspace, as
 /// for editors: a read inside it gets the file, one outside it an error, a write lands on
-/// disk; the client is not asked. The agent is offered file access and no terminal
-/// (R-ACP-2).
+/// disk; the client is not asked. The agent is offered file access and no terminal, and a
+/// `terminal/create` it sends all the same is refused as an unknown method (R-ACP-2).
 #[tokio::test]
 async fn the_agents_file_requests_are_answered_in_the_workspace_and_no_terminal_is_offered() {
     let mut acp = Acp::new();
@@ -381,12 +381,13 @@ async fn the_agents_file_requests_are_answered_in_the_workspace_and_no_terminal_
     acp.world.script(json!([
         {"method": "session/prompt", "calls": [1], "action": {"kind": "readFile", "path": acp.ws().join("notes.txt")}},
         {"method": "session/prompt", "calls": [2], "action": {"kind": "readFile", "path": outside}},
-        {"method": "session/prompt", "calls": [3], "action": {"kind": "writeFile", "path": acp.ws().join("out.txt"), "content": "written"}}
+        {"method": "session/prompt", "calls": [3], "action": {"kind": "writeFile", "path": acp.ws().join("out.txt"), "content": "written"}},
+        {"method": "session/prompt", "calls": [4], "action": {"kind": "terminal", "command": "echo", "args": ["hi"]}}
     ]));
     let mut client = acp.client(Remote::Off).await;
     let sid = client.new_session(acp.ws(), STEP).await.unwrap();
     let mut replies = Vec::new();
-    for text in ["read", "read outside", "write"] {
+    for text in ["read", "read outside", "write", "run"] {
         let mark = client.update_count();
         assert_eq!(prompt(&client, &sid, text).await, "end_turn");
         let turn: Vec<Update> = client.updates().into_iter().skip(mark).collect();
@@ -398,6 +399,12 @@ async fn the_agents_file_requests_are_answered_in_the_workspace_and_no_terminal_
         "outside the workspace: {replies:?}"
     );
     assert_eq!(replies[2], "wrote");
+    // An agent that asks for a terminal all the same is told there is none, and its turn
+    // goes on.
+    assert!(
+        replies[3].starts_with("terminal error -32601: "),
+        "{replies:?}"
+    );
     assert_eq!(
         std::fs::read_to_string(acp.ws().join("out.txt")).unwrap(),
         "written"
