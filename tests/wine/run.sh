@@ -30,11 +30,10 @@ die() { printf '[wine] FAILED: %s\n' "$*" >&2; exit 1; }
 source "$repo/tests/wine/lib.sh"
 
 # The tests of the two crates that do not run here, "<test name>|<why>", each skipped by its
-# exact name (--skip, --exact) and printed with its reason. Three kinds:
+# exact name (--skip, --exact) and printed with its reason. Two kinds:
 #   wine:      Wine lacks what the test checks (it must pass on Windows itself);
 #   unix-only: the test itself is Unix-bound (a Unix shell or command, Unix paths, a Unix
-#              signal), not yet written for Windows;
-#   finding:   it fails under Wine for a reason not yet known to be Wine's; to look into.
+#              signal), not yet written for Windows.
 wine_gaps=(
   "sys::windows::tests::the_job_kills_on_close_and_lets_nothing_break_away|wine: Wine 8 answers QueryInformationJobObject(JobObjectExtendedLimitInformation) with every limit flag 0, so the flags set cannot be read back (it does enforce kill-on-close: tests/job_object.rs)"
   "fs::tests::confinement|wine: the symbolic link the test creates (CreateSymbolicLinkW) then reads as not found"
@@ -54,7 +53,6 @@ wine_gaps=(
   "power_cut_at_every_operation_loses_no_acknowledged_write|unix-only: SimFs takes '/'-rooted paths only"
   "power_cut_at_every_operation_loses_nothing_from_an_encrypted_session|unix-only: SimFs takes '/'-rooted paths only"
   "three_consecutive_failures_switch_persistence_off_until_re_enabled|unix-only: SimFs takes '/'-rooted paths only"
-  "list_latest_clear_and_archive|finding: store.clear fails with ERROR_DIR_NOT_EMPTY (145) removing a session folder under Wine; whether Windows does too is not known"
 )
 
 triple=x86_64-pc-windows-gnu
