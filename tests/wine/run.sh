@@ -145,14 +145,16 @@ read -r passed failed ignored <<<"$(awk '/^test result:/ {
 log "tests under Wine: $passed passed, $failed failed, $ignored ignored (#[ignore]d roles), ${#wine_gaps[@]} not run (listed above with why)"
 
 # The server's platform layer (crates/tether-sys: the daemon's endpoint, its pipe's DACL read
-# back, the chunked half-close). Its own crate, so this builds it alone, not the whole server's
-# unit tests for Windows (those still take '/'-rooted paths for their storage folders).
+# back, the chunked half-close) and the agents' stores' readers (tether-history's unit tests:
+# where each agent keeps its sessions, from %USERPROFILE% on Windows; Claude Code's folder
+# names of `C:\` roots). Built alone, not the whole server's unit tests for Windows (those
+# still take '/'-rooted paths for their storage folders).
 rc=0
-step "build + run tether-sys's tests under Wine" cargo test --locked --target "$triple" -p tether-sys \
-  > >(tee "$work/sys-tests.log") 2>&1 || rc=$?
+step "build + run tether-sys's, tether-history's unit tests under Wine" cargo test --locked \
+  --target "$triple" -p tether-sys -p tether-history --lib > >(tee "$work/sys-tests.log") 2>&1 || rc=$?
 wait $! 2>/dev/null || true
-[ "$rc" -eq 0 ] || die "the platform layer's tests (tether-sys) failed under Wine (above)"
+[ "$rc" -eq 0 ] || die "the unit tests of tether-sys or tether-history failed under Wine (above)"
 sys_passed="$(awk '/^test result:/ { p += $4 } END { print p + 0 }' "$work/sys-tests.log")"
-[ "${sys_passed:-0}" -gt 0 ] || die "no test of tether-sys ran under Wine"
-log "tether-sys's tests under Wine: $sys_passed passed"
+[ "${sys_passed:-0}" -gt 0 ] || die "no unit test of tether-sys or tether-history ran under Wine"
+log "tether-sys's and tether-history's unit tests under Wine: $sys_passed passed"
 log "the wine suite passed"
