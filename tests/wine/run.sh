@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The `wine` suite: Tether's Windows build (x86_64-pc-windows-gnu, cross-built with mingw-w64)
+# The `windows` suite: Tether's Windows build (x86_64-pc-windows-gnu, cross-built with mingw-w64)
 # run for real under Wine (Debian's wine64), in a private Wine prefix beside the build cache
 # (tests/wine/lib.sh says where and why, and about the bcryptprimitives.dll stand-in):
 #   1. `tether.exe --version` names the Windows target and the protocol version;
@@ -157,4 +157,4 @@ wait $! 2>/dev/null || true
 sys_passed="$(awk '/^test result:/ { p += $4 } END { print p + 0 }' "$work/sys-tests.log")"
 [ "${sys_passed:-0}" -gt 0 ] || die "no unit test of tether-sys or tether-history ran under Wine"
 log "tether-sys's and tether-history's unit tests under Wine: $sys_passed passed"
-log "the wine suite passed"
+log "the windows suite passed"
