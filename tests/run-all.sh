@@ -8,8 +8,8 @@
 # Usage:
 #   tests/run-all.sh                              every suite
 #   TETHER_SUITES="rust nvim" tests/run-all.sh    some suites (local work)
-# Suites: rust (with the real agents), platforms, wine, acp, nvim, lsp, visualstudio, vscode,
-# dist, fuzz.
+# Suites: rust (with the real agents), platforms, windows (under Wine; `wine` names it too),
+# acp, nvim, lsp, visualstudio, vscode, dist, fuzz.
 # Long runs (fuzzing for hours, many power cuts, many property cases) are not here:
 # tests/long-run.sh has them.
 #
@@ -26,7 +26,7 @@ set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
-all_suites="rust platforms wine acp nvim lsp visualstudio vscode dist fuzz"
+all_suites="rust platforms windows acp nvim lsp visualstudio vscode dist fuzz"
 known_suites="$all_suites"
 suites="${TETHER_SUITES:-$all_suites}"
 start_all=$(date +%s)
@@ -246,25 +246,26 @@ need_target() {
 suite_platforms() {
   # The platform layer (ARCHITECTURE.md, "crates/tether-host (the agent host)") keeps
   # compiling for the systems this machine cannot run: Windows (the whole workspace, clippy
-  # as on Linux; the bundled SQLite's C code needs the mingw cross compiler) and macOS (the
-  # crates whose platform code differs there; the bundled SQLite needs an Apple SDK, so the
-  # whole workspace is not checked). Nothing here runs on those systems yet.
+  # as on Linux; the bundled SQLite's C code needs the mingw cross compiler; the Windows
+  # build runs under Wine in suite windows) and macOS (the whole workspace, type-checked; the
+  # bundled SQLite's C code needs an Apple SDK, which this machine has not, and a check never
+  # links, so tests/support/no-cc.sh stands in for the C compiler). Nothing here runs on macOS.
   command -v rustup >/dev/null || die "platforms: rustup is missing (needed to add the cross targets)"
   need_target x86_64-pc-windows-gnu
   need_target aarch64-apple-darwin
   need_apt gcc-mingw-w64-x86-64
   phase "  platforms: clippy, Windows" build cargo clippy --workspace --all-targets --locked \
     --target x86_64-pc-windows-gnu -- -D warnings
-  phase "  platforms: check, macOS" build cargo check --locked --all-targets --target aarch64-apple-darwin \
-    -p tether-host -p tether-store -p tether-recovery -p tether-sys
+  phase "  platforms: check, macOS" build env CC_aarch64_apple_darwin="$repo/tests/support/no-cc.sh" \
+    AR_aarch64_apple_darwin=ar cargo check --locked --workspace --all-targets --target aarch64-apple-darwin
 }
 
-suite_wine() {
+suite_windows() {
   # The Windows build under Wine 8 (tests/wine/run.sh): tether.exe --version and demo, and the
   # tests of tether-host and tether-store run by cargo under Wine, in a private Wine prefix in
   # $CARGO_TARGET_DIR/wine. It installs wine64 and gcc-mingw-w64-x86-64 itself, and prints
   # its own times (most of this phase is the Windows build).
-  phase "  wine: Windows build + tests under Wine" build tests/wine/run.sh
+  phase "  windows: build + tests under Wine" build tests/wine/run.sh
 }
 
 suite_acp() {
@@ -362,7 +363,7 @@ for s in $suites; do
   case "$s" in
     rust) run_suite rust suite_rust ;;
     platforms) run_suite platforms suite_platforms ;;
-    wine) run_suite wine suite_wine ;;
+    windows | wine) run_suite windows suite_windows ;;
     acp) run_suite acp suite_acp ;;
     nvim) run_suite nvim suite_nvim ;;
     lsp) run_suite lsp suite_lsp ;;

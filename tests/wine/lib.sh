@@ -1,4 +1,4 @@
-# Running Tether's Windows build under Wine: sourced by tests/wine/run.sh (the `wine` suite)
+# Running Tether's Windows build under Wine: sourced by tests/wine/run.sh (the `windows` suite)
 # and tests/dist/run.sh (the Windows archive's tether.exe), never run on its own.
 #
 #   wine_setup        installs what is missing (apt: wine64 and the mingw-w64 C compiler;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The `wine` suite: Tether's Windows build (x86_64-pc-windows-gnu, cross-built with mingw-w64)
+# The `windows` suite: Tether's Windows build (x86_64-pc-windows-gnu, cross-built with mingw-w64)
 # run for real under Wine (Debian's wine64), in a private Wine prefix beside the build cache
 # (tests/wine/lib.sh says where and why, and about the bcryptprimitives.dll stand-in):
 #   1. `tether.exe --version` names the Windows target and the protocol version;
@@ -30,11 +30,10 @@ die() { printf '[wine] FAILED: %s\n' "$*" >&2; exit 1; }
 source "$repo/tests/wine/lib.sh"
 
 # The tests of the two crates that do not run here, "<test name>|<why>", each skipped by its
-# exact name (--skip, --exact) and printed with its reason. Three kinds:
+# exact name (--skip, --exact) and printed with its reason. Two kinds:
 #   wine:      Wine lacks what the test checks (it must pass on Windows itself);
 #   unix-only: the test itself is Unix-bound (a Unix shell or command, Unix paths, a Unix
-#              signal), not yet written for Windows;
-#   finding:   it fails under Wine for a reason not yet known to be Wine's; to look into.
+#              signal), not yet written for Windows.
 wine_gaps=(
   "sys::windows::tests::the_job_kills_on_close_and_lets_nothing_break_away|wine: Wine 8 answers QueryInformationJobObject(JobObjectExtendedLimitInformation) with every limit flag 0, so the flags set cannot be read back (it does enforce kill-on-close: tests/job_object.rs)"
   "fs::tests::confinement|wine: the symbolic link the test creates (CreateSymbolicLinkW) then reads as not found"
@@ -54,7 +53,6 @@ wine_gaps=(
   "power_cut_at_every_operation_loses_no_acknowledged_write|unix-only: SimFs takes '/'-rooted paths only"
   "power_cut_at_every_operation_loses_nothing_from_an_encrypted_session|unix-only: SimFs takes '/'-rooted paths only"
   "three_consecutive_failures_switch_persistence_off_until_re_enabled|unix-only: SimFs takes '/'-rooted paths only"
-  "list_latest_clear_and_archive|finding: store.clear fails with ERROR_DIR_NOT_EMPTY (145) removing a session folder under Wine; whether Windows does too is not known"
 )
 
 triple=x86_64-pc-windows-gnu
@@ -147,14 +145,16 @@ read -r passed failed ignored <<<"$(awk '/^test result:/ {
 log "tests under Wine: $passed passed, $failed failed, $ignored ignored (#[ignore]d roles), ${#wine_gaps[@]} not run (listed above with why)"
 
 # The server's platform layer (crates/tether-sys: the daemon's endpoint, its pipe's DACL read
-# back, the chunked half-close). Its own crate, so this builds it alone, not the whole server's
-# unit tests for Windows (those still take '/'-rooted paths for their storage folders).
+# back, the chunked half-close) and the agents' stores' readers (tether-history's unit tests:
+# where each agent keeps its sessions, from %USERPROFILE% on Windows; Claude Code's folder
+# names of `C:\` roots). Built alone, not the whole server's unit tests for Windows (those
+# still take '/'-rooted paths for their storage folders).
 rc=0
-step "build + run tether-sys's tests under Wine" cargo test --locked --target "$triple" -p tether-sys \
-  > >(tee "$work/sys-tests.log") 2>&1 || rc=$?
+step "build + run tether-sys's, tether-history's unit tests under Wine" cargo test --locked \
+  --target "$triple" -p tether-sys -p tether-history --lib > >(tee "$work/sys-tests.log") 2>&1 || rc=$?
 wait $! 2>/dev/null || true
-[ "$rc" -eq 0 ] || die "the platform layer's tests (tether-sys) failed under Wine (above)"
+[ "$rc" -eq 0 ] || die "the unit tests of tether-sys or tether-history failed under Wine (above)"
 sys_passed="$(awk '/^test result:/ { p += $4 } END { print p + 0 }' "$work/sys-tests.log")"
-[ "${sys_passed:-0}" -gt 0 ] || die "no test of tether-sys ran under Wine"
-log "tether-sys's tests under Wine: $sys_passed passed"
-log "the wine suite passed"
+[ "${sys_passed:-0}" -gt 0 ] || die "no unit test of tether-sys or tether-history ran under Wine"
+log "tether-sys's and tether-history's unit tests under Wine: $sys_passed passed"
+log "the windows suite passed"

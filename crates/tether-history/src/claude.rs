@@ -630,6 +630,10 @@ mod tests {
             ("/tmp/a.b_c d", "-tmp-a-b-c-d"),
             ("/x/é", "-x--"),
             ("/x/😀", "-x---"),
+            // Roots Windows writes: the drive's colon and every backslash are not
+            // alphanumeric either.
+            (r"C:\Users\Ada\My Proj", "C--Users-Ada-My-Proj"),
+            (r"\\server\share\repo", "--server-share-repo"),
         ];
         for (cwd, want) in cases {
             assert_eq!(project_name(cwd), want, "{cwd}");

@@ -62,10 +62,13 @@ impl Env {
         self.get(name).map(PathBuf::from)
     }
 
-    /// The home folder: `$HOME`.
+    /// The home folder as the agents find it: `$HOME` on Unix, `%USERPROFILE%` on Windows
+    /// ([`crate::sys::HOME_VARS`]).
     #[must_use]
     pub fn home(&self) -> Option<PathBuf> {
-        self.path("HOME")
+        crate::sys::HOME_VARS
+            .iter()
+            .find_map(|name| self.path(name))
     }
 }
 
@@ -75,7 +78,8 @@ mod tests {
 
     #[test]
     fn empty_values_are_unset_and_debug_shows_no_values() {
-        let env = Env::from_vars([("HOME", "/h"), ("CODEX_HOME", ""), ("KEY", "secret")]);
+        let home = crate::sys::HOME_VARS[0];
+        let env = Env::from_vars([(home, "/h"), ("CODEX_HOME", ""), ("KEY", "secret")]);
         assert_eq!(env.home(), Some(PathBuf::from("/h")));
         assert_eq!(env.get("CODEX_HOME"), None);
         let debug = format!("{env:?}");
@@ -83,5 +87,25 @@ mod tests {
             debug.contains("KEY") && !debug.contains("secret"),
             "{debug}"
         );
+    }
+
+    /// The home folder is this platform's variable: Unix's `HOME` or Windows's
+    /// `USERPROFILE`, never the other one (Node reads only `USERPROFILE` on Windows).
+    #[test]
+    fn the_home_is_the_platforms_own_variable() {
+        let env = Env::from_vars([("HOME", "/home/ada"), ("USERPROFILE", r"C:\Users\Ada")]);
+        let want = if crate::sys::HOME_VARS == ["HOME"] {
+            "/home/ada"
+        } else {
+            r"C:\Users\Ada"
+        };
+        assert_eq!(env.home(), Some(PathBuf::from(want)));
+        let other = if want == "/home/ada" {
+            "USERPROFILE"
+        } else {
+            "HOME"
+        };
+        let only_other = Env::from_vars([(other, "/elsewhere")]);
+        assert_eq!(only_other.home(), None, "{other} is not read here");
     }
 }

@@ -37,6 +37,7 @@ pub mod gemini;
 mod head;
 pub mod opencode;
 mod store;
+mod sys;
 mod transcript;
 
 pub use env::Env;

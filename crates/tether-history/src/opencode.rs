@@ -466,24 +466,28 @@ mod tests {
 
     #[test]
     fn the_store_is_where_opencode_looks() {
+        // The home folder's variable on this platform (`HOME`; `USERPROFILE` on Windows).
+        const H: &str = crate::sys::HOME_VARS[0];
         let at =
             |vars: &[(&str, &str)]| OpencodeStore::locate(&Env::from_vars(vars.iter().copied()));
-        let store = at(&[("HOME", "/h")]).expect("located");
+        let store = at(&[(H, "/h")]).expect("located");
         assert_eq!(store.root, PathBuf::from("/h/.local/share/opencode"));
         assert_eq!(
             store.db,
             PathBuf::from("/h/.local/share/opencode/opencode.db")
         );
-        let store = at(&[("HOME", "/h"), ("XDG_DATA_HOME", "/x")]).expect("located");
+        let store = at(&[(H, "/h"), ("XDG_DATA_HOME", "/x")]).expect("located");
         assert_eq!(store.db, PathBuf::from("/x/opencode/opencode.db"));
-        let store = at(&[("HOME", "/h"), ("OPENCODE_DB", "custom.db")]).expect("located");
+        let store = at(&[(H, "/h"), ("OPENCODE_DB", "custom.db")]).expect("located");
         assert_eq!(
             store.db,
             PathBuf::from("/h/.local/share/opencode/custom.db")
         );
-        let store = at(&[("HOME", "/h"), ("OPENCODE_DB", "/d/o.db")]).expect("located");
-        assert_eq!(store.db, PathBuf::from("/d/o.db"));
-        assert_eq!(at(&[("HOME", "/h"), ("OPENCODE_DB", ":memory:")]), None);
+        // An absolute path on this platform (`/tmp/…`, `C:\…\Temp\…`).
+        let absolute = std::env::temp_dir().join("o.db");
+        let store = at(&[(H, "/h"), ("OPENCODE_DB", absolute.to_str().unwrap())]).expect("located");
+        assert_eq!(store.db, absolute);
+        assert_eq!(at(&[(H, "/h"), ("OPENCODE_DB", ":memory:")]), None);
         assert_eq!(at(&[]), None);
     }
 

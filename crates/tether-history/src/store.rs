@@ -390,39 +390,37 @@ mod tests {
     #[test]
     fn each_store_is_where_its_agent_looks() {
         type Vars = &'static [(&'static str, &'static str)];
+        // The home folder's variable on this platform (`HOME`; `USERPROFILE` on Windows).
+        const H: &str = crate::sys::HOME_VARS[0];
         let cases: [(AgentKind, Vars, &str); 10] = [
-            (AgentKind::Claude, &[("HOME", "/h")], "/h/.claude"),
+            (AgentKind::Claude, &[(H, "/h")], "/h/.claude"),
             (
                 AgentKind::Claude,
-                &[("HOME", "/h"), ("CLAUDE_CONFIG_DIR", "/c")],
+                &[(H, "/h"), ("CLAUDE_CONFIG_DIR", "/c")],
                 "/c",
             ),
-            (AgentKind::Codex, &[("HOME", "/h")], "/h/.codex"),
-            (
-                AgentKind::Codex,
-                &[("HOME", "/h"), ("CODEX_HOME", "/c")],
-                "/c",
-            ),
-            (AgentKind::Gemini, &[("HOME", "/h")], "/h/.gemini"),
+            (AgentKind::Codex, &[(H, "/h")], "/h/.codex"),
+            (AgentKind::Codex, &[(H, "/h"), ("CODEX_HOME", "/c")], "/c"),
+            (AgentKind::Gemini, &[(H, "/h")], "/h/.gemini"),
             (
                 AgentKind::Gemini,
-                &[("HOME", "/h"), ("GEMINI_CLI_HOME", "/g")],
+                &[(H, "/h"), ("GEMINI_CLI_HOME", "/g")],
                 "/g/.gemini",
             ),
-            (AgentKind::Copilot, &[("HOME", "/h")], "/h/.copilot"),
+            (AgentKind::Copilot, &[(H, "/h")], "/h/.copilot"),
             (
                 AgentKind::Copilot,
-                &[("HOME", "/h"), ("COPILOT_HOME", "/c")],
+                &[(H, "/h"), ("COPILOT_HOME", "/c")],
                 "/c",
             ),
             (
                 AgentKind::Opencode,
-                &[("HOME", "/h")],
+                &[(H, "/h")],
                 "/h/.local/share/opencode",
             ),
             (
                 AgentKind::Opencode,
-                &[("HOME", "/h"), ("XDG_DATA_HOME", "/x")],
+                &[(H, "/h"), ("XDG_DATA_HOME", "/x")],
                 "/x/opencode",
             ),
         ];

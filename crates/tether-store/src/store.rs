@@ -30,6 +30,9 @@ use crate::state::{Body, Event, Fp, Fps, SECTIONS, SectionVal, State, fp_of};
 const MANIFEST: &str = "manifest.json";
 const JOURNAL: &str = "journal.jsonl";
 const LOCK: &str = "lock";
+/// The name a session folder takes while [`Store::clear`] deletes it: `<id>~removing` (`~` is
+/// not allowed in a session id, so it is never listed as a session).
+const DOOMED_SUFFIX: &str = "~removing";
 const BLOBS: &str = "blobs";
 const SCAN_CHUNK: usize = 1 << 20;
 /// Largest manifest read: 4 MiB (real ones are a few KiB). A bigger file is treated as
@@ -2097,11 +2100,31 @@ impl Store {
                 Some(h) => h._lock,
                 None => self.acquire_lock(&dir.join(LOCK))?,
             };
+            // Moved out of the way under its lock, then deleted once the lock is let go: a
+            // folder holding an open file cannot be removed on Windows (the file is only
+            // marked for deletion while open: ERROR_DIR_NOT_EMPTY, seen under Wine), and a
+            // removal after the unlock alone would let another process open the half-deleted
+            // session in between.
+            let doomed = sdir.join(format!("{sid}{DOOMED_SUFFIX}"));
+            self.remove_doomed(&doomed)?;
             self.fs
-                .remove_dir_all(&dir)
+                .rename(&dir, &doomed)
                 .map_err(io("remove session", &dir))?;
             drop(lock);
+            self.remove_doomed(&doomed)?;
             removed += 1;
+        }
+        if session_id.is_none() {
+            // Left by a removal that a crash cut short.
+            for name in self
+                .fs
+                .list_dir(&sdir)
+                .map_err(io("list sessions", &sdir))?
+            {
+                if name.ends_with(DOOMED_SUFFIX) {
+                    self.remove_doomed(&sdir.join(name))?;
+                }
+            }
         }
         self.fs.sync_dir(&sdir).map_err(io("fsync folder", &sdir))?;
         if session_id.is_none() {
@@ -2115,6 +2138,17 @@ impl Store {
             }
         }
         Ok(removed)
+    }
+
+    /// Deletes `doomed` (a session folder [`Store::clear`] renamed to `<id>~removing`) if it
+    /// is there.
+    fn remove_doomed(&self, doomed: &Path) -> Result<(), StoreError> {
+        if self.fs.exists(doomed).map_err(io("inspect", doomed))? {
+            self.fs
+                .remove_dir_all(doomed)
+                .map_err(io("remove session", doomed))?;
+        }
+        Ok(())
     }
 
     /// Moves a session aside, never deleting it (the user chose "Start New Session"):

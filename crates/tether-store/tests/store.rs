@@ -907,9 +907,33 @@ fn list_latest_clear_and_archive() {
     assert!(archived.join("journal.jsonl").exists());
     assert!(archived.to_string_lossy().contains("c.archived-"));
     assert_eq!(store.list(&ws).unwrap().len(), 2);
+    // Clear: the session's folder is moved aside under its lock, then deleted (Windows
+    // cannot remove a folder that holds the open lock file); nothing of it is left.
+    let sessions = archived
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("sessions");
+    let names = |dir: &std::path::Path| -> Vec<String> {
+        let mut n: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        n.sort();
+        n
+    };
+    assert_eq!(names(&sessions), ["a", "b"]);
     assert_eq!(store.clear(&ws, Some("a")).unwrap(), 1);
+    assert_eq!(names(&sessions), ["b"]);
     assert_eq!(store.clear(&ws, Some("a")).unwrap(), 0);
+    // A removal a crash cut short leaves `<id>~removing`: never listed, gone with the next
+    // clear of the workspace.
+    std::fs::create_dir_all(sessions.join("a~removing/blobs")).unwrap();
+    std::fs::write(sessions.join("a~removing/journal.jsonl"), b"{}\n").unwrap();
+    assert_eq!(store.list(&ws).unwrap().len(), 1);
     assert_eq!(store.clear(&ws, None).unwrap(), 1);
+    assert!(names(&sessions).is_empty(), "{:?}", names(&sessions));
     assert!(store.list(&ws).unwrap().is_empty());
     assert_eq!(
         store.list(&other_ws).unwrap().len(),

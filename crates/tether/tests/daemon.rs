@@ -9,9 +9,11 @@
 //! (`…::in_process_daemon`, [`DaemonKind`]). Starting, killing and idling the daemon
 //! process are tested with the separate daemon only.
 
-// Unix signals, `setpriv` and the socket's file modes; the Windows daemon (its named pipe)
-// runs under Wine in tests/wine/daemon.sh, and sys/windows/endpoint.rs's unit tests.
-#![cfg(unix)]
+// Linux: Unix signals, `setpriv`, the socket's file modes, `/proc` and pidfds. The Windows
+// daemon (its named pipe) runs under Wine in tests/wine/daemon.sh and tether-sys's
+// windows/endpoint.rs unit tests; the macOS daemon is type-checked only (tests/run-all.sh,
+// suite platforms), and these tests are not built there.
+#![cfg(target_os = "linux")]
 
 mod support;
 
