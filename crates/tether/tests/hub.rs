@@ -1627,3 +1627,44 @@ async fn an_unanswered_permission_question_times_out_cancelled() {
     );
     hub.shutdown().await;
 }
+
+/// R-STORE-10: a turn's prompt and its answer are in the cache, in that order, when its
+/// `session/prompt` is answered, however the turn ends. The prompt is saved while the agent
+/// already works on it (its save is not on the way to the first update), so this holds for
+/// turns back to back and for a turn cancelled while its agent asks a question.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_prompt_and_answer_is_cached_in_order_when_the_prompt_is_answered() {
+    let world = World::new(
+        json!([{"method": "session/prompt", "calls": [4], "action": {"kind": "permission"}}]),
+    );
+    let recorder = Recorder::new(None, None);
+    let hub = world.hub(&recorder).await;
+    let started = hub.resume(world.resume(None), None).await.expect("started");
+    let sid = started.session_id.clone().unwrap();
+    let mut turns = Vec::new();
+    for n in 1..=3 {
+        let text = format!("turn {n}");
+        let answer = hub.prompt(prompt(&sid, &text), None).await.expect("a turn");
+        assert_eq!(answer.stop_reason, "end_turn");
+        turns.push(("user".to_owned(), text.clone()));
+        turns.push(("assistant".to_owned(), format!("echo: {text}")));
+        let point = hub.attach_point(&sid).await.expect("the session is live");
+        assert_eq!(transcript_turns(&point), turns, "after turn {n}");
+    }
+    let cancelled = tokio::spawn({
+        let hub = hub.clone();
+        let sid = sid.clone();
+        async move { hub.prompt(prompt(&sid, "turn 4"), None).await }
+    });
+    recorder.wait_for("permission").await;
+    cancel_turn(&hub, &recorder, &sid, cancelled).await;
+    let point = hub.attach_point(&sid).await.expect("the session is live");
+    let cached = transcript_turns(&point);
+    assert_eq!(cached[..turns.len()], turns[..], "{cached:?}");
+    assert_eq!(
+        cached.get(turns.len()),
+        Some(&("user".to_owned(), "turn 4".to_owned())),
+        "the cancelled turn's prompt follows: {cached:?}"
+    );
+    hub.shutdown().await;
+}

@@ -22,7 +22,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, BufReader};
 
 use crate::server::ServeOptions;
 use crate::server::config::ServerConfig;
@@ -153,7 +153,7 @@ pub const END_OF_INPUT_GRACE: std::time::Duration = std::time::Duration::from_se
 pub async fn serve_on<R, W>(
     hub: Arc<Hub>,
     input: R,
-    mut output: W,
+    output: W,
     agent: Option<String>,
     client_env: Option<tether_host::process::BaseEnv>,
 ) where
@@ -166,16 +166,8 @@ pub async fn serve_on<R, W>(
     let renderer = Arc::new(Renderer::new(peer.clone(), state.clone()));
     let subscription = hub.subscribe(renderer.clone());
     let writer = tokio::spawn(async move {
-        while let Some(line) = lines.recv().await {
-            let written = async {
-                output.write_all(line.as_bytes()).await?;
-                output.write_all(b"\n").await?;
-                output.flush().await
-            };
-            if let Err(err) = written.await {
-                tracing::info!(error = %err, "the ACP client's input closed");
-                break;
-            }
+        if let Err(err) = rpc::write_lines(&mut lines, output).await {
+            tracing::info!(error = %err, "the ACP client's input closed");
         }
     });
     let front = Arc::new(Front {

@@ -145,10 +145,21 @@ impl Renderer {
         Self { peer, state }
     }
 
-    fn update(&self, client: &str, update: &Value) {
+    /// Sends `update` (a `Value`, or the JSON text a kept update is) as a `session/update`
+    /// of the client's session `client`, serialized once into the line.
+    fn update<U: serde::Serialize + ?Sized>(&self, client: &str, update: &U) {
+        #[derive(serde::Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct UpdateParams<'a, U: ?Sized> {
+            session_id: &'a str,
+            update: &'a U,
+        }
         self.peer.notify(
             "session/update",
-            &json!({"sessionId": client, "update": update}),
+            &UpdateParams {
+                session_id: client,
+                update,
+            },
         );
     }
 
@@ -159,12 +170,15 @@ impl Renderer {
         }
     }
 
-    fn agent_update(
+    /// Sends an agent's update on, unless the client has it already: a replayed one sent
+    /// from the cache, or the echo of its own prompt (`is_prompt`: whether the update is a
+    /// `user_message_chunk`, asked only of this client's own requests).
+    fn agent_update<U: serde::Serialize + ?Sized>(
         &self,
         envelope: &Envelope,
         hub: &str,
         client: &str,
-        update: &Value,
+        (update, is_prompt): (&U, impl FnOnce() -> bool),
         replay: bool,
     ) {
         if replay && self.state.was_restored(hub) {
@@ -174,7 +188,7 @@ impl Renderer {
         let own = envelope
             .origin
             .is_some_and(|o| lock(&self.state.own).contains(&o));
-        if own && update["sessionUpdate"] == "user_message_chunk" {
+        if own && is_prompt() {
             // The echo of this client's own prompt: it shows the prompt itself.
             return;
         }
@@ -201,12 +215,17 @@ impl Renderer {
                 self.replay(&client, snapshot);
             }
             Event::Update { update, replay } => {
-                self.agent_update(envelope, hub, &client, update, *replay);
+                let is_prompt = || update["sessionUpdate"] == "user_message_chunk";
+                self.agent_update(envelope, hub, &client, (update, is_prompt), *replay);
             }
             Event::KeptUpdate { update, replay } => {
-                if let Ok(update) = serde_json::from_str::<Value>(update.get()) {
-                    self.agent_update(envelope, hub, &client, &update, *replay);
-                }
+                // Sent on as the text it was kept as; parsed only to spot the client's own
+                // prompt.
+                let is_prompt = || {
+                    serde_json::from_str::<Value>(update.get())
+                        .is_ok_and(|u| u["sessionUpdate"] == "user_message_chunk")
+                };
+                self.agent_update(envelope, hub, &client, (&**update, is_prompt), *replay);
             }
             Event::Status(status) => {
                 if let Some(text) = status_thought(status, Local::now()) {

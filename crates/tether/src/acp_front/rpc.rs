@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Serialize;
 use serde_json::{Value, json};
+use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::sync::{mpsc, oneshot};
 
 /// JSON-RPC's "method not found" (JSON-RPC 2.0 §5.1).
@@ -164,10 +165,27 @@ impl Peer {
         let _ = self.out.send(message.to_string());
     }
 
-    /// Sends a notification.
-    pub fn notify<P: Serialize>(&self, method: &str, params: &P) {
-        let params = serde_json::to_value(params).unwrap_or(Value::Null);
-        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    /// Sends a notification, its params serialized once, straight into the line (an
+    /// agent's `session/update` is neither copied into a new tree nor parsed again).
+    pub fn notify<P: Serialize + ?Sized>(&self, method: &str, params: &P) {
+        #[derive(Serialize)]
+        struct Notification<'a, P: ?Sized> {
+            jsonrpc: &'static str,
+            method: &'a str,
+            params: &'a P,
+        }
+        let message = Notification {
+            jsonrpc: "2.0",
+            method,
+            params,
+        };
+        match serde_json::to_string(&message) {
+            // The writer is gone only when the client is: nothing left to tell it.
+            Ok(line) => drop(self.out.send(line)),
+            Err(err) => {
+                tracing::warn!(%method, error = %err, "a notification could not be serialized; not sent")
+            }
+        }
     }
 
     /// Answers request `id`.
@@ -214,6 +232,38 @@ impl Peer {
         lock(&self.waiters).take();
     }
 }
+
+/// Writes the queued lines (each without its newline) to `output` until the queue closes
+/// or the client stops reading. Lines are batched: each goes into a buffer, and the buffer
+/// is flushed whenever the queue is empty (or full, at [`WRITE_BUFFER`]), so a burst of
+/// updates costs one `write` per buffer instead of two per line, and the last line of a
+/// burst never waits for the next one. Order is the queue's.
+///
+/// # Errors
+/// The output's write error (the client closed its input).
+pub async fn write_lines<W>(
+    lines: &mut mpsc::UnboundedReceiver<String>,
+    output: W,
+) -> std::io::Result<()>
+where
+    W: AsyncWrite + Unpin,
+{
+    let mut output = BufWriter::with_capacity(WRITE_BUFFER, output);
+    while let Some(line) = lines.recv().await {
+        output.write_all(line.as_bytes()).await?;
+        output.write_all(b"\n").await?;
+        while let Ok(line) = lines.try_recv() {
+            output.write_all(line.as_bytes()).await?;
+            output.write_all(b"\n").await?;
+        }
+        output.flush().await?;
+    }
+    Ok(())
+}
+
+/// The write buffer of [`write_lines`]: 64 KiB, a pipe's default capacity on Linux, about
+/// 400 text-chunk updates.
+pub const WRITE_BUFFER: usize = 64 << 10;
 
 fn gone() -> Value {
     json!({"code": INTERNAL_ERROR, "message": "the client is gone"})
@@ -278,6 +328,87 @@ mod tests {
                 "{bad} is invalid"
             );
         }
+    }
+
+    /// Every queued line reaches the client, in order and whole, while the queue stays open
+    /// (the buffer is flushed when the queue runs empty, not only at the end), a burst
+    /// several buffers long included; the writer ends when the queue closes.
+    #[tokio::test]
+    async fn queued_lines_are_written_in_order_and_flushed_when_the_queue_runs_empty() {
+        use tokio::io::AsyncBufReadExt;
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (client, output) = tokio::io::duplex(1024);
+        let writer = tokio::spawn(async move { write_lines(&mut rx, output).await });
+        let mut read = tokio::io::BufReader::new(client).lines();
+        let mut next = async || {
+            tokio::time::timeout(std::time::Duration::from_secs(60), read.next_line())
+                .await
+                .expect("the line arrives with the queue still open")
+                .unwrap()
+        };
+        tx.send("one".to_owned()).unwrap();
+        assert_eq!(next().await.as_deref(), Some("one"));
+        // A burst of about three buffers, each line its own number.
+        let burst = 3 * WRITE_BUFFER / 40;
+        for n in 0..burst {
+            tx.send(format!("{{\"n\":{n},\"pad\":\"{}\"}}", "x".repeat(24)))
+                .unwrap();
+        }
+        tx.send("last".to_owned()).unwrap();
+        for n in 0..burst {
+            let line = next().await.expect("a line");
+            let v: Value = serde_json::from_str(&line).expect("a whole line");
+            assert_eq!(v["n"], n);
+        }
+        assert_eq!(next().await.as_deref(), Some("last"));
+        drop(tx);
+        writer.await.unwrap().expect("the writer ends cleanly");
+        assert_eq!(next().await, None, "and closes the output");
+    }
+
+    /// Lines already queued go out in buffer-sized writes, not a `write` (and a flush) per
+    /// line: 1,000 updates of 100 bytes are two writes of at most 64 KiB.
+    #[tokio::test]
+    async fn a_queued_burst_is_written_in_buffer_sized_writes() {
+        struct Counting {
+            writes: Vec<usize>,
+        }
+        impl AsyncWrite for Counting {
+            fn poll_write(
+                mut self: std::pin::Pin<&mut Self>,
+                _: &mut std::task::Context<'_>,
+                buf: &[u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                self.writes.push(buf.len());
+                std::task::Poll::Ready(Ok(buf.len()))
+            }
+            fn poll_flush(
+                self: std::pin::Pin<&mut Self>,
+                _: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::task::Poll::Ready(Ok(()))
+            }
+            fn poll_shutdown(
+                self: std::pin::Pin<&mut Self>,
+                _: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::task::Poll::Ready(Ok(()))
+            }
+        }
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let line = "x".repeat(99);
+        for _ in 0..1000 {
+            tx.send(line.clone()).unwrap();
+        }
+        drop(tx);
+        let mut out = Counting { writes: Vec::new() };
+        write_lines(&mut rx, &mut out).await.unwrap();
+        assert_eq!(out.writes.iter().sum::<usize>(), 100_000);
+        assert!(
+            out.writes.len() <= 2 && out.writes.iter().all(|&n| n <= WRITE_BUFFER),
+            "{:?}",
+            out.writes
+        );
     }
 
     #[tokio::test]

@@ -179,18 +179,44 @@ impl Hub {
             update: json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": user_text}}),
             replay: false,
         };
-        {
-            // With the transcript lock: an editor attaching meanwhile reads a transcript
-            // that either ends before this prompt or holds it as its last user turn.
-            let _held = live.transcript_lock.lock().await;
-            self.bus
-                .publish_numbered(Some(&live.id), origin, echo, |seq| {
-                    live.set_turn_start(Some((seq, &user_text)));
-                })
-                .await;
+        // With the transcript lock, held until the prompt is in the cache: an editor
+        // attaching meanwhile reads a transcript that either ends before this prompt or
+        // holds it as its last user turn.
+        let held = live.transcript_lock.lock().await;
+        self.bus
+            .publish_numbered(Some(&live.id), origin, echo, |seq| {
+                live.set_turn_start(Some((seq, &user_text)));
+            })
+            .await;
+        // The prompt is saved (a `turnFinalized` milestone, R-STORE-10) while the agent
+        // already has it: the save's fdatasync is not on the way to the turn's first
+        // update. The turn's answer waits for it (the answer is appended after it, and
+        // the prompt's response is sent after that), and every way the turn ends does too.
+        let (saved_tx, saved_rx) = tokio::sync::oneshot::channel();
+        let save_prompt = async move {
             self.append_turn(TurnOf::live(live), ChatRole::User, &user_text)
                 .await;
-        }
+            drop(held);
+            let _ = saved_tx.send(());
+        };
+        let (result, ()) = tokio::join!(
+            self.prompt_attempts(live, blocks, params, &cancel, saved_rx),
+            save_prompt
+        );
+        result
+    }
+
+    /// The attempts of a prompt turn whose prompt is published, until the turn ends:
+    /// rate-limit waits, restarts, and the answer appended to the cache once the prompt
+    /// is (`prompt_saved` resolves when its save is over, whatever its outcome).
+    async fn prompt_attempts(
+        &self,
+        live: &Arc<Live>,
+        blocks: Vec<agent_client_protocol::v1::schema::ContentBlock>,
+        params: &PromptParams,
+        cancel: &tokio_util::sync::CancellationToken,
+        mut prompt_saved: tokio::sync::oneshot::Receiver<()>,
+    ) -> Result<PromptResult> {
         let mut rate_limit =
             RateLimitWaiter::new(self.config.rate_limit, Some(&live.id), 0, self.seeded_rng());
         // The handoff question is asked once per turn, not at every wait.
@@ -248,6 +274,8 @@ impl Hub {
                             self.log(&live.id, format!("rate limit: {done}")).await;
                             self.record_resume(&live.workspace, &live.id).await;
                         }
+                        // The prompt first, in the journal as in the conversation.
+                        let _ = (&mut prompt_saved).await;
                         self.append_turn(TurnOf::live(live), ChatRole::Assistant, &turn.agent)
                             .await;
                         return Ok(PromptResult {
