@@ -133,8 +133,6 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    // Before any thread starts: the daemon and an in-process server hold many sessions.
-    tether::sys::tune_allocator();
     let cli = Cli::parse();
     match cli.command {
         Command::Serve {

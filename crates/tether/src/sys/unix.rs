@@ -228,8 +228,8 @@ pub fn stdout_to_null() {
     }
 }
 
-/// Bounds what glibc's allocator keeps beyond what the process uses; called before any
-/// thread starts (R-DAEMON-10). At most 2 arenas: by default glibc makes up to 8 per core,
+/// Bounds what glibc's allocator keeps beyond what the process uses; the daemon calls it
+/// as it starts, before its runtime's threads (R-DAEMON-10). At most 2 arenas: by default glibc makes up to 8 per core,
 /// one for each thread that allocates, and each thread of the blocking pool that wrote a
 /// session's journal kept an arena of freed buffers. A fixed mmap threshold of 128 KiB
 /// (glibc's initial one): blocks from that size on get pages of their own, given back when
@@ -240,7 +240,7 @@ pub fn stdout_to_null() {
 /// segments (`server/hub/kept.rs`) are of this size. Nothing to do on other C libraries.
 pub fn tune_allocator() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets allocator parameters; called before other threads run.
+    // SAFETY: mallopt only sets allocator parameters (it takes the allocator's own locks).
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, 2);
         libc::mallopt(libc::M_MMAP_THRESHOLD, 128 << 10);
