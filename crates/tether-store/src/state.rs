@@ -228,9 +228,9 @@ pub(crate) struct State {
     pub updated_utc: String,
     pub chat_base: u64,
     pub chat: Vec<Value>,
-    /// The caller's form of each windowed chat turn (compared by equality, which is a
-    /// memcmp of the texts: cheaper than hashing a window on every persist).
-    pub chat_seen: Vec<Option<ChatTurn>>,
+    /// The caller's form of each windowed chat turn, to tell whether the next snapshot
+    /// changed it ([`Seen`]).
+    pub chat_seen: Vec<Seen>,
     pub exec_base: u64,
     pub exec: Vec<Value>,
     pub exec_fp: Vec<Fp>,
@@ -292,8 +292,55 @@ fn trim<T>(base: &mut u64, list: &mut Vec<Value>, fps: &mut Vec<T>, window: usiz
     }
 }
 
-fn typed_chat(v: &Value) -> Option<ChatTurn> {
-    serde_json::from_value(v.clone()).ok()
+/// What [`State::chat_seen`] holds of a chat turn: up to this many bytes of text (64 KiB),
+/// the turn itself; past it, the turn's text length and fingerprint. A turn is already in
+/// memory once as its stored `Value` ([`State::chat`]); a second copy of a long turn's text
+/// doubled what a daemon kept per session: 50 sessions that each streamed a 60-second turn
+/// of 1,000 text chunks a second held 2 × 1.4 MB each (`benches/daemon.rs`, load;
+/// R-DAEMON-10). Chat turns are a few KB as a rule, so nearly every turn is still compared by
+/// equality (a memcmp, cheaper than hashing the window on every persist); a longer one is
+/// hashed only when its text has the length remembered.
+pub(crate) const SEEN_TEXT_BYTES: usize = 64 << 10;
+
+/// The caller's form of one windowed chat turn, as [`State::chat_seen`] keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Seen {
+    /// Not known (a stored turn that does not parse as a chat turn): any turn differs.
+    Unknown,
+    /// A turn whose text is at most [`SEEN_TEXT_BYTES`]: compared by equality (boxed:
+    /// a turn is much larger inline than a digest).
+    Turn(Box<ChatTurn>),
+    /// A longer turn: its text's length in bytes and the fingerprint of its serialization
+    /// ([`fp_of`]).
+    Digest { text_len: usize, fp: Fp },
+}
+
+impl Seen {
+    /// What is kept of `turn`.
+    pub fn of(turn: ChatTurn) -> Seen {
+        if turn.text.len() <= SEEN_TEXT_BYTES {
+            Seen::Turn(Box::new(turn))
+        } else {
+            Seen::Digest {
+                text_len: turn.text.len(),
+                fp: fp_of(&turn),
+            }
+        }
+    }
+
+    /// What is kept of a stored turn (its typed form, when it parses).
+    pub fn of_stored(v: &Value) -> Seen {
+        serde_json::from_value(v.clone()).map_or(Seen::Unknown, Seen::of)
+    }
+
+    /// Whether `turn` is the turn remembered.
+    pub fn matches(&self, turn: &ChatTurn) -> bool {
+        match self {
+            Seen::Unknown => false,
+            Seen::Turn(t) => **t == *turn,
+            Seen::Digest { text_len, fp } => turn.text.len() == *text_len && fp_of(turn) == *fp,
+        }
+    }
 }
 
 impl State {
@@ -330,7 +377,7 @@ impl State {
             Body::Checkpoint(c) => {
                 let c = *c;
                 self.created_utc = c.created_utc;
-                self.chat_seen = c.chat.iter().map(typed_chat).collect();
+                self.chat_seen = c.chat.iter().map(Seen::of_stored).collect();
                 self.exec_fp = c.exec.iter().map(fp_stored::<ExecTurn>).collect();
                 self.chat_base = c.chat_base;
                 self.chat = c.chat;
@@ -368,8 +415,8 @@ impl State {
             }
             Body::Chat { from, turns } => {
                 let seen = match fps {
-                    Fps::Chat(t) if t.len() == turns.len() => t.into_iter().map(Some).collect(),
-                    _ => turns.iter().map(typed_chat).collect(),
+                    Fps::Chat(t) if t.len() == turns.len() => t.into_iter().map(Seen::of).collect(),
+                    _ => turns.iter().map(Seen::of_stored).collect(),
                 };
                 self.first_prompt = self.first_prompt.after_splice(from, &turns);
                 splice(

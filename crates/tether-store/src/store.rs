@@ -25,7 +25,7 @@ use crate::ids::{Workspace, join_inside, validate_session_id};
 use crate::journal;
 use crate::model::{ChatTurn, ExecTurn, SessionMeta, SessionSnapshot, SessionStats};
 use crate::redact::redact_value;
-use crate::state::{Body, Event, Fp, Fps, SECTIONS, SectionVal, State, fp_of};
+use crate::state::{Body, Event, Fp, Fps, SECTIONS, SectionVal, Seen, State, fp_of};
 
 const MANIFEST: &str = "manifest.json";
 const JOURNAL: &str = "journal.jsonl";
@@ -983,7 +983,7 @@ impl Store {
             state.chat_seen.len(),
             chat_base,
             snap.chat_turns.len(),
-            |k, j| state.chat_seen[j].as_ref() == Some(&snap.chat_turns[k]),
+            |k, j| state.chat_seen[j].matches(&snap.chat_turns[k]),
             "chatTurnsBase",
         )? {
             let k = (from - chat_base) as usize;
@@ -1981,10 +1981,7 @@ impl Store {
             return Ok(());
         }
         let mut chat: Vec<Value> = older.into_values().collect();
-        let mut seen: Vec<Option<ChatTurn>> = chat
-            .iter()
-            .map(|v| serde_json::from_value(v.clone()).ok())
-            .collect();
+        let mut seen: Vec<Seen> = chat.iter().map(Seen::of_stored).collect();
         chat.append(&mut state.chat);
         seen.append(&mut state.chat_seen);
         state.chat = chat;

@@ -12,6 +12,7 @@
 //! | `stdout_to_null`, `open_private_append`, `make_dir_owner_only` | `dup2`, modes, owner uid | `SetStdHandle`, the folder's ACL |
 //! | `image` | the start-up pages given back (ELF) | nothing to give back |
 //! | `release_free_memory` | glibc's `malloc_trim(0)` (nothing on other C libraries) | nothing |
+//! | `tune_allocator` | glibc's `mallopt`: 2 arenas, a fixed mmap threshold (nothing on other C libraries) | nothing |
 //!
 //! `chunks` (platform-neutral, used by the Windows `endpoint`) gives the named pipe the
 //! half-close a socket has.

@@ -241,6 +241,25 @@ pub fn stdout_to_null() {
     }
 }
 
+/// Bounds what glibc's allocator keeps beyond what the process uses; the daemon calls it
+/// as it starts, before its runtime's threads (R-DAEMON-10). At most 2 arenas: by default glibc makes up to 8 per core,
+/// one for each thread that allocates, and each thread of the blocking pool that wrote a
+/// session's journal kept an arena of freed buffers. A fixed mmap threshold of 128 KiB
+/// (glibc's initial one): blocks from that size on get pages of their own, given back when
+/// freed. Left dynamic, glibc raises the threshold to the size of each large block freed
+/// (up to 32 MiB), so after the first long turn ended, the next turns' texts (1.4 MB for a
+/// 60-second stream of 1,000 chunks a second, `benches/daemon.rs`) and their journal lines
+/// were carved from the heap, whose pages stayed resident once freed. The kept events'
+/// segments (`server/hub/kept.rs`) are of this size. Nothing to do on other C libraries.
+pub fn tune_allocator() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets allocator parameters (it takes the allocator's own locks).
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 << 10);
+    }
+}
+
 /// Gives the memory the allocator holds free back to the system (glibc's `malloc_trim(0)`,
 /// which since glibc 2.8 returns the free pages of every arena, not only the top of the
 /// main heap). After a burst (50 sessions streaming 1,000 updates a second through the

@@ -207,3 +207,6 @@ pub fn stdout_to_null() {
 
 /// Nothing to do: the Windows heap decommits free pages itself.
 pub fn release_free_memory() {}
+
+/// Nothing to do: the Windows heap has no arenas or threshold to bound.
+pub fn tune_allocator() {}

@@ -25,8 +25,17 @@
 //!    daemon-wide cap of kept events, 300.4 MB after the 60 s run (quiet machine, p50
 //!    0.90 ms, p99 9.15 ms) and 373.9 MB on a loaded one; with it, 291.1 MB on a loaded
 //!    machine (275.1 MB 12 s later), 143.1 MB after a 20 s run (122.0 MB 12 s later). The
-//!    RSS grows with the turn's length (about 74 bytes per update per session, kept after
-//!    the turn ends), not with the kept events: what holds it is not found yet.
+//!    RSS grew with the turn's length, about 74 bytes per update per session (an update's
+//!    text is about 23 bytes): the store's window held the turn's text twice (as stored
+//!    and as the caller's form), and the kept texts, one allocation each, pinned pages of
+//!    freed buffers (glibc's main heap: 136 MB of pages for 44 MB in use after 20 s).
+//!    With the store holding a long turn once, kept texts in segments (`hub/kept.rs`) and
+//!    glibc's arenas and mmap threshold bounded (`sys::tune_allocator`), side by side on a
+//!    loaded machine (load average 8 to 12, release build without LTO): 278.5 → 137.7 MB
+//!    after the 60 s run, 251.6 → 132.2 MB 12 s later, peak 280.9 → 156.4 MB, the heap's
+//!    bytes in use 191 → 128 MB. What is left grows by one copy of the turn's text (the
+//!    store's window keeps a turn's whole text in memory: 69 MB here) beside the kept
+//!    events (at most 32 MiB plus a floor per session).
 //!    The editors run in this process, so their own JSON decoding is part of the figure.
 //!
 //! Run: `cargo bench -p tether --bench daemon` (`TETHER_BENCH_QUICK=1` for fewer samples,

@@ -46,6 +46,8 @@ fn chosen_dir(dir: Option<PathBuf>, what: &str) -> Option<PathBuf> {
 /// when given, else to stderr.
 pub fn run_daemon(dir: Option<PathBuf>, idle_secs: u64, log_file: Option<PathBuf>) -> ExitCode {
     let what = "tether daemon";
+    // Before any thread starts (the log's writer is one): the daemon holds every session.
+    crate::sys::tune_allocator();
     // Without --log-file the log goes to stderr: a daemon started by a forwarder has its
     // stderr on `<runtime dir>/tether-<build>.daemon.log` (0600).
     let _guard = match crate::logging::init(log_file.as_deref()) {

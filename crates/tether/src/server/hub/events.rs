@@ -27,6 +27,8 @@ use std::sync::{Arc, Mutex, RwLock};
 use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 
+use super::kept::KeptLog;
+
 use crate::protocol::{
     BannerParams, CarriedOver, Choice, HandoffOffer, Recovery, RestoredSource, StatusParams,
 };
@@ -319,20 +321,12 @@ pub const EVENT_LOG_TOTAL_BYTES: usize = 32 << 20;
 /// [`EVENT_LOG_TOTAL_BYTES`] by at most this much per session.
 pub const EVENT_LOG_FLOOR_BYTES: usize = 256 << 10;
 
-/// What a kept event other than an agent update is counted as against
-/// [`EVENT_LOG_BYTES`]: its boxed [`Envelope`] and the strings of a status or a banner,
-/// about 1 KiB. Such events are a few per turn; updates, nearly all of a log, are counted
-/// by their text.
-const OTHER_EVENT_BYTES: usize = 1024;
-
 /// One session's place on the bus: the last `seq` given and the events kept for replay.
 /// Its async lock is held while an event is delivered, so delivery follows `seq`.
 #[derive(Debug, Default)]
 struct Slot {
     last: u64,
-    log: std::collections::VecDeque<Kept>,
-    /// What `log` holds, in [`Kept::bytes`].
-    log_bytes: usize,
+    log: KeptLog,
     /// The `seq` of the last kept event dropped from `log` (0: none was).
     dropped_through: u64,
     /// Questions published and not settled yet ([`Bus::ask`]): delivered again to every
@@ -341,82 +335,6 @@ struct Slot {
 }
 
 type SlotRef = Arc<tokio::sync::Mutex<Slot>>;
-
-/// An event kept in a session's log for replay. Agent updates, nearly all of a log, are
-/// kept as their JSON text: the `Value` tree of a small update takes about 1.4 KB of heap
-/// (a B-tree node per object), its text about 100 bytes. Measured with `benches/daemon.rs`
-/// section 5 (50 sessions × 1,000 updates/s × 60 s): the daemon's RSS was 884 MB with trees
-/// kept.
-#[derive(Debug)]
-enum Kept {
-    /// A `session/update`, its `update` as text (the session is the slot's).
-    Update {
-        seq: u64,
-        origin: Option<Origin>,
-        update: Box<serde_json::value::RawValue>,
-        replay: bool,
-    },
-    /// Any other event, as published (boxed: an `Envelope` is large inline, and the log's
-    /// ring holds each entry at its largest variant's size).
-    Other(Box<Envelope>),
-}
-
-impl Kept {
-    fn of(envelope: Envelope) -> Self {
-        match envelope.event {
-            Event::Update { update, replay } => match serde_json::value::to_raw_value(&update) {
-                Ok(text) => Self::Update {
-                    seq: envelope.seq,
-                    origin: envelope.origin,
-                    update: text,
-                    replay,
-                },
-                Err(_) => Self::Other(Box::new(Envelope {
-                    event: Event::Update { update, replay },
-                    ..envelope
-                })),
-            },
-            _ => Self::Other(Box::new(envelope)),
-        }
-    }
-
-    fn seq(&self) -> u64 {
-        match self {
-            Self::Update { seq, .. } => *seq,
-            Self::Other(e) => e.seq,
-        }
-    }
-
-    /// What it is counted as against [`EVENT_LOG_BYTES`]: an update's text and its entry,
-    /// [`OTHER_EVENT_BYTES`] for any other event.
-    fn bytes(&self) -> usize {
-        match self {
-            Self::Update { update, .. } => update.get().len() + std::mem::size_of::<Self>(),
-            Self::Other(_) => OTHER_EVENT_BYTES,
-        }
-    }
-
-    /// The event as it was published for session `session_id`.
-    fn envelope(&self, session_id: &str) -> Envelope {
-        match self {
-            Self::Update {
-                seq,
-                origin,
-                update,
-                replay,
-            } => Envelope {
-                session_id: Some(session_id.to_owned()),
-                seq: *seq,
-                origin: *origin,
-                event: Event::KeptUpdate {
-                    update: update.clone(),
-                    replay: *replay,
-                },
-            },
-            Self::Other(e) => (**e).clone(),
-        }
-    }
-}
 
 /// The bus: subscribers, and every session's [`Slot`].
 pub struct Bus {
@@ -601,22 +519,17 @@ impl Bus {
             slot.open.push(envelope.clone());
         }
         if self.log_cap > 0 && session_id.is_some() && replayable(&envelope.event) {
-            let kept = Kept::of(envelope);
-            let bytes = kept.bytes();
-            slot.log_bytes += bytes;
+            let bytes = slot.log.push(envelope);
             let mut total = self.log_total.fetch_add(bytes, Ordering::Relaxed) + bytes;
-            slot.log.push_back(kept);
             while slot.log.len() > self.log_cap
-                || slot.log_bytes > self.log_bytes_cap
-                || (total > self.log_total_cap && slot.log_bytes > self.log_floor_bytes)
+                || slot.log.bytes() > self.log_bytes_cap
+                || (total > self.log_total_cap && slot.log.bytes() > self.log_floor_bytes)
             {
-                let Some(oldest) = slot.log.pop_front() else {
+                let Some((seq, bytes)) = slot.log.pop_front() else {
                     break;
                 };
-                let bytes = oldest.bytes();
-                slot.log_bytes -= bytes;
                 total = self.log_total.fetch_sub(bytes, Ordering::Relaxed) - bytes;
-                slot.dropped_through = oldest.seq();
+                slot.dropped_through = seq;
                 tracing::trace!(
                     session = session_id,
                     seq = slot.dropped_through,
@@ -661,8 +574,8 @@ impl Bus {
         let slot = slot.lock().await;
         watch();
         let complete = after >= slot.dropped_through;
-        for kept in slot.log.iter().filter(|e| e.seq() > after) {
-            subscriber.deliver(&kept.envelope(session_id)).await;
+        for envelope in slot.log.after(session_id, after) {
+            subscriber.deliver(&envelope).await;
         }
         for question in &slot.open {
             subscriber.deliver(question).await;
@@ -713,6 +626,7 @@ fn replayable(event: &Event) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::hub::kept::OTHER_EVENT_BYTES;
     use tokio::sync::mpsc;
 
     /// Records `(session, seq)` of every event it takes.
@@ -982,7 +896,7 @@ mod tests {
     /// from which everything is kept.
     #[tokio::test]
     async fn the_log_is_bounded_by_count_and_by_bytes() {
-        let entry = std::mem::size_of::<Kept>();
+        let entry = KeptLog::weight(0);
         struct Case {
             name: &'static str,
             count_cap: usize,
@@ -1093,15 +1007,10 @@ mod tests {
             n
         }
         let one = update_of(1000);
-        let Kept::Update { update, .. } = Kept::of(Envelope {
-            session_id: Some("x".into()),
-            seq: 1,
-            origin: None,
-            event: one.clone(),
-        }) else {
-            panic!("an update is kept as text");
+        let Event::Update { update, .. } = &one else {
+            unreachable!("update_of makes an update");
         };
-        let each = update.get().len() + std::mem::size_of::<Kept>();
+        let each = KeptLog::weight(serde_json::to_string(update).unwrap().len());
         let bus = Bus {
             log_total_cap: 30 * each,
             log_floor_bytes: 5 * each,

@@ -34,6 +34,7 @@ pub mod events;
 mod front;
 mod handoff;
 mod history;
+mod kept;
 pub mod live;
 mod persist;
 mod print;
