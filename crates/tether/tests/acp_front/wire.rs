@@ -368,6 +368,69 @@ async fn the_agents_modes_and_set_mode_pass_through() {
     later.shutdown().await;
 }
 
+/// A client that attaches to a session live in the daemon (another client's) gets the mode
+/// in force in its `session/load` answer, not the one the agent started with: the hub
+/// follows the agent's `current_mode_update`s (R-ACP-2).
+#[tokio::test]
+async fn a_client_attaching_to_a_live_session_gets_the_mode_in_force() {
+    let mut acp = Acp::new();
+    acp.world
+        .script_with(json!({"loadSession": true, "modes": ["ask", "code"]}));
+    let mut first = acp.client(Remote::Daemon).await;
+    let new = first
+        .request(
+            "session/new",
+            json!({"cwd": acp.ws(), "mcpServers": []}),
+            STEP,
+        )
+        .await
+        .unwrap()
+        .result;
+    let sid = new["sessionId"].as_str().unwrap().to_owned();
+    assert_eq!(new["modes"]["currentModeId"], "ask", "{new}");
+    let mark = first.update_count();
+    first
+        .request(
+            "session/set_mode",
+            json!({"sessionId": sid, "modeId": "code"}),
+            STEP,
+        )
+        .await
+        .expect("session/set_mode");
+    assert!(
+        first
+            .wait_for_update(mark, STEP, |u| u.kind == "current_mode_update")
+            .await,
+        "the agent's mode update: {:?}",
+        first.updates()
+    );
+    // The first client stays: the session is live in the daemon when the second loads it.
+    let mut second = acp.client(Remote::Daemon).await;
+    let loaded = second
+        .load_session(&sid, acp.ws(), STEP * 2)
+        .await
+        .expect("session/load");
+    assert_eq!(
+        loaded.result["modes"]["currentModeId"], "code",
+        "{}",
+        loaded.result
+    );
+    assert_eq!(
+        loaded.result["modes"]["availableModes"], new["modes"]["availableModes"],
+        "{}",
+        loaded.result
+    );
+    let loads = acp
+        .received()
+        .into_iter()
+        .filter(|m| m["method"] == "session/load")
+        .count();
+    assert_eq!(loads, 0, "attached to the live session, not loaded again");
+    second.shutdown().await;
+    first.shutdown().await;
+    acp.stop_daemon();
+}
+
 /// The agent's `fs/*` requests are answered by the hub within the session's workspace, as
 /// for editors: a read inside it gets the file, one outside it an error, a write lands on
 /// disk; the client is not asked. The agent is offered file access and no terminal, and a

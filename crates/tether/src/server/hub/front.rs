@@ -122,11 +122,12 @@ impl Hub {
     }
 
     /// The agent's answer to the request that made session `id` live (`session/new`,
-    /// `session/load` or `session/resume`), verbatim: its `modes`, `models` and
-    /// `configOptions` for a front to pass on (R-ACP-2). `None` when `id` is not live here.
+    /// `session/load` or `session/resume`): its `modes` (the current one kept up to date by
+    /// the agent's `current_mode_update`s), `models` and `configOptions` for a front to pass
+    /// on (R-ACP-2). `None` when `id` is not live here.
     #[must_use]
     pub fn agent_answer(&self, id: &str) -> Option<Value> {
-        self.live(id).map(|l| l.answer.clone())
+        self.live(id).map(|l| l.answer())
     }
 
     /// The cache's root folder, when persistence is on: fronts keep their own small

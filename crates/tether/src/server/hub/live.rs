@@ -28,9 +28,11 @@ pub struct Live {
     /// The workspace root (the ACP session's `cwd`).
     pub workspace: PathBuf,
     /// The agent's answer to the `session/new`, `session/load` or `session/resume` that
-    /// made the session live, verbatim: its `modes`, `models` and `configOptions`, which
-    /// the ACP front passes on to its client (R-ACP-2).
-    pub answer: Value,
+    /// made the session live: its `modes`, `models` and `configOptions`, which the ACP
+    /// front passes on to its client (R-ACP-2), with `modes.currentModeId` kept current by
+    /// the agent's `current_mode_update`s ([`follow_mode`]), so a client attaching later
+    /// sees the mode in force.
+    answer: Arc<Mutex<Value>>,
     conn: Mutex<Option<Arc<AcpConnection>>>,
     barrier: Mutex<mpsc::UnboundedSender<oneshot::Sender<()>>>,
     turn: Arc<Mutex<TurnText>>,
@@ -90,7 +92,7 @@ impl Live {
             id,
             agent,
             workspace: workspace.to_owned(),
-            answer,
+            answer: Arc::new(Mutex::new(answer)),
             conn: Mutex::new(Some(Arc::new(conn))),
             barrier: Mutex::new(barrier_tx),
             turn: Arc::default(),
@@ -107,6 +109,7 @@ impl Live {
             barrier_rx,
             bus,
             live.turn.clone(),
+            live.answer.clone(),
         ));
         live
     }
@@ -127,8 +130,16 @@ impl Live {
             barrier_rx,
             bus,
             self.turn.clone(),
+            self.answer.clone(),
         ));
         lock(&self.conn).replace(Arc::new(conn))
+    }
+
+    /// The agent's answer that made the session live, its mode kept current (see the
+    /// field's docs).
+    #[must_use]
+    pub fn answer(&self) -> Value {
+        lock(&self.answer).clone()
     }
 
     /// Records where the running turn began on the bus and its prompt text (`None`: no
@@ -255,6 +266,7 @@ async fn pump(
     mut barriers: mpsc::UnboundedReceiver<oneshot::Sender<()>>,
     bus: Arc<Bus>,
     turn: Arc<Mutex<TurnText>>,
+    answer: Arc<Mutex<Value>>,
 ) {
     // Events are taken in batches (one wake-up per batch while an agent streams); the
     // biased select still forwards every queued event before it answers a barrier.
@@ -267,6 +279,11 @@ async fn pump(
                     break;
                 }
                 for event in batch.drain(..) {
+                    if let SessionEvent::Update { update } = &event
+                        && update["sessionUpdate"] == "current_mode_update"
+                    {
+                        follow_mode(&mut lock(&answer), update);
+                    }
                     handle(&id, event, &bus, &turn).await;
                 }
             }
@@ -399,9 +416,52 @@ fn decision_of(answer: &Value, offered: &[String]) -> PermissionDecision {
     }
 }
 
+/// Keeps `answer` (the agent's answer to `session/new` or `session/load`) current with
+/// the agent's `current_mode_update` (ACP, "Session modes": the agent may change the
+/// mode itself, or confirm the client's `session/set_mode`): its `currentModeId` becomes
+/// `modes.currentModeId`. An answer without `modes` (an agent with none) is left as it is.
+fn follow_mode(answer: &mut Value, update: &Value) {
+    if let Some(mode) = update["currentModeId"].as_str()
+        && let Some(modes) = answer.get_mut("modes").and_then(Value::as_object_mut)
+    {
+        modes.insert("currentModeId".into(), json!(mode));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_answer_follows_the_agents_mode_changes() {
+        let modes = json!({"currentModeId": "ask", "availableModes": [{"id": "ask", "name": "Ask"}, {"id": "code", "name": "Code"}]});
+        let change = json!({"sessionUpdate": "current_mode_update", "currentModeId": "code"});
+        let cases = [
+            // (answer, update, answer after)
+            (
+                json!({"sessionId": "s", "modes": modes}),
+                change.clone(),
+                json!({"sessionId": "s", "modes": {"currentModeId": "code", "availableModes": modes["availableModes"]}}),
+            ),
+            // No modes advertised: nothing to follow.
+            (
+                json!({"sessionId": "s"}),
+                change.clone(),
+                json!({"sessionId": "s"}),
+            ),
+            (json!(null), change, json!(null)),
+            // An update without a mode id changes nothing.
+            (
+                json!({"modes": modes}),
+                json!({"sessionUpdate": "current_mode_update"}),
+                json!({"modes": modes}),
+            ),
+        ];
+        for (mut answer, update, want) in cases {
+            follow_mode(&mut answer, &update);
+            assert_eq!(answer, want, "{update}");
+        }
+    }
 
     #[test]
     fn only_an_offered_option_is_selected() {
