@@ -19,8 +19,10 @@
 # crates are rebuilt: a clone gives their sources new times). The key is a hash of
 # `rustc -vV` and `cargo -V`, so another toolchain never reuses that build; within it,
 # Cargo's fingerprints (each artifact keyed by the exact crate version, features and flags)
-# rebuild precisely what a changed Cargo.lock or source changes. A folder not used for 14
-# days is removed. One run at a time uses a cache folder (a second waits for the first).
+# rebuild precisely what a changed Cargo.lock or source changes. At the end of a run, the
+# builds of the repository's own crates that newer ones replaced are removed
+# (tests/support/prune-cache.py); a folder not used for 14 days is removed whole. One run at
+# a time uses a cache folder (a second waits for the first).
 # Set CARGO_TARGET_DIR to build elsewhere (e.g. ./target).
 set -euo pipefail
 
@@ -52,8 +54,21 @@ timed() {
 }
 # `timed`, failing the run with the phase's name when it fails.
 phase() { timed "$@" || die "$1 failed (exit $?)"; }
+# The build caches this run used (use_cache_dir), pruned at its end.
+cache_dirs_used=()
+# Removes from each cache this run used the builds of the repository's own crates that a
+# newer build replaced (tests/support/prune-cache.py says which and why): without it every
+# change of the dependency graph left a whole generation of test binaries behind, 65 GB here
+# until the disk was full. What this run built is kept.
+prune_caches() {
+  local dir
+  for dir in ${cache_dirs_used[@]+"${cache_dirs_used[@]}"}; do
+    python3 "$repo/tests/support/prune-cache.py" "$dir" --since "$start_all" || true
+  done
+}
 report_times() {
   local rc=$? row name secs kind total build=0
+  prune_caches
   total=$(( $(date +%s) - start_all ))
   printf '\n==> times (seconds)\n'
   printf '  %-34s %7s  %s\n' "suite / phase" "seconds" ""
@@ -93,6 +108,7 @@ use_cache_dir() {
     flock "$fd"
   fi
   touch "$dir/.tether-last-used"
+  cache_dirs_used+=("$dir")
   if [ "$(dirname "$dir")" = "$cache_root/cargo-target" ]; then
     for old in "$cache_root"/cargo-target/*/; do
       old="${old%/}"
