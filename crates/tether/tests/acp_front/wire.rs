@@ -290,16 +290,14 @@ async fn every_message_tether_acp_sends_either_way_matches_the_acp_json_schema()
     }
 }
 
-/// The modes the agent advertises in its answers to `session/new` and `session/load` reach
-/// the client, and the client's `session/set_mode` reaches the agent as it sent it; the
-/// agent's `current_mode_update` comes back under the client's session id, and a mode the
-/// agent refuses fails the client's request (R-ACP-2).
-#[tokio::test]
-async fn the_agents_modes_and_set_mode_pass_through() {
+/// A world whose scripted agent has the modes `ask` (current) and `code`, and a client of
+/// `remote` with a new session there, whose answer advertised both: (the world, the client,
+/// `session/new`'s answer, the session id).
+async fn session_with_modes(remote: Remote) -> (Acp, AcpProcess, Value, String) {
     let mut acp = Acp::new();
     acp.world
         .script_with(json!({"loadSession": true, "modes": ["ask", "code"]}));
-    let mut client = acp.client(Remote::Off).await;
+    let client = acp.client(remote).await;
     let new = client
         .request(
             "session/new",
@@ -316,6 +314,12 @@ async fn the_agents_modes_and_set_mode_pass_through() {
             {"id": "ask", "name": "ask"}, {"id": "code", "name": "code"}]}),
         "{new}"
     );
+    (acp, client, new, sid)
+}
+
+/// The client sets session `sid`'s mode to `code`: answered with `{}`, and the agent's
+/// `current_mode_update` reaches the client under that id.
+async fn set_mode_code(client: &AcpProcess, sid: &str) {
     let mark = client.update_count();
     let set = client
         .request(
@@ -335,6 +339,16 @@ async fn the_agents_modes_and_set_mode_pass_through() {
         "the agent's mode update: {:?}",
         client.updates()
     );
+}
+
+/// The modes the agent advertises in its answers to `session/new` and `session/load` reach
+/// the client, and the client's `session/set_mode` reaches the agent as it sent it; the
+/// agent's `current_mode_update` comes back under the client's session id, and a mode the
+/// agent refuses fails the client's request (R-ACP-2).
+#[tokio::test]
+async fn the_agents_modes_and_set_mode_pass_through() {
+    let (mut acp, mut client, new, sid) = session_with_modes(Remote::Off).await;
+    set_mode_code(&client, &sid).await;
     let refused = client
         .request(
             "session/set_mode",
@@ -373,37 +387,8 @@ async fn the_agents_modes_and_set_mode_pass_through() {
 /// follows the agent's `current_mode_update`s (R-ACP-2).
 #[tokio::test]
 async fn a_client_attaching_to_a_live_session_gets_the_mode_in_force() {
-    let mut acp = Acp::new();
-    acp.world
-        .script_with(json!({"loadSession": true, "modes": ["ask", "code"]}));
-    let mut first = acp.client(Remote::Daemon).await;
-    let new = first
-        .request(
-            "session/new",
-            json!({"cwd": acp.ws(), "mcpServers": []}),
-            STEP,
-        )
-        .await
-        .unwrap()
-        .result;
-    let sid = new["sessionId"].as_str().unwrap().to_owned();
-    assert_eq!(new["modes"]["currentModeId"], "ask", "{new}");
-    let mark = first.update_count();
-    first
-        .request(
-            "session/set_mode",
-            json!({"sessionId": sid, "modeId": "code"}),
-            STEP,
-        )
-        .await
-        .expect("session/set_mode");
-    assert!(
-        first
-            .wait_for_update(mark, STEP, |u| u.kind == "current_mode_update")
-            .await,
-        "the agent's mode update: {:?}",
-        first.updates()
-    );
+    let (mut acp, mut first, new, sid) = session_with_modes(Remote::Daemon).await;
+    set_mode_code(&first, &sid).await;
     // The first client stays: the session is live in the daemon when the second loads it.
     let mut second = acp.client(Remote::Daemon).await;
     let loaded = second
