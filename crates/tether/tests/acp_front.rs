@@ -126,6 +126,29 @@ impl Acp {
         let (code, out) = support::tether_daemon(&self.runtime, &["stop"]);
         assert_eq!(code, 0, "tether daemon stop: {out}");
     }
+
+    /// A new client loads session `sid`, then lists the sessions of the workspace; returns
+    /// the client and the two answers' results, `(session/load, session/list)`, each
+    /// tagged with its ACP response type for the schema checks.
+    async fn load_and_list(&mut self, sid: &str) -> (AcpProcess, [(&'static str, Value); 2]) {
+        let client = self.client(Remote::Off).await;
+        let load = json!({"sessionId": sid, "cwd": self.ws(), "mcpServers": []});
+        let loaded = client
+            .request("session/load", load, STEP * 2)
+            .await
+            .unwrap();
+        let listed = client
+            .request("session/list", json!({"cwd": self.ws()}), STEP)
+            .await
+            .unwrap();
+        (
+            client,
+            [
+                ("LoadSessionResponse", loaded.result),
+                ("ListSessionsResponse", listed.result),
+            ],
+        )
+    }
 }
 
 /// Every update is a valid ACP `session/update` as the schema types read it.
@@ -263,18 +286,8 @@ async fn what_tether_acp_sends_matches_the_acp_json_schema() {
     first.shutdown().await;
     // The agent forgets the session: the next client's load replays it and carries it over.
     std::fs::remove_file(acp.world.path().join(format!("agent/sessions/{sid}.json"))).unwrap();
-    let mut second = acp.client(Remote::Off).await;
-    let load = json!({"sessionId": sid, "cwd": acp.ws(), "mcpServers": []});
-    let loaded = second
-        .request("session/load", load, STEP * 2)
-        .await
-        .unwrap();
-    sent.push(("LoadSessionResponse", loaded.result));
-    let listed = second
-        .request("session/list", json!({"cwd": acp.ws()}), STEP)
-        .await
-        .unwrap();
-    sent.push(("ListSessionsResponse", listed.result));
+    let (mut second, answers) = acp.load_and_list(&sid).await;
+    sent.extend(answers);
     let replay = second.updates();
     assert!(
         replay

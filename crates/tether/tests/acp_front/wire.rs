@@ -182,18 +182,8 @@ async fn exchange() -> Exchange {
     }));
     let mut updates = first.updates();
     first.shutdown().await;
-    let mut second = acp.client(Remote::Off).await;
-    let load = json!({"sessionId": sid, "cwd": acp.ws(), "mcpServers": []});
-    let loaded = second
-        .request("session/load", load, STEP * 2)
-        .await
-        .unwrap();
-    to_client.push(("LoadSessionResponse", loaded.result));
-    let listed = second
-        .request("session/list", json!({"cwd": acp.ws()}), STEP)
-        .await
-        .unwrap();
-    to_client.push(("ListSessionsResponse", listed.result));
+    let (mut second, answers) = acp.load_and_list(&sid).await;
+    to_client.extend(answers);
     updates.extend(second.updates());
     second.shutdown().await;
     to_client.extend(acp.inits.iter().map(|i| ("InitializeResponse", i.clone())));
