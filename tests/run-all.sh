@@ -263,7 +263,7 @@ suite_platforms() {
   # The platform layer (ARCHITECTURE.md, "crates/tether-host (the agent host)") keeps
   # compiling for the systems this machine cannot run: Windows (the whole workspace, clippy
   # as on Linux; the bundled SQLite's C code needs the mingw cross compiler; the Windows
-  # build runs under Wine in suite windows) and macOS (the whole workspace, type-checked; the
+  # build runs under Wine in suite windows) and macOS (the whole workspace, type-checked and linted; the
   # bundled SQLite's C code needs an Apple SDK, which this machine has not, and a check never
   # links, so tests/support/no-cc.sh stands in for the C compiler). Nothing here runs on macOS.
   command -v rustup >/dev/null || die "platforms: rustup is missing (needed to add the cross targets)"
@@ -272,8 +272,9 @@ suite_platforms() {
   need_apt gcc-mingw-w64-x86-64
   phase "  platforms: clippy, Windows" build cargo clippy --workspace --all-targets --locked \
     --target x86_64-pc-windows-gnu -- -D warnings
-  phase "  platforms: check, macOS" build env CC_aarch64_apple_darwin="$repo/tests/support/no-cc.sh" \
-    AR_aarch64_apple_darwin=ar cargo check --locked --workspace --all-targets --target aarch64-apple-darwin
+  phase "  platforms: clippy, macOS" build env CC_aarch64_apple_darwin="$repo/tests/support/no-cc.sh" \
+    AR_aarch64_apple_darwin=ar cargo clippy --locked --workspace --all-targets --target aarch64-apple-darwin \
+    -- -D warnings
 }
 
 suite_windows() {

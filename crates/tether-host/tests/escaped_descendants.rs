@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use tether_host::process::{AgentProcess, SpawnSpec};
 use tether_host::reap_orphans;
 use tether_host::registry::{ChildRecord, ProcessIdentity, REGISTRY_VERSION, RegistryFile};
-use tether_host::sys::procfs::{AGENT_MARKER_VAR, marked_processes};
+use tether_host::sys::procs::{AGENT_MARKER_VAR, marked_processes};
 
 /// An "agent" whose child leaves its process group and session (`setsid`), like a tool
 /// command, and outlives its parent.
@@ -41,7 +41,7 @@ async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
 fn escaped_from(marker: &str, pgid: i32) -> Vec<i32> {
     marked_processes(marker)
         .into_iter()
-        .filter(|&pid| tether_host::sys::procfs::stat(pid).is_some_and(|s| s.pgrp != pgid))
+        .filter(|&pid| tether_host::sys::procs::stat(pid).is_some_and(|s| s.pgrp != pgid))
         .collect()
 }
 
@@ -103,7 +103,7 @@ async fn a_dead_servers_escaped_descendants_are_reaped_on_start() {
         .spawn()
         .expect("sh");
     let pgid = i32::try_from(leader.id()).unwrap();
-    let start_time = tether_host::sys::procfs::stat(pgid).map_or(0, |s| s.start_time);
+    let start_time = tether_host::sys::procs::stat(pgid).map_or(0, |s| s.start_time);
     leader.wait().unwrap();
     // The forked child is in the group until it calls setsid: wait until the group is gone
     // (no member left) and the child runs outside it.

@@ -15,7 +15,7 @@ use std::time::Duration;
 use common::{Env, fault};
 use tether_host::registry::{ChildRecord, ProcessIdentity, REGISTRY_VERSION, RegistryFile};
 use tether_host::scripted::FaultAction;
-use tether_host::sys::procfs::live_group_members;
+use tether_host::sys::procs::live_group_members;
 use tether_host::{AcpConnection, AcpOptions, ChildRegistry, reap_orphans};
 
 const CYCLES: usize = 50;
@@ -194,7 +194,7 @@ async fn groups_recorded_by_a_dead_server_are_reaped_on_start() {
         children: vec![ChildRecord {
             pgid,
             pid: pgid,
-            start_time: tether_host::sys::procfs::stat(pgid)
+            start_time: tether_host::sys::procs::stat(pgid)
                 .expect("stat")
                 .start_time,
             command: "sh".into(),
@@ -239,7 +239,7 @@ async fn a_recorded_pgid_now_led_by_a_stranger_is_never_signalled() {
         .spawn()
         .expect("sleep");
     let pgid = i32::try_from(stranger.id()).expect("pid");
-    let start_time = tether_host::sys::procfs::stat(pgid)
+    let start_time = tether_host::sys::procs::stat(pgid)
         .expect("stat")
         .start_time;
     let dir = tempfile::tempdir().expect("tempdir");

@@ -6,17 +6,28 @@
 //!
 //! | name | Unix | Windows |
 //! |---|---|---|
-//! | [`prepare`] | own process group (`setpgid(0, 0)`), `PR_SET_PDEATHSIG` on Linux | created suspended, no console window |
+//! | [`prepare`] | own process group (`setpgid(0, 0)`); `PR_SET_PDEATHSIG` on Linux, a kqueue watcher on macOS (`parent_watch`) | created suspended, no console window |
 //! | [`Group`] | the agent's process group | a Job Object with `JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE`, no breakaway |
 //! | [`Group::terminate`] | `SIGTERM` to the group | `TerminateJobObject` (Windows has no polite signal for a pipe-driven program; closing stdin is the polite step) |
 //! | [`wait_exit_nowait`] | `waitid(…, WNOWAIT)` | `WaitForSingleObject` on the process handle |
-//! | [`process_start_time`] | `/proc/<pid>/stat` field 22 | `GetProcessTimes` creation time (FILETIME) |
-//! | [`kill_marked`] | `/proc/<pid>/environ` scan | nothing: no process leaves a job without breakaway |
+//! | [`process_start_time`] | the process table ([`procs`]): `/proc/<pid>/stat` field 22 on Linux, `proc_pidinfo` on macOS | `GetProcessTimes` creation time (FILETIME) |
+//! | [`kill_marked`] | environment scan: `/proc/<pid>/environ` on Linux, `KERN_PROCARGS2` on macOS | nothing: no process leaves a job without breakaway |
 //! | [`open_nofollow`] | `O_NOFOLLOW` | `FILE_FLAG_OPEN_REPARSE_POINT`, then a reparse point is refused |
 //! | [`executable_extensions`] | none (the exec bit decides) | `PATHEXT` |
 
 #[cfg(unix)]
-pub mod procfs;
+pub mod procs;
+
+#[cfg(all(unix, not(target_os = "macos")))]
+mod procfs;
+
+#[cfg(target_os = "macos")]
+mod libproc;
+#[cfg(target_os = "macos")]
+mod parent_watch;
+#[cfg(unix)]
+#[cfg_attr(not(target_os = "macos"), allow(dead_code))]
+mod procargs;
 #[cfg(unix)]
 mod unix;
 #[cfg(unix)]

@@ -1,31 +1,8 @@
-//! Reading `/proc` (Linux `proc(5)`): process start times, process groups and liveness.
-//!
-//! These are the facts the orphan reaper and the no-orphans proofs rest on. Each function
-//! reads the kernel's own view and never signals anything.
+//! Linux's side of the process table ([`super::procs`]): `/proc` (`proc(5)`).
 
 use std::path::Path;
 
-/// The fields of `/proc/<pid>/stat` that Tether uses (`proc(5)`, "/proc/pid/stat").
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ProcStat {
-    /// Field 1: the process id.
-    pub pid: i32,
-    /// Field 3: the state letter (`R`, `S`, `D`, `Z` zombie, `X` dead, …).
-    pub state: char,
-    /// Field 5: the process group id.
-    pub pgrp: i32,
-    /// Field 22: the start time, in clock ticks after system boot. With the boot id it names
-    /// a process uniquely even after its pid is reused.
-    pub start_time: u64,
-}
-
-impl ProcStat {
-    /// Whether the process is still running code (neither a zombie nor dead).
-    #[must_use]
-    pub fn is_live(&self) -> bool {
-        !matches!(self.state, 'Z' | 'X' | 'x')
-    }
-}
+use super::procs::ProcStat;
 
 /// Parses the text of a `/proc/<pid>/stat` file.
 ///
@@ -87,60 +64,11 @@ fn all_processes_in(proc_root: &Path) -> Vec<ProcStat> {
         .collect()
 }
 
-pub use crate::process::AGENT_MARKER_VAR;
-
-/// The live processes (other than this one) whose environment has
-/// `TETHER_AGENT_RUN=<marker>`. Processes of other users are not readable and not listed.
+/// The environment process `pid` was started with (`/proc/<pid>/environ`): `KEY=VALUE`
+/// entries, each ended by a NUL; `None` when it cannot be read (another user's process).
 #[must_use]
-pub fn marked_processes(marker: &str) -> Vec<i32> {
-    let needle = format!("{AGENT_MARKER_VAR}={marker}");
-    let me = std::process::id() as i32;
-    all_processes()
-        .into_iter()
-        .filter(|p| p.is_live() && p.pid != me)
-        .filter(|p| {
-            std::fs::read(format!("/proc/{}/environ", p.pid))
-                .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
-        })
-        .map(|p| p.pid)
-        .collect()
-}
-
-/// SIGKILLs every process marked with `marker` until none is left (at most ~1 s); returns
-/// how many were killed.
-pub fn kill_marked(marker: &str) -> usize {
-    let mut killed = std::collections::BTreeSet::new();
-    for _ in 0..100 {
-        let found = marked_processes(marker);
-        if found.is_empty() {
-            break;
-        }
-        for pid in found {
-            // SAFETY: kill(2) with a positive pid and a valid signal has no memory effects.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-            }
-            killed.insert(pid);
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    killed.len()
-}
-
-/// The live (non-zombie) members of process group `pgid`.
-#[must_use]
-pub fn live_group_members(pgid: i32) -> Vec<ProcStat> {
-    all_processes()
-        .into_iter()
-        .filter(|p| p.pgrp == pgid && p.is_live())
-        .collect()
-}
-
-/// Whether process `pid` exists, runs, and started at `start_time` (so it is the same
-/// process that was recorded, not a later one that reused the pid).
-#[must_use]
-pub fn is_same_live_process(pid: i32, start_time: u64) -> bool {
-    stat(pid).is_some_and(|s| s.is_live() && s.start_time == start_time)
+pub fn environment(pid: i32) -> Option<Vec<u8>> {
+    std::fs::read(format!("/proc/{pid}/environ")).ok()
 }
 
 #[cfg(test)]
@@ -167,16 +95,5 @@ mod tests {
             parse_stat("abc (x) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20"),
             None
         );
-    }
-
-    #[test]
-    fn reads_this_process() {
-        let me = i32::try_from(std::process::id()).expect("pid fits i32");
-        let s = stat(me).expect("own stat");
-        assert_eq!(s.pid, me);
-        assert!(is_same_live_process(me, s.start_time));
-        assert!(!is_same_live_process(me, s.start_time + 1));
-        assert!(all_processes().iter().any(|p| p.pid == me));
-        assert!(boot_id().is_some_and(|b| !b.is_empty()));
     }
 }

@@ -1,4 +1,5 @@
-//! Unix: process groups, signals, `waitid`, `/proc` (see [`super`] for the shared names).
+//! Unix: process groups, signals, `waitid`, the process table (see [`super`] for the shared
+//! names).
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -7,13 +8,14 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus};
 
-use super::procfs;
+use super::procs;
 use crate::process::ExitInfo;
 use crate::registry::ChildRecord;
 
 /// Readies an agent's command: the child leads a new process group (`setpgid(0, 0)`) and,
 /// on Linux, gets `SIGKILL` from the kernel when the spawning thread dies
-/// (`PR_SET_PDEATHSIG`; see [`crate::spawner`] for why that thread never ends).
+/// (`PR_SET_PDEATHSIG`; see [`crate::spawner`] for why that thread never ends); on macOS,
+/// a kqueue watcher kills its group when the server dies (`parent_watch`).
 pub fn prepare(cmd: &mut Command) {
     cmd.process_group(0);
     with_parent_death_signal(cmd);
@@ -40,7 +42,13 @@ fn with_parent_death_signal(cmd: &mut Command) {
     }
 }
 
-#[cfg(not(target_os = "linux"))]
+/// macOS has no parent-death signal: a kqueue watcher stands in ([`super::parent_watch`]).
+#[cfg(target_os = "macos")]
+fn with_parent_death_signal(cmd: &mut Command) {
+    super::parent_watch::install(cmd);
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
 fn with_parent_death_signal(_cmd: &mut Command) {}
 
 /// An agent and every descendant that stayed in its process group (`pgid == pid`).
@@ -78,7 +86,7 @@ impl Group {
     /// Whether no member of the group runs any more (zombies do not count).
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        procfs::live_group_members(self.pgid).is_empty()
+        procs::live_group_members(self.pgid).is_empty()
     }
 }
 
@@ -177,33 +185,34 @@ pub fn wait_exit_nowait(pid: i32) -> ExitInfo {
 /// `SIGKILL`s every process marked with the agent's `marker` (descendants that left its
 /// process group); returns how many.
 pub fn kill_marked(marker: &str) -> usize {
-    procfs::kill_marked(marker)
+    procs::kill_marked(marker)
 }
 
-/// When `pid` started (clock ticks after boot, `/proc/<pid>/stat` field 22).
+/// When `pid` started ([`procs::ProcStat::start_time`]: clock ticks after boot on Linux,
+/// microseconds since the epoch on macOS).
 #[must_use]
 pub fn process_start_time(pid: i32) -> Option<u64> {
-    procfs::stat(pid).map(|s| s.start_time)
+    procs::stat(pid).map(|s| s.start_time)
 }
 
 /// The kernel's boot id, under which start times are comparable.
 #[must_use]
 pub fn boot_id() -> Option<String> {
-    procfs::boot_id()
+    procs::boot_id()
 }
 
 /// Whether `pid` runs and started at `start_time` (not a later process reusing the pid).
 #[must_use]
 pub fn is_same_live_process(pid: i32, start_time: u64) -> bool {
-    procfs::is_same_live_process(pid, start_time)
+    procs::is_same_live_process(pid, start_time)
 }
 
 /// Whether anything of a dead server's agent group is left: its leader was not replaced by
 /// a stranger reusing the pid, and the group has a live member.
 #[must_use]
 pub fn orphan_alive(child: &ChildRecord) -> bool {
-    let reused = procfs::stat(child.pid).is_some_and(|s| s.start_time != child.start_time);
-    !reused && !procfs::live_group_members(child.pgid).is_empty()
+    let reused = procs::stat(child.pid).is_some_and(|s| s.start_time != child.start_time);
+    !reused && !procs::live_group_members(child.pgid).is_empty()
 }
 
 /// Kills what [`orphan_alive`] found: `SIGKILL` to the group.
