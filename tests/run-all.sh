@@ -289,13 +289,15 @@ suite_acp() {
   # acpx (npm, pinned in tests/acpx), an ACP client no one here wrote, drives `tether acp`
   # in front of the scripted agent (through a private daemon and in process), then in front
   # of the real claude-agent-acp and codex-acp against the fake model API, without and with
-  # Tether. Then Toad (PyPI, pinned in tests/toad), a terminal ACP client, under tmux.
+  # Tether. Then Toad (PyPI, pinned in tests/toad), a terminal ACP client, under tmux, in
+  # front of the scripted agent and of the real claude-agent-acp.
   build_workspace
   need_apt tmux
   phase "  acp: install the real agents" run tests/agents/install.sh
   phase "  acp: acpx, scripted agent" run tests/acpx/run.sh "$TETHER_BIN"
   phase "  acp: acpx, real Claude and Codex" run tests/acpx/real-agents.sh "$CARGO_TARGET_DIR"
   phase "  acp: Toad, scripted agent" run tests/toad/run.sh "$TETHER_BIN"
+  phase "  acp: Toad, real Claude" run tests/toad/real-agent.sh "$CARGO_TARGET_DIR" claude
 }
 
 suite_vscode() {

@@ -17,6 +17,8 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 die() { printf 'FAILED: %s\n' "$*" >&2; exit 1; }
+# shellcheck source=../lib/real-agents.sh
+source "$repo/tests/lib/real-agents.sh"
 
 target="${1:-}"
 shift || true
@@ -42,36 +44,6 @@ wait_gone() {
   ! grep -lqs -- "STORY=$1" /proc/[0-9]*/environ 2>/dev/null || die "processes of $1 outlived acpx"
 }
 
-# agent_setup NAME URL: for agent NAME against the fake model API at URL, exports the agent's
-# environment (a private HOME is set already) and sets `cmd` (the agent's command line, an
-# array) and `store` (the folder where it keeps its sessions). The recipes are the test kit's
-# (crates/tether-testkit/src/agents.rs), which names their sources.
-agent_setup() {
-  local modules="$repo/tests/agents/node_modules"
-  case "$1" in
-    claude)
-      cmd=("$modules/.bin/claude-agent-acp")
-      store="$HOME/.claude/projects"
-      export IS_SANDBOX=1 ANTHROPIC_API_KEY=tether-fake-key ANTHROPIC_BASE_URL="$2" \
-        CLAUDE_CODE_MAX_RETRIES=1 DISABLE_AUTOUPDATER=1 DISABLE_TELEMETRY=1 \
-        DISABLE_ERROR_REPORTING=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 ;;
-    codex)
-      cmd=("$modules/@zed-industries/codex-acp-linux-x64/bin/codex-acp")
-      local kv
-      for kv in model_provider=stub model=gpt-5.4 model_providers.stub.name=stub \
-                "model_providers.stub.base_url=$2/v1" model_providers.stub.env_key=OPENAI_API_KEY \
-                model_providers.stub.wire_api=responses model_providers.stub.request_max_retries=1 \
-                model_providers.stub.stream_max_retries=1; do
-        cmd+=(-c "$kv")
-      done
-      export CODEX_HOME="$HOME/.codex" OPENAI_API_KEY=tether-fake-key
-      store="$CODEX_HOME/sessions"
-      mkdir -p "$CODEX_HOME" ;;
-    *) die "unknown agent $1 (claude or codex)" ;;
-  esac
-  [ -x "${cmd[0]}" ] || die "$1's ACP agent is not installed (${cmd[0]}): run tests/agents/install.sh"
-}
-
 # story AGENT MODE (MODE: direct | tether-off | tether-daemon). Prints whether the model's
 # last request held the earlier turn ("holds" / "lost").
 story() {
@@ -83,13 +55,8 @@ story() {
     export STORY="$w" HOME="$w/home" TMPDIR="$w/home/tmp" TETHER_RUNTIME_DIR="$w/run" \
       TETHER_DAEMON_IDLE_SECS=5
     local cmd store
-    agent_setup "$name" "$url"
-    python3 - "$w" "$name" "${cmd[@]}" >"$w/tether.json" <<'PY'
-import json, sys
-w, name, program, *args = sys.argv[1:]
-print(json.dumps({"storage": {"dir": w + "/cache"}, "defaultAgent": name,
-                  "agents": {name: {"command": program, "args": args, "protocol": "acp"}}}))
-PY
+    real_agent_setup "$name" "$url"
+    real_agent_config "$w" "$name" >"$w/tether.json"
     local agent="${cmd[*]}"
     case "$mode" in
       tether-off) agent="$tether acp --config $w/tether.json --remote off --log-file $w/tether.log" ;;

@@ -21,6 +21,8 @@ repo="$(cd "$here/../.." && pwd)"
 die() { printf 'FAILED: %s\n' "$*" >&2; exit 1; }
 # shellcheck source=../lib/scripted-world.sh
 source "$repo/tests/lib/scripted-world.sh"
+# shellcheck source=lib.sh
+source "$here/lib.sh"
 command -v tmux >/dev/null || die "tmux is not installed (apt-get install tmux)"
 
 tether="${1:-}"
@@ -36,8 +38,7 @@ echo "$(grep '^tests/toad: Toad' <<<"$install_out"), tmux $(tmux -V | cut -d' ' 
 
 run_case() {
   local remote="$1"
-  local world; world="$(mktemp -d)"
-  local sock="$world/tmux.sock"
+  world="$(mktemp -d)" sock="$world/tmux.sock" label="remote=$remote"
   # Toad keeps its settings, sessions and logs under the home folder: a private one per case.
   export HOME="$world/home" TETHER_RUNTIME_DIR="$world/run" TETHER_DAEMON_IDLE_SECS=30
   mkdir -p "$HOME"
@@ -52,42 +53,6 @@ run_case() {
   scripted_world "$world" "$tether"
   local agent="$tether acp --config $world/tether.json --remote $remote --log-file $world/tether.log"
 
-  # The screen as text (tall enough that a restored conversation fits on it whole).
-  screen() { tmux -S "$sock" capture-pane -p -J -t toad; }
-  # Waits until TEXT is on the screen (60 s at most); WHAT names the step in a failure, which
-  # prints the screen.
-  wait_screen() {
-    local text="$1" what="$2" n=0
-    until grep -qF -- "$text" <<<"$(screen)"; do
-      if [ $n -ge 600 ]; then screen >&2; die "remote=$remote, $what: \"$text\" never appeared on Toad's screen"; fi
-      sleep 0.1; n=$((n + 1))
-    done
-  }
-  # Starts Toad with ARGS in a fresh tmux server; its exit status goes to $world/toad.exit
-  # (the pane stays after it exits, so its last screen can be read).
-  start_toad() {
-    tmux -S "$sock" kill-server >/dev/null 2>&1 || true
-    rm -f "$world/toad.exit"
-    tmux -S "$sock" -f /dev/null new-session -d -s toad -x 160 -y 120 \
-      "cd '$world/ws' && $(printf '%q ' "${toad_cmd[@]}" "$@"); echo \$? >'$world/toad.exit'"
-    tmux -S "$sock" set-option -t toad remain-on-exit on >/dev/null
-  }
-  # Types TEXT into Toad's prompt, waits until the prompt shows it whole, and sends it.
-  say() {
-    tmux -S "$sock" send-keys -t toad -l "$1"
-    wait_screen "❯ $1" "typing \"$1\""
-    tmux -S "$sock" send-keys -t toad Enter
-  }
-  # Quits Toad (ctrl+q) and waits for its exit status 0.
-  quit_toad() {
-    tmux -S "$sock" send-keys -t toad C-q
-    local n=0
-    until [ -s "$world/toad.exit" ]; do
-      [ $n -lt 300 ] || { screen >&2; die "remote=$remote: Toad did not quit on ctrl+q"; }
-      sleep 0.1; n=$((n + 1))
-    done
-    [ "$(cat "$world/toad.exit")" = 0 ] || { screen >&2; die "remote=$remote: Toad exited with status $(cat "$world/toad.exit")"; }
-  }
   read -r -a toad_cmd <<<"$toad"
 
   echo "--- remote=$remote: a turn"
@@ -98,12 +63,7 @@ run_case() {
 
   echo "--- remote=$remote: Toad restarts and resumes the session"
   quit_toad
-  start_toad "$world/ws"
-  wait_screen "Resume" "Toad's home screen"
-  tmux -S "$sock" send-keys -t toad C-r
-  wait_screen "Pick a session to resume" "the resume dialog"
-  tmux -S "$sock" send-keys -t toad Enter
-  wait_screen "tether connected" "resume"
+  resume_in_toad
   wait_screen "❯ remember 42" "the restored prompt"
   wait_screen "echo: remember 42" "the restored answer"
 
