@@ -68,6 +68,7 @@ prune_caches() {
 }
 report_times() {
   local rc=$? row name secs kind total build=0
+  stop_dist_prebuild
   prune_caches
   total=$(( $(date +%s) - start_all ))
   printf '\n==> times (seconds)\n'
@@ -75,7 +76,11 @@ report_times() {
   for row in "${time_rows[@]}"; do
     IFS='|' read -r name secs kind <<<"$row"
     [ "$kind" = build ] && build=$(( build + secs ))
-    printf '  %-34s %7s  %s\n' "$name" "$secs" "$([ "$kind" = build ] && echo build || true)"
+    case "$kind" in
+      build) printf '  %-34s %7s  build\n' "$name" "$secs" ;;
+      overlap) printf '  %-34s %7s  build, overlapped with the suites before\n' "$name" "$secs" ;;
+      *) printf '  %-34s %7s\n' "$name" "$secs" ;;
+    esac
   done
   printf '  %-34s %7s  build %ss (%s%%)\n' "all" "$total" "$build" "$(( total > 0 ? 100 * build / total : 0 ))"
   # The run's closing line: suites passed and failed (each suite's own runner printed its
@@ -189,6 +194,44 @@ run_suite() {
   "$@" || die "suite '$name' failed"
   time_rows[idx]="$name|$(( $(date +%s) - t0 ))|suite"
   printf '<== suite %s passed in %ss\n' "$name" "$(( $(date +%s) - t0 ))"
+}
+
+# --- The release build in the background -----------------------------------------------------
+# Suite dist's release build (`cargo xtask dist --build-only`: four targets with fat LTO, its
+# longest part, about 6 minutes warm) starts before the suites that mostly wait on agents,
+# editors and browsers (acp, nvim, lsp, visualstudio, vscode), at the lowest CPU priority, so it
+# uses the cores they leave idle; suite dist waits for it and then only packages and checks.
+# Its output is printed when suite dist waits for it; a failed build fails suite dist. The
+# times table gives its whole time on a row of its own, marked as overlapped (not counted
+# again in the build share).
+prebuild_pid=""
+prebuild_log=""
+prebuild_t0=0
+start_dist_prebuild() {
+  [ -z "$prebuild_pid" ] || return 0
+  phase "  dist: tools for the release build" run tests/dist/run.sh --prepare
+  prebuild_log="$(mktemp)"
+  prebuild_t0=$(date +%s)
+  log "dist: the release build starts in the background (nice 19; log shown by suite dist)"
+  setsid -w nice -n 19 cargo xtask dist --build-only >"$prebuild_log" 2>&1 &
+  prebuild_pid=$!
+}
+# Waits for the background release build; prints its output; fails when it failed.
+wait_dist_prebuild() {
+  local rc=0
+  wait "$prebuild_pid" || rc=$?
+  sed 's/^/  | /' "$prebuild_log"
+  time_rows+=("  dist: release build (background)|$(( $(date +%s) - prebuild_t0 ))|overlap")
+  rm -f "$prebuild_log"
+  prebuild_pid=""
+  return "$rc"
+}
+# Ends a background build the run no longer needs (a suite failed first): its whole group.
+stop_dist_prebuild() {
+  [ -n "$prebuild_pid" ] || return 0
+  kill -- "-$prebuild_pid" 2>/dev/null || true
+  wait "$prebuild_pid" 2>/dev/null || true
+  rm -f "$prebuild_log"
 }
 
 built_workspace=0
@@ -337,6 +380,9 @@ suite_dist() {
   # aarch64 build under qemu-user, the VS Code packages, and the linux-x64 one in code-server
   # with no tether on PATH (it uses the scripted agent build_workspace built).
   build_workspace
+  if [ -n "$prebuild_pid" ]; then
+    phase "  dist: waiting for the release build" build wait_dist_prebuild
+  fi
   phase "  dist: xtask dist + checks" build env TETHER_SCRIPTED_AGENT="$TETHER_SCRIPTED_AGENT" tests/dist/run.sh
 }
 
@@ -382,6 +428,9 @@ suite_fuzz() {
 }
 
 for s in $suites; do
+  case " $suites " in
+    *" dist "*) case "$s" in acp | nvim | lsp | visualstudio | vscode) start_dist_prebuild ;; esac ;;
+  esac
   case "$s" in
     rust) run_suite rust suite_rust ;;
     platforms) run_suite platforms suite_platforms ;;

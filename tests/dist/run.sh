@@ -22,6 +22,8 @@
 # and fails, naming it, when something cannot be installed.
 #
 # Usage: tests/dist/run.sh   (honours CARGO_TARGET_DIR; the set is written to target/dist/)
+#        tests/dist/run.sh --prepare   only installs what the release build needs, then exits
+#        (tests/run-all.sh runs it before building the set in the background).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -60,6 +62,11 @@ binfmt=/proc/sys/fs/binfmt_misc
 # shellcheck source=tests/wine/lib.sh
 source "$repo/tests/wine/lib.sh"
 wine_setup
+if [ "${1:-}" = --prepare ]; then
+  wine_stop
+  log "the release build's tools are in place"
+  exit 0
+fi
 
 # --- Build the set ----------------------------------------------------------------------------
 t0=$(date +%s)

@@ -27,16 +27,20 @@ const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub struct Options {
     targets: Vec<Target>,
     vsix: bool,
+    /// `--build-only`: step 1 alone, no archives, packages or checksums (tests/run-all.sh
+    /// builds the set early, in the background, and packages it later).
+    build_only: bool,
 }
 
 impl Options {
-    /// Parses `[--target TRIPLE]... [--no-vsix]`.
+    /// Parses `[--target TRIPLE]... [--no-vsix] [--build-only]`.
     ///
     /// # Errors
     /// An unknown flag or target, or `--target` without a value.
     pub fn parse(args: &[String]) -> Result<Self, String> {
         let mut names = Vec::new();
         let mut vsix = true;
+        let mut build_only = false;
         let mut args = args.iter();
         while let Some(arg) = args.next() {
             match arg.as_str() {
@@ -44,6 +48,7 @@ impl Options {
                     names.push(args.next().ok_or("--target needs a target triple")?.clone())
                 }
                 "--no-vsix" => vsix = false,
+                "--build-only" => build_only = true,
                 other => {
                     return Err(format!(
                         "unknown argument `{other}` (see `cargo xtask --help`)"
@@ -54,6 +59,7 @@ impl Options {
         Ok(Self {
             targets: targets::select(&names)?,
             vsix,
+            build_only,
         })
     }
 }
@@ -69,7 +75,7 @@ pub fn run(opts: &Options) -> Result<(), String> {
         .ok_or("xtask has no parent folder")?;
     check_tools(&opts.targets)?;
     let vscode = root.join("editors/vscode");
-    if opts.vsix {
+    if opts.vsix && !opts.build_only {
         check_vscode_version(&vscode)?;
     }
 
@@ -80,6 +86,9 @@ pub fn run(opts: &Options) -> Result<(), String> {
         opts.targets.len(),
         started.elapsed().as_secs_f64()
     );
+    if opts.build_only {
+        return Ok(());
+    }
 
     let target_dir = cargo_target_dir(root)?;
     let out = root.join("target/dist");
