@@ -11,8 +11,6 @@ mod replace;
 
 pub use private::{check_private, create_private_dir, create_private_dir_all, open_private_append};
 pub use replace::replace;
-#[doc(hidden)]
-pub use replace::{is_held, replace_observed};
 
 pub mod image {
     //! The start-up pages of the binary: given back on Linux only (ELF program headers).
