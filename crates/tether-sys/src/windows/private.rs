@@ -22,18 +22,19 @@
 //!   same user's unelevated processes must still open them.
 //! - **Read back.** [`read_dacl`] (`GetNamedSecurityInfoW`) returns the DACL as entries;
 //!   [`check_private`] accepts a path whose DACL allows nobody but the user (its entries
-//!   explicit or inherited from a folder of ours) and `LocalSystem` ([`only_user_allowed`]). A folder made by an older build or by
-//!   hand (inheriting the profile's ACL) is given the owner-only DACL
-//!   (`SetNamedSecurityInfoW`, the `chmod 700` of Unix), which Windows also applies to the
-//!   entries inherited by what is inside.
+//!   explicit or inherited from a folder of ours) and `LocalSystem`
+//!   ([`only_user_allowed`]). The store refuses a folder that fails it, naming the `icacls`
+//!   that fixes it; the daemon's runtime folder, made by an older build or by hand, is
+//!   given the owner-only DACL instead ([`set_owner_only`], `SetNamedSecurityInfoW`: the
+//!   `chmod 700` of Unix), which Windows also passes down to what is inside.
 //!
 //! Under Wine (the `windows` suite) none of this is enforced, and little shows: Debian's
-//! Wine 8 keeps no security descriptor of a file (its wineserver is built without
-//! extended-attribute support); it turns the one given at creation into a Unix mode (0700
-//! here) and reports a DACL made from the mode (`LocalSystem`, the owner, and `Everyone`
-//! when others may read); a DACL set on an existing file changes nothing it reports. The
-//! tests check the descriptor asked for exactly everywhere, and the one read back exactly on
-//! Windows and in Wine's form under Wine.
+//! Wine 8 does not keep the security descriptor given to a file; it turns the one given at
+//! creation into a Unix mode (0700 here) and reports a DACL made from the mode
+//! (`LocalSystem`, the owner, and `Everyone` when others may read); a DACL set on an
+//! existing file changes nothing it reports. The tests check the descriptor asked for
+//! exactly everywhere, and the one read back exactly on Windows and in Wine's form under
+//! Wine.
 
 use std::io;
 use std::os::windows::ffi::OsStrExt;
