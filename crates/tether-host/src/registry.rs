@@ -186,7 +186,7 @@ pub fn reap_orphans(path: &Path) -> Result<ReapReport, RegistryError> {
         Err(e) => {
             tracing::warn!(path = %path.display(), error = %e, "corrupt child registry set aside");
             let aside = path.with_extension("json.corrupt");
-            std::fs::rename(path, &aside).map_err(|source| RegistryError::Io {
+            sys::replace(path, &aside).map_err(|source| RegistryError::Io {
                 path: path.to_owned(),
                 source,
             })?;
@@ -389,7 +389,8 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         sys::make_private(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
-        std::fs::rename(&tmp, path)
+        drop(f);
+        sys::replace(&tmp, path)
     })();
     if written.is_err() {
         // A partial temporary file would hold on to the space a full disk lacks.
@@ -404,8 +405,33 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
+    /// Windows: the folder the registry creates has the owner-only DACL (read back; the exact
+    /// entry is checked in tether-sys's tests), and a rewrite replaces the file.
     #[test]
-    #[cfg(unix)] // file modes; Windows privacy is the folder ACL (sys::windows)
+    #[cfg(windows)]
+    fn registry_folder_is_private_on_windows() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("new").join("children.json");
+        let reg = ChildRegistry::create(&path).expect("create");
+        let folder = path.parent().expect("dir");
+        assert_eq!(tether_sys::check_private(folder).expect("DACL"), Ok(()));
+        reg.add(ChildRecord {
+            pid: 1,
+            pgid: 1,
+            start_time: 0,
+            command: "x".into(),
+            marker: None,
+        })
+        .expect("add");
+        assert!(
+            std::fs::read_to_string(&path)
+                .expect("read")
+                .contains("\"x\"")
+        );
+    }
+
+    #[test]
+    #[cfg(unix)] // file modes; Windows: registry_folder_is_private_on_windows
     fn registry_file_is_private_whatever_was_there() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().expect("tempdir");

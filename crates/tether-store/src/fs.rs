@@ -46,7 +46,9 @@ pub trait Fs: Send + Sync + Debug {
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn AppendFile>>;
     /// Creates or truncates `path` (mode 0600), writes `data` and `fsync`s it.
     fn write_synced(&self, path: &Path, data: &[u8]) -> io::Result<()>;
-    /// Renames; durable after `sync_dir` of both parents.
+    /// Renames, replacing `to` if it exists; durable after `sync_dir` of both parents. On
+    /// Windows, retried up to 2 s while another process holds a file open
+    /// (`crate::sys::rename`).
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// `fsync` of a directory, making its entries (creations, renames, removals) durable.
     fn sync_dir(&self, path: &Path) -> io::Result<()>;
@@ -106,7 +108,7 @@ impl Fs for RealFs {
         if !dir && !meta.is_file() {
             return Err("it is not a regular file".into());
         }
-        crate::sys::check_owner_only(&meta, dir)?;
+        crate::sys::check_owner_only(path, &meta, dir)?;
         Ok(true)
     }
 
@@ -171,7 +173,7 @@ impl Fs for RealFs {
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        std::fs::rename(from, to)
+        crate::sys::rename(from, to)
     }
 
     fn sync_dir(&self, path: &Path) -> io::Result<()> {

@@ -172,6 +172,50 @@ pub fn create_private_dir_all(dir: &Path) -> std::io::Result<()> {
         .create(dir)
 }
 
+/// Creates the folder `path` (its parent must exist) with mode 0700.
+///
+/// # Errors
+/// The `mkdir`'s error (`AlreadyExists` included).
+pub fn create_private_dir(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().mode(0o700).create(path)
+}
+
+/// Checks that `path` (not followed if a symlink) is private to the user: owned by the
+/// effective uid, no permission for group or others. The counterpart of the Windows check
+/// of the DACL.
+///
+/// # Errors
+/// `Ok(Err(why))` when it is not; `Err` when it cannot be inspected.
+pub fn check_private(path: &Path) -> std::io::Result<Result<(), String>> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(path)?;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me {
+        return Ok(Err(format!(
+            "it is owned by uid {}, not by this user (uid {me})",
+            meta.uid()
+        )));
+    }
+    let mode = meta.mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Ok(Err(format!(
+            "its mode is {mode:04o}; group and others must have no access"
+        )));
+    }
+    Ok(Ok(()))
+}
+
+/// Renames `from` to `to`, replacing `to` atomically (`rename(2)`); nothing to retry on
+/// Unix, where an open file does not block a rename over it.
+///
+/// # Errors
+/// The rename's error.
+pub fn replace(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::rename(from, to)
+}
+
 /// Opens `path` for appending, creating it private to the user (0600).
 ///
 /// # Errors
@@ -270,5 +314,40 @@ pub fn release_free_memory() {
     // SAFETY: malloc_trim has no preconditions; it only returns free pages.
     unsafe {
         libc::malloc_trim(0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// The Unix counterpart of the Windows DACL read back: a folder created private is
+    /// 0700 and passes the check; one open to others fails it, saying its mode.
+    #[test]
+    fn a_created_folder_is_private_and_an_open_one_is_not() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("run");
+        create_private_dir(&dir).unwrap();
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        assert_eq!(check_private(&dir).unwrap(), Ok(()));
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let why = check_private(&dir).unwrap().unwrap_err();
+        assert!(why.contains("0755"), "{why}");
+        let log = dir.join("tether.log");
+        open_private_append(&log).unwrap();
+        assert_eq!(check_private(&log).unwrap(), Ok(()));
+    }
+
+    #[test]
+    fn replace_renames_over_an_open_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (from, to) = (tmp.path().join("m.tmp"), tmp.path().join("m"));
+        std::fs::write(&from, b"new").unwrap();
+        std::fs::write(&to, b"old").unwrap();
+        let _held = std::fs::File::open(&to).unwrap();
+        replace(&from, &to).unwrap();
+        assert_eq!(std::fs::read(&to).unwrap(), b"new");
     }
 }

@@ -1,10 +1,16 @@
-//! Windows: stdio through tokio's blocking handles, console control events, files whose
-//! privacy is their folder's ACL (the user's profile), the daemon's named pipe
-//! ([`endpoint`]) and its detached start.
+//! Windows: stdio through tokio's blocking handles, console control events, files and
+//! folders with an owner-only DACL ([`private`]), the atomic replace retried while another
+//! process holds the file ([`replace`]), the daemon's named pipe ([`endpoint`]) and its
+//! detached start.
 
 use std::path::Path;
 
 pub mod endpoint;
+pub mod private;
+mod replace;
+
+pub use private::{check_private, create_private_dir, create_private_dir_all, open_private_append};
+pub use replace::replace;
 
 pub mod image {
     //! The start-up pages of the binary: given back on Linux only (ELF program headers).
@@ -96,57 +102,47 @@ pub fn send_signal(pid: i32, signal: i32) -> std::io::Result<()> {
     ))
 }
 
-/// Creates (or opens for appending) the file; it inherits its folder's ACL.
+/// Creates (or opens for appending) the file, with the owner-only DACL when it is created
+/// ([`private::open_private_append`]).
 ///
 /// # Errors
 /// The open's error.
 pub fn create_private_file(path: &Path) -> std::io::Result<()> {
-    std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(path)
-        .map(drop)
+    open_private_append(path).map(drop)
 }
 
-/// Nothing to do: a file inherits its folder's ACL.
+/// Gives an existing file the owner-only DACL when someone else is allowed in (a file made
+/// by an older build, which inherited its folder's ACL).
 ///
 /// # Errors
-/// Never.
-pub fn make_private(_path: &Path) -> std::io::Result<()> {
+/// The DACL cannot be read or set.
+pub fn make_private(path: &Path) -> std::io::Result<()> {
+    if !std::fs::symlink_metadata(path)?.is_file() {
+        return Ok(());
+    }
+    if let Err(why) = check_private(path)? {
+        tracing::info!(path = %path.display(), "{why}; giving it an owner-only DACL");
+        private::set_owner_only(path, false)?;
+    }
     Ok(())
 }
 
-/// Creates `dir` and its missing parents.
+/// Checks that the folder `dir` (whose `symlink_metadata` is `meta`, a real folder, not a
+/// symlink or junction) lets nobody but this user in ([`check_private`]), and gives it the
+/// owner-only DACL when it does (a folder made by hand or by an older build, which inherited
+/// the profile's ACL): the `chmod 700` of Unix. Its owner is not compared: an elevated
+/// process's folders are owned by `Administrators`, and the DACL is what keeps others out.
 ///
 /// # Errors
-/// The creation's error.
-pub fn create_private_dir_all(dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)
-}
-
-/// Opens `path` for appending, creating it; it inherits its folder's ACL.
-///
-/// # Errors
-/// The open's error.
-pub fn open_private_append(path: &Path) -> std::io::Result<std::fs::File> {
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-}
-
-/// Accepts the folder `dir` (whose `symlink_metadata` is `meta`, a real folder, not a
-/// symlink or junction): it inherits the user profile's ACL (owner-only under
-/// `%LOCALAPPDATA%`), and its owner is not compared here. The daemon's pipe does not live
-/// in it: the pipe's own DACL and peer check keep the daemon the user's
-/// ([`endpoint`]).
-///
-/// # Errors
-/// Never.
+/// `Err` when the DACL cannot be read or set; never `Ok(Err(_))`.
 pub fn make_dir_owner_only(
-    _dir: &Path,
+    dir: &Path,
     _meta: &std::fs::Metadata,
 ) -> std::io::Result<Result<(), String>> {
+    if let Err(why) = check_private(dir)? {
+        tracing::info!(dir = %dir.display(), "{why}; giving it an owner-only DACL");
+        private::set_owner_only(dir, true)?;
+    }
     Ok(Ok(()))
 }
 

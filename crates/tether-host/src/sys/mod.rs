@@ -13,6 +13,8 @@
 //! | [`process_start_time`] | the process table ([`procs`]): `/proc/<pid>/stat` field 22 on Linux, `proc_pidinfo` on macOS | `GetProcessTimes` creation time (FILETIME) |
 //! | [`kill_marked`] | environment scan: `/proc/<pid>/environ` on Linux, `KERN_PROCARGS2` on macOS | nothing: no process leaves a job without breakaway |
 //! | [`open_nofollow`] | `O_NOFOLLOW` | `FILE_FLAG_OPEN_REPARSE_POINT`, then a reparse point is refused |
+//! | [`create_private_dir_all`] | mode 0700 | an owner-only DACL, inherited by the files inside (`tether_sys`) |
+//! | [`replace`] | `rename(2)` | `MoveFileExW` write-through, retried while another process holds the file (`tether_sys`) |
 //! | [`executable_extensions`] | none (the exec bit decides) | `PATHEXT` |
 
 #[cfg(unix)]

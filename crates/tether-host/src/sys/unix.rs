@@ -244,6 +244,14 @@ pub fn create_private_dir_all(dir: &Path) -> io::Result<()> {
         .create(dir)
 }
 
+/// Renames `from` over `to` atomically (`rename(2)`; an open file does not block it).
+///
+/// # Errors
+/// The rename's error.
+pub fn replace(from: &Path, to: &Path) -> io::Result<()> {
+    std::fs::rename(from, to)
+}
+
 /// Options that create (or truncate) a file only its owner can read, never following a
 /// symbolic link in the last component.
 #[must_use]

@@ -335,13 +335,24 @@ pub fn refuse_link(file: &std::fs::File) -> io::Result<()> {
     Ok(())
 }
 
-/// Creates `dir` and its missing parents. Privacy on Windows comes from the ACL of the
-/// user's profile folder it sits in (an owner-only DACL of our own is not set yet).
+/// Creates `dir` and its missing parents, each new one with the owner-only DACL
+/// `D:P(A;OICI;FA;;;<user SID>)` that the files made inside inherit
+/// (`tether_sys::create_private_dir_all`).
 ///
 /// # Errors
 /// The creation's error.
 pub fn create_private_dir_all(dir: &Path) -> io::Result<()> {
-    std::fs::create_dir_all(dir)
+    tether_sys::create_private_dir_all(dir)
+}
+
+/// Renames `from` over `to` (`MoveFileExW` write-through), retried up to 2 s while another
+/// process holds either file open without sharing it for deletion
+/// (`tether_sys::replace`).
+///
+/// # Errors
+/// Another error at once; after the budget, one naming `to` and the holder.
+pub fn replace(from: &Path, to: &Path) -> io::Result<()> {
+    tether_sys::replace(from, to)
 }
 
 /// Options that create (or truncate) a file for writing, opening a reparse point itself
@@ -357,7 +368,8 @@ pub fn private_file_options() -> OpenOptions {
     options
 }
 
-/// Nothing to do: a file inherits its folder's ACL.
+/// Nothing to do: a file inherits its folder's owner-only entry at creation
+/// ([`create_private_dir_all`]).
 ///
 /// # Errors
 /// Never.
@@ -365,8 +377,8 @@ pub fn make_private(_path: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// Nothing to do: Windows has no directory sync; `MoveFileExW` (std's rename) with the
-/// file flushed first is what Windows offers.
+/// Nothing to do: Windows has no directory sync; [`replace`] (write-through) with the file
+/// flushed first is what Windows offers.
 ///
 /// # Errors
 /// Never.

@@ -26,11 +26,12 @@ fn euid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
-/// Checks that `meta` is owned by the effective user with no group or other permission.
+/// Checks that `meta` (the `lstat` of `_path`) is owned by the effective user with no group
+/// or other permission.
 ///
 /// # Errors
 /// What is wrong, with the `chmod` that fixes it.
-pub fn check_owner_only(meta: &std::fs::Metadata, dir: bool) -> Result<(), String> {
+pub fn check_owner_only(_path: &Path, meta: &std::fs::Metadata, dir: bool) -> Result<(), String> {
     if meta.uid() != euid() {
         return Err(format!(
             "it is owned by uid {}, not by this user (uid {})",
@@ -54,6 +55,14 @@ pub fn check_owner_only(meta: &std::fs::Metadata, dir: bool) -> Result<(), Strin
 /// The open's or the `fsync`'s error.
 pub fn sync_dir(path: &Path) -> io::Result<()> {
     std::fs::File::open(path)?.sync_all()
+}
+
+/// Renames `from` over `to` atomically (`rename(2)`; an open file does not block it).
+///
+/// # Errors
+/// The rename's error.
+pub fn rename(from: &Path, to: &Path) -> io::Result<()> {
+    std::fs::rename(from, to)
 }
 
 /// The raw bytes of an OS string (hashed into workspace ids).

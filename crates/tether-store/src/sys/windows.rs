@@ -1,38 +1,58 @@
-//! Windows: the store's folder under the user's profile, whose ACL keeps it private (an
-//! owner-only DACL of our own, read back by a test, is still to come).
+//! Windows: the store's folders created with an owner-only DACL that what is created inside
+//! inherits, checked on open; renames retried while another process holds the file
+//! (both from the platform layer, `tether_sys`).
 
 use std::io;
 use std::path::Path;
 
-/// Options for the store's files (Windows defaults; the folder's ACL is inherited).
+/// Options for the store's files: Windows defaults. A file created in a store folder
+/// inherits that folder's one entry (the user, full control: [`create_private_dir`]) at its
+/// creation.
 #[must_use]
 pub fn private_options() -> std::fs::OpenOptions {
     std::fs::OpenOptions::new()
 }
 
-/// Creates the directory `path` (its parent must exist).
+/// Creates the directory `path` (its parent must exist) with the owner-only DACL
+/// `D:P(A;OICI;FA;;;<user SID>)`, inherited by what is created inside
+/// (`tether_sys::create_private_dir`).
 ///
 /// # Errors
 /// The creation's error (`AlreadyExists` included).
 pub fn create_private_dir(path: &Path) -> io::Result<()> {
-    std::fs::DirBuilder::new().create(path)
+    tether_sys::create_private_dir(path)
 }
 
-/// Not checked yet on Windows (the owner-only DACL check is still to come): accepted.
+/// Checks that a folder's DACL lets nobody but the user in (`tether_sys::check_private`;
+/// an entry for `LocalSystem` is accepted). A file is not checked: it holds what its store
+/// folder, checked, passed down to it at creation.
 ///
 /// # Errors
-/// Never.
-pub fn check_owner_only(_meta: &std::fs::Metadata, _dir: bool) -> Result<(), String> {
-    Ok(())
+/// What is wrong, with the `icacls` command that fixes it.
+pub fn check_owner_only(path: &Path, _meta: &std::fs::Metadata, dir: bool) -> Result<(), String> {
+    if !dir {
+        return Ok(());
+    }
+    tether_sys::check_private(path).map_err(|e| format!("cannot read its DACL: {e}"))?
 }
 
-/// Nothing to do: Windows has no directory sync; a rename (`MoveFileExW`) is as durable as
-/// the file system's journal makes it.
+/// Nothing to do: Windows has no directory sync; the rename ([`rename`]) is write-through.
 ///
 /// # Errors
 /// Never.
 pub fn sync_dir(_path: &Path) -> io::Result<()> {
     Ok(())
+}
+
+/// Renames `from` over `to`: `MoveFileExW` with `MOVEFILE_REPLACE_EXISTING |
+/// MOVEFILE_WRITE_THROUGH`, retried up to 2 s while another process (an antivirus scanner,
+/// the search indexer, an editor) holds either file open without sharing it for deletion
+/// (`tether_sys::replace`).
+///
+/// # Errors
+/// Another error at once; after the budget, one naming `to` and the holder.
+pub fn rename(from: &Path, to: &Path) -> io::Result<()> {
+    tether_sys::replace(from, to)
 }
 
 /// The bytes of an OS string (hashed into workspace ids): UTF-8 of the UTF-16 name,

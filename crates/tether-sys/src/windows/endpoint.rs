@@ -172,6 +172,14 @@ pub fn server_options(first: bool) -> ServerOptions {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct User(String);
 
+impl User {
+    /// The string SID (`S-1-5-21-…`).
+    #[must_use]
+    pub fn sid(&self) -> &str {
+        &self.0
+    }
+}
+
 impl std::fmt::Display for User {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "user {}", self.0)
@@ -253,7 +261,7 @@ unsafe fn user_of_process(process: HANDLE) -> io::Result<User> {
 ///
 /// # Safety
 /// `text` is a NUL-terminated UTF-16 string allocated with `LocalAlloc`.
-unsafe fn take_local_wide(text: *mut u16) -> String {
+pub(super) unsafe fn take_local_wide(text: *mut u16) -> String {
     // SAFETY: NUL-terminated, per the caller.
     let string = unsafe {
         let len = (0..).take_while(|&i| *text.add(i) != 0).count();

@@ -87,7 +87,7 @@ impl Aliases {
         let Some(file) = &self.file else { return };
         let tmp = file.with_extension("json.tmp");
         let bytes = serde_json::to_vec_pretty(&self.to_hub).unwrap_or_default();
-        let written = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, file));
+        let written = std::fs::write(&tmp, bytes).and_then(|()| crate::sys::replace(&tmp, file));
         if let Err(e) = written {
             tracing::warn!(file = %file.display(), error = %e, "cannot save the ACP session aliases");
         }
