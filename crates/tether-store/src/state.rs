@@ -296,11 +296,12 @@ fn trim<L, T>(base: &mut u64, list: &mut Vec<L>, fps: &mut Vec<T>, window: usize
 }
 
 /// What [`State::chat_seen`] holds of a chat turn: up to this many bytes of text (64 KiB),
-/// the turn itself; past it, the turn's text length and fingerprint. A turn is already in
-/// memory once as its stored `Value` ([`State::chat`]); a second copy of a long turn's text
-/// doubled what a daemon kept per session: 50 sessions that each streamed a 60-second turn
-/// of 1,000 text chunks a second held 2 × 1.4 MB each (`benches/daemon.rs`, load;
-/// R-DAEMON-10). Chat turns are a few KB as a rule, so nearly every turn is still compared by
+/// the turn itself; past it, the turn's text length and fingerprint. The stored form of a
+/// long turn ([`State::chat`]) holds its text by blob reference, not in memory (`held.rs`);
+/// a copy here would hold it again: 50 sessions that each streamed a 60-second turn of 1,000
+/// text chunks a second would keep 1.4 MB each (`benches/daemon.rs`, load; R-DAEMON-10),
+/// as the two copies once did 2 × 1.4 MB. This length is the codec's default inline maximum
+/// (`blob_inline_max_bytes`). Chat turns are a few KB as a rule, so nearly every turn is still compared by
 /// equality (a memcmp, cheaper than hashing the window on every persist); a longer one is
 /// hashed only when its text has the length remembered.
 pub(crate) const SEEN_TEXT_BYTES: usize = 64 << 10;
