@@ -16,6 +16,7 @@ use sha2::{Digest, Sha256};
 use crate::crypto::Key;
 use crate::error::{StoreError, StoreWarning};
 use crate::fs::Fs;
+use crate::held::{BlobRef, Held};
 use crate::journal;
 use crate::state::Event;
 
@@ -30,10 +31,12 @@ pub(crate) struct Codec<'a> {
     pub inline_max: usize,
 }
 
-/// A framed line and the blob files it needs written first.
+/// A framed line, the blob files it needs written first, and every blob it references
+/// (those of `blobs` and those it was given as held).
 pub(crate) struct Encoded {
     pub line: Vec<u8>,
     pub blobs: Vec<(String, Vec<u8>)>,
+    pub refs: Vec<BlobRef>,
 }
 
 /// Why a CRC-valid record could not be decoded.
@@ -91,8 +94,10 @@ impl Codec<'_> {
         aad
     }
 
-    /// Encodes `ev` as a journal line, moving large strings to blobs.
-    pub fn encode(&self, ev: &Event) -> Result<Encoded, StoreError> {
+    /// Encodes `ev` as a journal line, moving large strings to blobs. `held` are strings
+    /// of `ev` already in blob files of this session (empty in `ev`; pointers within the
+    /// event): the record names them as they are, without reading or writing them.
+    pub fn encode(&self, ev: &Event, held: &[BlobRef]) -> Result<Encoded, StoreError> {
         let enc_err = |reason: String| StoreError::Encode {
             what: "journal event",
             reason,
@@ -101,7 +106,7 @@ impl Codec<'_> {
         let mut found = Vec::new();
         extract(&mut v, self.inline_max, &mut String::new(), &mut found);
         let mut blobs = Vec::with_capacity(found.len());
-        let mut refs = Vec::with_capacity(found.len());
+        let mut refs = Vec::with_capacity(found.len() + held.len());
         for (pointer, content) in found {
             let name = self.blob_name(content.as_bytes());
             let bytes = match self.key {
@@ -110,13 +115,22 @@ impl Codec<'_> {
                     .ok_or_else(|| enc_err("blob too large to encrypt".into()))?,
                 None => content.into_bytes(),
             };
-            refs.push(json!({"p": pointer, "b": name, "n": bytes.len()}));
+            refs.push(BlobRef {
+                pointer,
+                name: name.clone(),
+                bytes: bytes.len() as u64,
+            });
             blobs.push((name, bytes));
         }
+        refs.extend_from_slice(held);
         if !refs.is_empty()
             && let Value::Object(map) = &mut v
         {
-            map.insert("blobs".into(), Value::Array(refs));
+            let listed = refs
+                .iter()
+                .map(|r| json!({"p": r.pointer, "b": r.name, "n": r.bytes}))
+                .collect();
+            map.insert("blobs".into(), Value::Array(listed));
         }
         let plain = serde_json::to_vec(&v).map_err(|e| enc_err(e.to_string()))?;
         let ev_bytes = match self.key {
@@ -132,6 +146,7 @@ impl Codec<'_> {
         Ok(Encoded {
             line: journal::encode(&ev_bytes),
             blobs,
+            refs,
         })
     }
 
@@ -144,6 +159,27 @@ impl Codec<'_> {
         resolve_blobs: bool,
         warnings: &mut Vec<StoreWarning>,
     ) -> Result<Event, DecodeError> {
+        self.decode_with_refs(ev, resolve_blobs, warnings)
+            .map(|(e, _)| e)
+    }
+
+    /// [`Codec::decode`] with blobs resolved, and the references of the blobs that were
+    /// read back (pointers within the event), for keeping the event's turns by reference
+    /// ([`crate::held`]). A blob that is missing is not among them: its string stays `""`.
+    pub fn decode_held(
+        &self,
+        ev: &[u8],
+        warnings: &mut Vec<StoreWarning>,
+    ) -> Result<(Event, Vec<BlobRef>), DecodeError> {
+        self.decode_with_refs(ev, true, warnings)
+    }
+
+    fn decode_with_refs(
+        &self,
+        ev: &[u8],
+        resolve_blobs: bool,
+        warnings: &mut Vec<StoreWarning>,
+    ) -> Result<(Event, Vec<BlobRef>), DecodeError> {
         let corrupt = |r: String| DecodeError::Corrupt(r);
         let mut v: Value = if ev.starts_with(b"{\"enc\":") {
             let outer: Value = serde_json::from_slice(ev).map_err(|e| corrupt(e.to_string()))?;
@@ -159,27 +195,50 @@ impl Codec<'_> {
         } else {
             serde_json::from_slice(ev).map_err(|e| corrupt(e.to_string()))?
         };
+        let mut resolved = Vec::new();
         if let Some(Value::Array(refs)) = v.as_object_mut().and_then(|m| m.remove("blobs"))
             && resolve_blobs
         {
-            {
-                for r in refs {
-                    let (Some(p), Some(name)) = (r["p"].as_str(), r["b"].as_str()) else {
-                        return Err(corrupt("bad blob reference".into()));
-                    };
-                    let content = self.read_blob(name);
-                    let path = self.blobs_dir.join(name);
-                    match (content, v.pointer_mut(p)) {
-                        (Some(c), Some(slot)) => *slot = Value::String(c),
-                        _ => warnings.push(StoreWarning::BlobMissing {
-                            path,
+            for r in refs {
+                let (Some(p), Some(name)) = (r["p"].as_str(), r["b"].as_str()) else {
+                    return Err(corrupt("bad blob reference".into()));
+                };
+                let content = self.read_blob(name);
+                let path = self.blobs_dir.join(name);
+                match (content, v.pointer_mut(p)) {
+                    (Some(c), Some(slot)) => {
+                        *slot = Value::String(c);
+                        resolved.push(BlobRef {
                             pointer: p.to_owned(),
-                        }),
+                            name: name.to_owned(),
+                            bytes: r["n"].as_u64().unwrap_or(0),
+                        });
                     }
+                    _ => warnings.push(StoreWarning::BlobMissing {
+                        path,
+                        pointer: p.to_owned(),
+                    }),
                 }
             }
         }
-        serde_json::from_value(v).map_err(|e| corrupt(e.to_string()))
+        let event = serde_json::from_value(v).map_err(|e| corrupt(e.to_string()))?;
+        Ok((event, resolved))
+    }
+
+    /// `held` whole: its value with each of its blobs read back (a missing or mismatching
+    /// blob stays `""`, with a [`StoreWarning::BlobMissing`], as [`Codec::decode`] does).
+    pub fn resolve(&self, held: &Held, warnings: &mut Vec<StoreWarning>) -> Value {
+        let mut v = held.value.clone();
+        for b in &held.blobs {
+            match (self.read_blob(&b.name), v.pointer_mut(&b.pointer)) {
+                (Some(c), Some(slot)) => *slot = Value::String(c),
+                _ => warnings.push(StoreWarning::BlobMissing {
+                    path: self.blobs_dir.join(&b.name),
+                    pointer: b.pointer.clone(),
+                }),
+            }
+        }
+        v
     }
 
     fn read_blob(&self, name: &str) -> Option<String> {

@@ -22,6 +22,7 @@ pub mod config;
 pub mod crypto;
 pub mod error;
 pub mod fs;
+mod held;
 pub mod ids;
 pub mod journal;
 mod migrate;

@@ -7,6 +7,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::config::FIRST_PROMPT_CHARS;
+use crate::held::{BlobRef, Held, hold, refs_under};
 use crate::model::{
     Approvals, ChatTurn, DiffSession, ExecTurn, Extra, SessionContext, SessionMeta,
     SessionSnapshot, SessionStats, Telemetry, UiState,
@@ -227,7 +228,9 @@ pub(crate) struct State {
     pub created_utc: String,
     pub updated_utc: String,
     pub chat_base: u64,
-    pub chat: Vec<Value>,
+    /// The windowed chat turns, each with its long strings held by blob reference
+    /// ([`Held`]): read them whole through [`crate::codec::Codec::resolve`].
+    pub chat: Vec<Held>,
     /// The caller's form of each windowed chat turn, to tell whether the next snapshot
     /// changed it ([`Seen`]).
     pub chat_seen: Vec<Seen>,
@@ -253,12 +256,12 @@ pub(crate) enum Fps {
     Compute,
 }
 
-fn splice<T>(
+fn splice<L, T>(
     base: &mut u64,
-    list: &mut Vec<Value>,
+    list: &mut Vec<L>,
     fps: &mut Vec<T>,
     from: u64,
-    turns: Vec<Value>,
+    turns: Vec<L>,
     new_fps: Vec<T>,
     window: usize,
 ) {
@@ -283,7 +286,7 @@ fn splice<T>(
     trim(base, list, fps, window);
 }
 
-fn trim<T>(base: &mut u64, list: &mut Vec<Value>, fps: &mut Vec<T>, window: usize) {
+fn trim<L, T>(base: &mut u64, list: &mut Vec<L>, fps: &mut Vec<T>, window: usize) {
     if list.len() > window {
         let drop = list.len() - window;
         list.drain(..drop);
@@ -293,11 +296,12 @@ fn trim<T>(base: &mut u64, list: &mut Vec<Value>, fps: &mut Vec<T>, window: usiz
 }
 
 /// What [`State::chat_seen`] holds of a chat turn: up to this many bytes of text (64 KiB),
-/// the turn itself; past it, the turn's text length and fingerprint. A turn is already in
-/// memory once as its stored `Value` ([`State::chat`]); a second copy of a long turn's text
-/// doubled what a daemon kept per session: 50 sessions that each streamed a 60-second turn
-/// of 1,000 text chunks a second held 2 × 1.4 MB each (`benches/daemon.rs`, load;
-/// R-DAEMON-10). Chat turns are a few KB as a rule, so nearly every turn is still compared by
+/// the turn itself; past it, the turn's text length and fingerprint. The stored form of a
+/// long turn ([`State::chat`]) holds its text by blob reference, not in memory (`held.rs`);
+/// a copy here would hold it again: 50 sessions that each streamed a 60-second turn of 1,000
+/// text chunks a second would keep 1.4 MB each (`benches/daemon.rs`, load; R-DAEMON-10),
+/// as the two copies once did 2 × 1.4 MB. This length is the codec's default inline maximum
+/// (`blob_inline_max_bytes`). Chat turns are a few KB as a rule, so nearly every turn is still compared by
 /// equality (a memcmp, cheaper than hashing the window on every persist); a longer one is
 /// hashed only when its text has the length remembered.
 pub(crate) const SEEN_TEXT_BYTES: usize = 64 << 10;
@@ -352,13 +356,16 @@ impl State {
         self.exec_base + self.exec.len() as u64
     }
 
-    /// The full state with the last `window` turns of each list.
-    pub fn checkpoint(&self, window: usize) -> Checkpoint {
+    /// The full state with the last `window` turns of each list, and the blobs its chat
+    /// turns' long strings are held in (pointers within the checkpoint's journal event),
+    /// for the codec to name as they are ([`crate::codec::Codec::encode`]).
+    pub fn checkpoint(&self, window: usize) -> (Checkpoint, Vec<BlobRef>) {
         let cs = self.chat.len().saturating_sub(window);
         let es = self.exec.len().saturating_sub(window);
-        Checkpoint {
+        let chat = &self.chat[cs..];
+        let checkpoint = Checkpoint {
             chat_base: self.chat_base + cs as u64,
-            chat: self.chat[cs..].to_vec(),
+            chat: chat.iter().map(|t| t.value.clone()).collect(),
             exec_base: self.exec_base + es as u64,
             exec: self.exec[es..].to_vec(),
             sections: self.sections.clone(),
@@ -366,11 +373,28 @@ impl State {
             stats: self.stats.clone(),
             created_utc: self.created_utc.clone(),
             first_prompt: self.first_prompt.clone(),
-        }
+        };
+        (checkpoint, refs_under("/chat", chat))
     }
 
-    /// Folds one event in. `window` bounds the turns kept.
+    /// Folds one event in, holding every chat turn whole. `window` bounds the turns kept.
+    #[cfg(test)]
     pub fn apply(&mut self, seq: u64, utc: &str, body: Body, fps: Fps, window: usize) {
+        self.apply_held(seq, utc, body, fps, &[], window);
+    }
+
+    /// Folds one event in. `blobs` are the blobs the event's record names (pointers within
+    /// the event, as the codec gives them): the chat turns' strings among them are held by
+    /// reference ([`Held`]), not in memory. `window` bounds the turns kept.
+    pub fn apply_held(
+        &mut self,
+        seq: u64,
+        utc: &str,
+        body: Body,
+        fps: Fps,
+        blobs: &[BlobRef],
+        window: usize,
+    ) {
         self.seq = seq;
         self.updated_utc = utc.to_owned();
         match body {
@@ -380,7 +404,15 @@ impl State {
                 self.chat_seen = c.chat.iter().map(Seen::of_stored).collect();
                 self.exec_fp = c.exec.iter().map(fp_stored::<ExecTurn>).collect();
                 self.chat_base = c.chat_base;
-                self.chat = c.chat;
+                // An older checkpoint whose window starts at the transcript's start still
+                // tells where the first prompt is.
+                let first_prompt = match c.first_prompt {
+                    FirstPrompt::Unknown if c.chat_base == 0 => {
+                        FirstPrompt::None.after_splice(0, &c.chat)
+                    }
+                    known => known,
+                };
+                self.chat = hold("/chat", c.chat, blobs);
                 self.exec_base = c.exec_base;
                 self.exec = c.exec;
                 self.section_seen = c
@@ -391,14 +423,7 @@ impl State {
                 self.sections = c.sections;
                 self.meta = c.meta;
                 self.stats = c.stats;
-                self.first_prompt = match c.first_prompt {
-                    // An older checkpoint whose window starts at the transcript's start
-                    // still tells.
-                    FirstPrompt::Unknown if self.chat_base == 0 => {
-                        FirstPrompt::None.after_splice(0, &self.chat)
-                    }
-                    known => known,
-                };
+                self.first_prompt = first_prompt;
                 // A checkpoint may carry a longer window than this reader keeps.
                 trim(
                     &mut self.chat_base,
@@ -424,7 +449,7 @@ impl State {
                     &mut self.chat,
                     &mut self.chat_seen,
                     from,
-                    turns,
+                    hold("/turns", turns, blobs),
                     seen,
                     window,
                 );
@@ -559,7 +584,13 @@ mod tests {
             Fps::Compute,
             3,
         );
-        assert_eq!((s.chat_base, s.chat.clone()), (2, turns(2..5)));
+        assert_eq!(
+            (
+                s.chat_base,
+                s.chat.iter().map(|t| t.value.clone()).collect::<Vec<_>>()
+            ),
+            (2, turns(2..5))
+        );
         s.apply(
             2,
             "t",
@@ -570,7 +601,13 @@ mod tests {
             Fps::Compute,
             3,
         );
-        assert_eq!((s.chat_base, s.chat.clone()), (3, turns(3..6)));
+        assert_eq!(
+            (
+                s.chat_base,
+                s.chat.iter().map(|t| t.value.clone()).collect::<Vec<_>>()
+            ),
+            (3, turns(3..6))
+        );
         s.apply(
             3,
             "t",
@@ -582,7 +619,11 @@ mod tests {
             3,
         );
         assert_eq!(
-            (s.chat_base, s.chat.clone(), s.chat_total()),
+            (
+                s.chat_base,
+                s.chat.iter().map(|t| t.value.clone()).collect::<Vec<_>>(),
+                s.chat_total()
+            ),
             (3, turns(3..4), 4)
         );
         s.apply(
@@ -596,7 +637,11 @@ mod tests {
             3,
         );
         assert_eq!(
-            (s.chat_base, s.chat.clone(), s.chat_total()),
+            (
+                s.chat_base,
+                s.chat.iter().map(|t| t.value.clone()).collect::<Vec<_>>(),
+                s.chat_total()
+            ),
             (1, turns(1..2), 2)
         );
         assert_eq!(s.chat_seen.len(), s.chat.len());

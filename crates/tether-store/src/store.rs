@@ -21,6 +21,7 @@ use crate::config::{
 use crate::crypto::{Key, KeyProvider, KeychainKeyProvider};
 use crate::error::{StoreError, StoreWarning};
 use crate::fs::{AppendFile, Fs, LockGuard, RealFs};
+use crate::held::Held;
 use crate::ids::{Workspace, join_inside, validate_session_id};
 use crate::journal;
 use crate::model::{ChatTurn, ExecTurn, SessionMeta, SessionSnapshot, SessionStats};
@@ -643,7 +644,7 @@ impl Store {
                 m.journal.checkpoint_offset,
                 Some(m.journal.checkpoint_seq),
                 self.mem_window(),
-                true,
+                Blobs::Hold,
                 warnings,
             )?;
             if r.checkpoint_ok {
@@ -657,8 +658,15 @@ impl Store {
             Some(r) => r,
             None => match find_last_checkpoint(&codec, &jpath)? {
                 Some((off, len)) => {
-                    let r =
-                        replay_tail(&codec, &jpath, off, None, self.mem_window(), true, warnings)?;
+                    let r = replay_tail(
+                        &codec,
+                        &jpath,
+                        off,
+                        None,
+                        self.mem_window(),
+                        Blobs::Hold,
+                        warnings,
+                    )?;
                     (r, off, len)
                 }
                 None => {
@@ -869,14 +877,19 @@ impl Store {
         let codec = self.codec(&h.dir, &h.ws, &h.sid, h.key.as_ref());
         let mut lines = Vec::new();
         let mut blobs = Vec::new();
+        let mut refs = Vec::with_capacity(changes.len());
         for (seq, c) in (h.state.seq + 1..).zip(changes.iter()) {
-            let enc = codec.encode(&Event {
-                seq,
-                utc: utc.clone(),
-                body: c.body.clone(),
-            })?;
+            let enc = codec.encode(
+                &Event {
+                    seq,
+                    utc: utc.clone(),
+                    body: c.body.clone(),
+                },
+                &[],
+            )?;
             lines.extend_from_slice(&enc.line);
             blobs.extend(enc.blobs);
+            refs.push(enc.refs);
         }
         codec.write_blobs(&blobs)?;
         let jpath = h.dir.join(JOURNAL);
@@ -887,9 +900,11 @@ impl Store {
             .sync_data()
             .map_err(io("fdatasync journal", &jpath))?;
         let mut seq = h.state.seq;
-        for c in changes {
+        for (c, refs) in changes.into_iter().zip(refs) {
             seq += 1;
-            h.state.apply(seq, &utc, c.body, c.fps, self.mem_window());
+            // The blobs are durable now: the window holds the turns' long strings by them.
+            h.state
+                .apply_held(seq, &utc, c.body, c.fps, &refs, self.mem_window());
         }
         let codec = self.codec(&h.dir, &h.ws, &h.sid, h.key.as_ref());
         self.refill(&codec, &jpath, &mut h.state)?;
@@ -917,11 +932,17 @@ impl Store {
         let utc = self.now_utc();
         let seq = h.state.seq + 1;
         let codec = self.codec(&h.dir, &h.ws, &h.sid, h.key.as_ref());
-        let enc = codec.encode(&Event {
-            seq,
-            utc: utc.clone(),
-            body: Body::Checkpoint(Box::new(h.state.checkpoint(self.cfg.resume_window_turns))),
-        })?;
+        let (checkpoint, held) = h.state.checkpoint(self.cfg.resume_window_turns);
+        // The window's long strings are named by the blobs they are already in, durable
+        // since the records that first named them were acknowledged.
+        let enc = codec.encode(
+            &Event {
+                seq,
+                utc: utc.clone(),
+                body: Body::Checkpoint(Box::new(checkpoint)),
+            },
+            &held,
+        )?;
         codec.write_blobs(&enc.blobs)?;
         let jpath = h.dir.join(JOURNAL);
         let offset = h.journal_len;
@@ -971,7 +992,7 @@ impl Store {
             snap.chat_turns.iter().map(|t| t.id.as_str()),
             state.chat_base,
             &state.chat,
-            "id",
+            Held::id,
         ) {
             Located::At(base) => base,
             Located::NotInMemory => self
@@ -1003,7 +1024,7 @@ impl Store {
             snap.exec_turns.iter().map(|t| t.exec_id.as_str()),
             state.exec_base,
             &state.exec,
-            "execId",
+            |v| v.get("execId").and_then(Value::as_str),
         ) {
             Located::At(base) => base,
             Located::NotInMemory => self
@@ -1361,13 +1382,7 @@ impl Store {
             let h = self
                 .handle(&mut inner, ws, session_id, true, &mut warnings)?
                 .expect("create=true always yields a session");
-            let last_same = h
-                .state
-                .chat
-                .last()
-                .and_then(|v| v.get("id"))
-                .and_then(Value::as_str)
-                == Some(turn.id.as_str());
+            let last_same = h.state.chat.last().and_then(Held::id) == Some(turn.id.as_str());
             let from = h.state.chat_total() - u64::from(last_same);
             let mut v = serde_json::to_value(turn).map_err(enc_err("chat turn"))?;
             let redactions = redact_value(&mut v) as u64;
@@ -1513,10 +1528,12 @@ impl Store {
         match self.handle(&mut inner, ws, session_id, false, &mut warnings) {
             Ok(Some(h)) => {
                 let h: &Handle = h;
+                let codec = self.codec(&h.dir, ws, session_id, h.key.as_ref());
                 Ok(Some(self.build_loaded(
                     ws,
                     session_id,
                     &h.state,
+                    Some(&codec),
                     h.manifest.encryption.is_some(),
                     warnings,
                 )))
@@ -1532,7 +1549,7 @@ impl Store {
                         updated_utc: now,
                         ..State::default()
                     };
-                    let mut l = self.build_loaded(ws, session_id, &state, false, warnings);
+                    let mut l = self.build_loaded(ws, session_id, &state, None, false, warnings);
                     l.started_fresh = true;
                     return Ok(Some(l));
                 }
@@ -1587,6 +1604,11 @@ impl Store {
         let key = self.session_key(m.as_ref(), &dir)?;
         let codec = self.codec(&dir, ws, sid, key.as_ref());
         let window = self.mem_window();
+        let blobs = if resolve_blobs {
+            Blobs::Read
+        } else {
+            Blobs::Skip
+        };
         let mut replay = None;
         if let Some(m) = &m {
             let r = replay_tail(
@@ -1595,7 +1617,7 @@ impl Store {
                 m.journal.checkpoint_offset,
                 Some(m.journal.checkpoint_seq),
                 window,
-                resolve_blobs,
+                blobs,
                 warnings,
             )?;
             if r.checkpoint_ok {
@@ -1605,9 +1627,7 @@ impl Store {
         let r = match replay {
             Some(r) => r,
             None => match find_last_checkpoint(&codec, &jpath)? {
-                Some((off, _)) => {
-                    replay_tail(&codec, &jpath, off, None, window, resolve_blobs, warnings)?
-                }
+                Some((off, _)) => replay_tail(&codec, &jpath, off, None, window, blobs, warnings)?,
                 None => return Ok(None),
             },
         };
@@ -1635,14 +1655,20 @@ impl Store {
     ) -> Result<Option<LoadedSession>, StoreError> {
         Ok(self
             .read_only_state(ws, sid, true, &mut warnings)?
-            .map(|(state, encrypted)| self.build_loaded(ws, sid, &state, encrypted, warnings)))
+            .map(|(state, encrypted)| {
+                self.build_loaded(ws, sid, &state, None, encrypted, warnings)
+            }))
     }
 
+    /// The resume window of `state`. `codec` reads back the blobs its chat turns hold
+    /// their long strings in; `None` for a state that holds every turn whole (read
+    /// without opening the session: [`replay_tail`] without `hold`).
     fn build_loaded(
         &self,
         ws: &Workspace,
         sid: &str,
         state: &State,
+        codec: Option<&Codec<'_>>,
         encrypted: bool,
         mut warnings: Vec<StoreWarning>,
     ) -> LoadedSession {
@@ -1652,7 +1678,7 @@ impl Store {
         let exec_skip = state.exec.len().saturating_sub(w);
         let chat_turns: Vec<ChatTurn> = state.chat[chat_skip..]
             .iter()
-            .filter_map(|v| serde_json::from_value(v.clone()).ok())
+            .filter_map(|t| serde_json::from_value(whole(codec, t, &mut warnings)).ok())
             .collect();
         let exec_turns: Vec<ExecTurn> = state.exec[exec_skip..]
             .iter()
@@ -1822,20 +1848,29 @@ impl Store {
         let inner = self.inner();
         let key = (ws.id().to_owned(), session_id.to_owned());
         if let Some(h) = inner.handles.get(&key).filter(|h| !h.poisoned) {
-            let (total, base, held) = match list {
-                TurnList::Chat => (h.state.chat_total(), h.state.chat_base, &h.state.chat),
-                TurnList::Exec => (h.state.exec_total(), h.state.exec_base, &h.state.exec),
+            let (total, base) = match list {
+                TurnList::Chat => (h.state.chat_total(), h.state.chat_base),
+                TurnList::Exec => (h.state.exec_total(), h.state.exec_base),
             };
             let end = before.min(total);
             let start = end.saturating_sub(limit as u64);
             if start >= base {
                 let from = usize::try_from(start - base).unwrap_or(usize::MAX);
                 let upto = usize::try_from(end - base).unwrap_or(usize::MAX);
-                let turns = held
-                    .get(from..upto)
-                    .unwrap_or_default()
-                    .iter()
-                    .filter_map(|v| serde_json::from_value(v.clone()).ok())
+                let values: Vec<Value> = match list {
+                    TurnList::Chat => {
+                        let codec = self.codec(&h.dir, ws, session_id, h.key.as_ref());
+                        let mut warnings = Vec::new();
+                        let page = h.state.chat.get(from..upto).unwrap_or_default();
+                        page.iter()
+                            .map(|t| codec.resolve(t, &mut warnings))
+                            .collect()
+                    }
+                    TurnList::Exec => h.state.exec.get(from..upto).unwrap_or_default().to_vec(),
+                };
+                let turns = values
+                    .into_iter()
+                    .filter_map(|v| serde_json::from_value(v).ok())
                     .collect();
                 return Ok(TurnPage {
                     base: start,
@@ -1980,8 +2015,10 @@ impl Store {
             );
             return Ok(());
         }
-        let mut chat: Vec<Value> = older.into_values().collect();
-        let mut seen: Vec<Seen> = chat.iter().map(Seen::of_stored).collect();
+        let older: Vec<Value> = older.into_values().collect();
+        let mut seen: Vec<Seen> = older.iter().map(Seen::of_stored).collect();
+        // Rare (see above): these few turns are held whole.
+        let mut chat: Vec<Held> = older.into_iter().map(Held::whole).collect();
         chat.append(&mut state.chat);
         seen.append(&mut state.chat_seen);
         state.chat = chat;
@@ -2355,6 +2392,14 @@ fn nothing_written(trigger: PersistTrigger, coalesced: bool, started: Instant) -
     }
 }
 
+/// `turn` whole: read back through `codec` when it holds strings by blob reference.
+fn whole(codec: Option<&Codec<'_>>, turn: &Held, warnings: &mut Vec<StoreWarning>) -> Value {
+    match codec {
+        Some(c) => c.resolve(turn, warnings),
+        None => turn.value.clone(),
+    }
+}
+
 fn summary(sid: &str, s: &State, encrypted: bool) -> SessionSummary {
     SessionSummary {
         session_id: sid.to_owned(),
@@ -2440,25 +2485,25 @@ enum Located {
 /// in memory the answer is [`Located::NotInMemory`] and the caller asks the journal
 /// ([`Store::locate_in_journal`]); docs/protocol.md ("The restored window") states the
 /// contract.
-fn infer_base<'a>(
+fn infer_base<'a, T>(
     given: u64,
     ids: impl Iterator<Item = &'a str>,
     known_base: u64,
-    known: &[Value],
-    key: &str,
+    known: &[T],
+    id_of: fn(&T) -> Option<&str>,
 ) -> Located {
     if given != 0 || known.is_empty() {
         return Located::At(given);
     }
     let mut ids = ids.peekable();
     // Fast path: a session held from its start, and a snapshot that starts there too.
-    if known_base == 0 && ids.peek().copied() == known[0].get(key).and_then(Value::as_str) {
+    if known_base == 0 && ids.peek().copied() == id_of(&known[0]) {
         return Located::At(0);
     }
     let position: HashMap<&str, usize> = known
         .iter()
         .enumerate()
-        .filter_map(|(j, v)| Some((v.get(key)?.as_str()?, j)))
+        .filter_map(|(j, v)| Some((id_of(v)?, j)))
         .collect();
     for (k, id) in ids.enumerate() {
         if let Some(&j) = position.get(id) {
@@ -2573,6 +2618,18 @@ struct Replay {
     encrypted: bool,
 }
 
+/// What a replay does with the blobs the journal's records name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Blobs {
+    /// Not read: their strings are `""` (a listing needs none of them).
+    Skip,
+    /// Read back into the turns and sections that hold them.
+    Read,
+    /// Read back, and the window's chat turns keep them by reference ([`Held`]): the state
+    /// of a session held open for writing.
+    Hold,
+}
+
 /// Replays the journal from a checkpoint at `offset` to its end.
 fn replay_tail(
     codec: &Codec<'_>,
@@ -2580,7 +2637,7 @@ fn replay_tail(
     offset: u64,
     expect_seq: Option<u64>,
     window: usize,
-    resolve_blobs: bool,
+    blobs: Blobs,
     warnings: &mut Vec<StoreWarning>,
 ) -> Result<Replay, StoreError> {
     let mut state = State::default();
@@ -2594,8 +2651,14 @@ fn replay_tail(
         if first {
             encrypted = ev.starts_with(b"{\"enc\":");
         }
-        match codec.decode(ev, resolve_blobs, warnings) {
-            Ok(e) => {
+        let decoded = match blobs {
+            Blobs::Hold => codec.decode_held(ev, warnings),
+            Blobs::Read | Blobs::Skip => codec
+                .decode(ev, blobs == Blobs::Read, warnings)
+                .map(|e| (e, Vec::new())),
+        };
+        match decoded {
+            Ok((e, refs)) => {
                 if first {
                     first = false;
                     let is_ck = matches!(e.body, Body::Checkpoint(_));
@@ -2605,7 +2668,7 @@ fn replay_tail(
                     checkpoint_ok = true;
                     checkpoint_seq = e.seq;
                 }
-                state.apply(e.seq, &e.utc, e.body, Fps::Compute, window);
+                state.apply_held(e.seq, &e.utc, e.body, Fps::Compute, &refs, window);
                 true
             }
             Err(DecodeError::NeedKey) => {

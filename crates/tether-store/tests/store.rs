@@ -676,6 +676,102 @@ fn large_values_go_to_blobs_and_come_back() {
     assert_eq!(loaded.snapshot.diff_sessions, snap.diff_sessions);
 }
 
+/// A session held open keeps its long turns' text in their blob files, not in memory
+/// (R-DAEMON-10); every read path still gets the text: a resume and a history page from the
+/// open session, checkpoints written meanwhile (which name the blobs without reading them),
+/// and after a reopen, a resume, history pages and a full history read from the journal.
+/// Plain and encrypted sessions alike.
+#[test]
+fn long_turns_held_by_their_blobs_come_back_through_checkpoints_and_reopening() {
+    for encrypt in [false, true] {
+        let tmp = Tmp::new();
+        let ws = tmp.workspace();
+        let key = Key::random();
+        let cfg = || StoreConfig {
+            encrypt,
+            key_provider: Some(Arc::new(MemoryKeyProvider::with_key(key.clone()))),
+            blob_inline_max_bytes: 256,
+            checkpoint_min_bytes: 2_000,
+            resume_window_turns: 4,
+            ..config(&tmp.root())
+        };
+        let turns: Vec<ChatTurn> = (0..40u64)
+            .map(|i| match i % 3 {
+                0 => chat(i, &format!("short {i}")),
+                _ => chat(i, &format!("long turn {i}, line after line. ").repeat(40)),
+            })
+            .collect();
+        let sdir = tmp
+            .root()
+            .join("workspaces")
+            .join(ws.id())
+            .join("sessions")
+            .join(SID);
+        let checkpoint_offset = || {
+            let m: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(sdir.join("manifest.json")).unwrap())
+                    .unwrap();
+            m["journal"]["checkpointOffset"].as_u64().unwrap()
+        };
+        {
+            let store = Store::open(cfg()).unwrap();
+            assert_eq!(store.encrypting(), encrypt);
+            let mut last_checkpoint = 0;
+            let mut checkpoints = 0;
+            for (i, t) in turns.iter().enumerate() {
+                store.append_turn(&ws, SID, t, Instant::now()).unwrap();
+                if checkpoint_offset() != last_checkpoint {
+                    last_checkpoint = checkpoint_offset();
+                    checkpoints += 1;
+                }
+                if i % 7 == 6 {
+                    let loaded = store.load(&ws, SID).unwrap().unwrap();
+                    assert_eq!(
+                        loaded.snapshot.chat_turns,
+                        turns[i - 3..=i],
+                        "resume after turn {i} (encrypt: {encrypt})"
+                    );
+                    let page = store.chat_page(&ws, SID, i as u64, 5).unwrap();
+                    assert!(page.from_memory);
+                    assert_eq!(page.turns, turns[i - 5..i], "page before turn {i}");
+                }
+            }
+            assert!(checkpoints >= 3, "{checkpoints} checkpoints written");
+            // The caller's form of a held turn is still recognised as unchanged.
+            let window = SessionSnapshot {
+                chat_turns: turns[32..].to_vec(),
+                chat_turns_base: 32,
+                ..SessionSnapshot::default()
+            };
+            milestone(&store, &ws, &window);
+            assert_eq!(milestone(&store, &ws, &window).bytes, 0);
+        }
+        let store = Store::open(cfg()).unwrap();
+        let loaded = store.load(&ws, SID).unwrap().unwrap();
+        assert_eq!(
+            loaded.snapshot.chat_turns,
+            turns[36..],
+            "encrypt: {encrypt}"
+        );
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        let page = store.chat_page(&ws, SID, 40, 3).unwrap();
+        assert!(page.from_memory);
+        assert_eq!(page.turns, turns[37..]);
+        assert_eq!(store.chat_history(&ws, SID, 0, 40).unwrap(), turns);
+        let older = store.chat_page(&ws, SID, 10, 10).unwrap();
+        assert!(!older.from_memory);
+        assert_eq!(older.turns, turns[..10]);
+        for entry in walk(&sdir).into_iter().filter(|_| encrypt) {
+            let bytes = std::fs::read(&entry).unwrap();
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains("line after line"),
+                "plaintext in {}",
+                entry.display()
+            );
+        }
+    }
+}
+
 #[test]
 fn secrets_are_redacted_before_they_reach_disk_and_counted() {
     let tmp = Tmp::new();
