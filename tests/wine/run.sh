@@ -46,13 +46,6 @@ wine_gaps=(
   "an_agent_that_cannot_start_is_a_spawn_failure|unix-only: runs sh -c"
   "noise_on_stdout_is_skipped_and_the_stderr_tail_is_bounded|unix-only: runs sh -c"
   "ids::tests::normalization_is_lexical_and_stable|unix-only: '/home/u/proj' is not an absolute path on Windows"
-  "a_base_less_window_after_reopen_and_truncation_reads_back|unix-only: the simulated file system (SimFs) takes '/'-rooted paths only"
-  "a_window_without_its_base_below_the_memory_window_keeps_older_turns|unix-only: SimFs takes '/'-rooted paths only"
-  "persisted_snapshots_read_back_exactly|unix-only: SimFs takes '/'-rooted paths only"
-  "a_failing_disk_loses_nothing_acknowledged_and_saving_works_again|unix-only: SimFs takes '/'-rooted paths only"
-  "power_cut_at_every_operation_loses_no_acknowledged_write|unix-only: SimFs takes '/'-rooted paths only"
-  "power_cut_at_every_operation_loses_nothing_from_an_encrypted_session|unix-only: SimFs takes '/'-rooted paths only"
-  "three_consecutive_failures_switch_persistence_off_until_re_enabled|unix-only: SimFs takes '/'-rooted paths only"
 )
 
 triple=x86_64-pc-windows-gnu

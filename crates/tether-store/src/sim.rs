@@ -38,6 +38,19 @@ struct State {
     locks: HashSet<PathBuf>,
 }
 
+/// An absolute path in the simulated file system, the same on every OS: `rel` (`/`-separated,
+/// e.g. `data/tether`) under the platform's root ([`crate::sys::ROOT`]: `/data/tether` on Unix,
+/// `C:\data\tether` on Windows), so the store, which takes absolute paths only, accepts it
+/// wherever the tests run.
+#[must_use]
+pub fn sim_path(rel: &str) -> PathBuf {
+    rel.split('/')
+        .filter(|part| !part.is_empty())
+        .fold(PathBuf::from(crate::sys::ROOT), |path, part| {
+            path.join(part)
+        })
+}
+
 /// The simulated file system. Cloning shares the same tree.
 #[derive(Debug, Clone)]
 pub struct SimFs {
@@ -151,7 +164,9 @@ impl SimFs {
         let mut out = Vec::new();
         for c in path.components() {
             match c {
-                Component::RootDir => {}
+                // One tree for the whole simulated machine: a drive prefix (`C:` of
+                // [`sim_path`] on Windows) names no folder.
+                Component::Prefix(_) | Component::RootDir => {}
                 Component::Normal(n) => out.push(
                     n.to_str()
                         .ok_or_else(|| io::Error::other("non-UTF-8 path"))?

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use common::{chat, exec};
 use proptest::prelude::*;
-use tether_store::sim::SimFs;
+use tether_store::sim::{SimFs, sim_path};
 use tether_store::*;
 
 const WINDOW: usize = 4;
@@ -47,7 +47,7 @@ fn op() -> impl Strategy<Value = Op> {
 
 fn config(fs: &SimFs) -> StoreConfig {
     StoreConfig {
-        dir: Some("/store".into()),
+        dir: Some(sim_path("store")),
         fs: Some(Arc::new(fs.clone())),
         key_provider: Some(Arc::new(MemoryKeyProvider::unavailable("model"))),
         resume_window_turns: WINDOW,
@@ -81,7 +81,7 @@ proptest! {
 /// snapshot: whole (0), the window with its base (1), the window without it (2).
 fn check(ops: Vec<Op>, send: u8) -> Result<(), TestCaseError> {
     let fs = SimFs::new();
-    let ws = Workspace::new("/w").unwrap();
+    let ws = Workspace::new(sim_path("w")).unwrap();
     let mut store = Store::open(config(&fs)).unwrap();
     // The model: the whole transcript and the rest of the snapshot.
     let mut model = common::snapshot(0);

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use tether_store::sim::SimFs;
+use tether_store::sim::{SimFs, sim_path};
 use tether_store::*;
 
 const SID: &str = "s1";
@@ -286,7 +286,7 @@ fn sim_config(fs: &SimFs) -> StoreConfig {
 /// `key`: encrypt at rest with this key (the same key across reopenings).
 fn sim_config_with(fs: &SimFs, key: Option<&Key>) -> StoreConfig {
     StoreConfig {
-        dir: Some("/data/tether".into()),
+        dir: Some(sim_path("data/tether")),
         fs: Some(Arc::new(fs.clone())),
         encrypt: key.is_some(),
         key_provider: Some(match key {
@@ -317,7 +317,7 @@ fn a_failing_disk_loses_nothing_acknowledged_and_saving_works_again() {
     for (kind, failures, disables) in table {
         let fs = SimFs::new();
         let store = Store::open(sim_config(&fs)).unwrap();
-        let ws = Workspace::new("/w").unwrap();
+        let ws = Workspace::new(sim_path("w")).unwrap();
         let mut snap = snapshot(0);
         snap.chat_turns = (0..3).map(expected_turn).collect();
         store
@@ -411,7 +411,7 @@ fn a_failing_disk_loses_nothing_acknowledged_and_saving_works_again() {
 fn three_consecutive_failures_switch_persistence_off_until_re_enabled() {
     let fs = SimFs::new();
     let store = Store::open(sim_config(&fs)).unwrap();
-    let ws = Workspace::new("/w").unwrap();
+    let ws = Workspace::new(sim_path("w")).unwrap();
     store
         .persist(
             &ws,
@@ -612,7 +612,7 @@ fn power_cuts(key: Option<&Key>) {
     let probe = SimFs::new();
     {
         let store = Store::open(sim_config_with(&probe, key)).unwrap();
-        let a = workload(&store, &Workspace::new("/w").unwrap(), steps);
+        let a = workload(&store, &Workspace::new(sim_path("w")).unwrap(), steps);
         assert_eq!((a.turns, a.resumes), (40, 10), "the full run succeeds");
     }
     let total_ops = probe.ops();
@@ -628,7 +628,7 @@ fn power_cuts(key: Option<&Key>) {
     let mut cuts = 0;
     for (crash_at, seed) in plan.points() {
         let fs = SimFs::new();
-        let ws = Workspace::new("/w").unwrap();
+        let ws = Workspace::new(sim_path("w")).unwrap();
         let acked = match Store::open(sim_config_with(&fs, key)) {
             Ok(store) => {
                 fs.crash_after(crash_at);

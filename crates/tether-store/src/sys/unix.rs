@@ -71,3 +71,6 @@ pub fn os_bytes(s: &std::ffi::OsStr) -> Vec<u8> {
     use std::os::unix::ffi::OsStrExt;
     s.as_bytes().to_vec()
 }
+
+/// The root of an absolute path: `/`.
+pub const ROOT: &str = "/";

@@ -61,3 +61,7 @@ pub fn rename(from: &Path, to: &Path) -> io::Result<()> {
 pub fn os_bytes(s: &std::ffi::OsStr) -> Vec<u8> {
     s.to_string_lossy().as_bytes().to_vec()
 }
+
+/// The root of an absolute path: a drive's (`C:\\`; a path without one, `\\x`, is relative
+/// to the current drive on Windows).
+pub const ROOT: &str = "C:\\";
