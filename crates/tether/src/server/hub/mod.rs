@@ -49,6 +49,7 @@ pub use attach::AttachPoint;
 use attempt::Attached;
 use background::{flusher, idle_reaper};
 use carry::Carry;
+pub use carry::{CARRIED_FROM, MAX_CARRY_CHAIN};
 use print::PrintSession;
 use prompt::prompt_text;
 use turns::TurnOf;
