@@ -394,9 +394,23 @@ impl AcpProcess {
     /// # Errors
     /// As [`AcpProcess::request`].
     pub async fn initialize(&self, timeout: Duration) -> Result<Value, AcpError> {
+        let capabilities =
+            json!({"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": false});
+        self.initialize_with(capabilities, timeout).await
+    }
+
+    /// `initialize` with `capabilities` as its `clientCapabilities` (`{}`: none offered).
+    ///
+    /// # Errors
+    /// As [`AcpProcess::request`].
+    pub async fn initialize_with(
+        &self,
+        capabilities: Value,
+        timeout: Duration,
+    ) -> Result<Value, AcpError> {
         let params = json!({
             "protocolVersion": PROTOCOL_VERSION,
-            "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": false},
+            "clientCapabilities": capabilities,
             "clientInfo": {"name": "tether-testkit", "title": "Tether test kit", "version": env!("CARGO_PKG_VERSION")},
         });
         Ok(self.request("initialize", params, timeout).await?.result)
@@ -633,8 +647,9 @@ fn answer_agent_request(method: &str, params: &Value) -> Result<Value, Value> {
                 .get("content")
                 .and_then(Value::as_str)
                 .unwrap_or_default();
+            // ACP's `WriteTextFileResponse`: an object, empty here.
             std::fs::write(path, content)
-                .map(|()| Value::Null)
+                .map(|()| json!({}))
                 .map_err(|e| json!({"code": -32603, "message": format!("Internal error: writing {path}: {e}")}))
         }
         _ => Err(json!({"code": -32601, "message": format!("Method not found: {method}")})),

@@ -4,13 +4,14 @@
 //! `user_message_chunk` / `agent_message_chunk` updates (R-ACP-3); a rate-limit or backoff
 //! wait shows as an `agent_thought_chunk` "rate limited; retrying at 13:02" (R-ACP-5); a
 //! session carried over shows one notice (R-ACP-4); an agent's permission question goes to
-//! the client as `session/request_permission` and its answer back (R-ACP-2).
+//! the client as `session/request_permission` and its answer back, and so do its
+//! `fs/read_text_file` / `fs/write_text_file` when the client offers them (R-ACP-2).
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use agent_client_protocol::v1::schema::McpServer;
+use agent_client_protocol::v1::schema::{ClientCapabilities, McpServer};
 use chrono::{DateTime, Local, TimeDelta};
 use serde_json::{Value, json};
 
@@ -48,6 +49,9 @@ pub struct State {
     /// (`Hub::carried_history`), by hub session, read for the load now running: replayed
     /// before the session's own transcript (R-ACP-3).
     earlier: Mutex<HashMap<String, Vec<Value>>>,
+    /// What the client said it offers in `initialize` (ACP `clientCapabilities`): the
+    /// agent's requests for a service it offers go to it (R-ACP-2).
+    capabilities: Mutex<ClientCapabilities>,
 }
 
 impl State {
@@ -63,6 +67,24 @@ impl State {
             cwds: Mutex::default(),
             mcp: Mutex::default(),
             earlier: Mutex::default(),
+            capabilities: Mutex::default(),
+        }
+    }
+
+    /// Records the client's `clientCapabilities` of `initialize`.
+    pub fn set_capabilities(&self, capabilities: ClientCapabilities) {
+        *lock(&self.capabilities) = capabilities;
+    }
+
+    /// Whether the client offers the ACP client method `method` (`fs/read_text_file` with
+    /// `fs.readTextFile`, `fs/write_text_file` with `fs.writeTextFile`).
+    #[must_use]
+    pub fn offers(&self, method: &str) -> bool {
+        let caps = lock(&self.capabilities);
+        match method {
+            "fs/read_text_file" => caps.fs.read_text_file,
+            "fs/write_text_file" => caps.fs.write_text_file,
+            _ => false,
         }
     }
 
@@ -285,6 +307,29 @@ impl Renderer {
                         Err(error) => {
                             tracing::warn!(%error, "the client failed the permission request");
                             answer.decline(None);
+                        }
+                    }
+                });
+            }
+            Event::ClientRequest {
+                method,
+                params,
+                answer,
+            } => {
+                if !self.state.offers(method) || !answer.claim() {
+                    return;
+                }
+                let mut params = params.clone();
+                params["sessionId"] = json!(client);
+                let (peer, answer, method) = (self.peer.clone(), answer.clone(), method.clone());
+                tokio::spawn(async move {
+                    match peer.request(&method, params).await {
+                        Err(error) if error == super::rpc::gone() => {
+                            tracing::info!(%method, "the client went away before it answered");
+                            answer.send(None);
+                        }
+                        outcome => {
+                            answer.send(Some(outcome));
                         }
                     }
                 });

@@ -126,6 +126,8 @@ impl Front {
     async fn initialize(&self, params: Value) -> Result<Value, RpcError> {
         let request: InitializeRequest = parse(params)?;
         let version = request.protocol_version.min(ProtocolVersion::V1);
+        self.state
+            .set_capabilities(request.client_capabilities.clone());
         let cwd = std::env::current_dir().unwrap_or_default();
         let probe = self
             .as_client(None, self.hub.agent_initialize(self.agent.as_deref(), &cwd))

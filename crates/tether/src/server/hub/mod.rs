@@ -532,6 +532,9 @@ impl Hub {
             // An answer to initialize / session/new / load / resume is awaited as long as
             // silence mid-turn is (R-PROC-6; a reply that never comes must reach the editor).
             request_timeout: Duration::from_secs(self.config.watchdog_secs),
+            // The session's pump reads every event; an ACP client may take the agent's
+            // file requests (R-ACP-2, `live::client_request`).
+            offer_client_requests: true,
             ..AcpOptions::default()
         })
     }
