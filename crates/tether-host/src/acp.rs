@@ -105,6 +105,12 @@ pub struct AcpOptions {
     /// that may pass them on to a client does (R-ACP-2). An event left unread leaves the
     /// agent waiting.
     pub offer_client_requests: bool,
+    /// Tell the agent at `initialize` that the client offers terminals
+    /// (`clientCapabilities.terminal`; false by default): its `terminal/*` requests are then
+    /// offered as [`SessionEvent::ClientRequest`] (with
+    /// [`Self::offer_client_requests`]), and answered "method not found" when nobody takes
+    /// them, as they are without it.
+    pub terminal: bool,
 }
 
 impl Default for AcpOptions {
@@ -113,6 +119,7 @@ impl Default for AcpOptions {
             base_env: None,
             mcp_servers: Vec::new(),
             offer_client_requests: false,
+            terminal: false,
             registry: None,
             hang_after: DEFAULT_HANG_AFTER,
             event_capacity: DEFAULT_EVENT_CAPACITY,
@@ -185,9 +192,10 @@ pub enum SessionEvent {
     /// request, `session/cancel`, or the agent exiting answer `cancelled`.
     Permission(PermissionRequest),
     /// The agent asks for one of the client's own services (`fs/read_text_file`,
-    /// `fs/write_text_file`), with [`AcpOptions::offer_client_requests`] only: answer with
-    /// [`ClientRequest::reply`] (a client's answer, passed on as it is); dropping the
-    /// request unanswered has the host answer it itself, within the session's workspace.
+    /// `fs/write_text_file`, `terminal/*`), with [`AcpOptions::offer_client_requests`]
+    /// only: answer with [`ClientRequest::reply`] (a client's answer, passed on as it is);
+    /// dropping the request unanswered has the host answer it itself: a file within the
+    /// session's workspace, a terminal "method not found".
     ClientRequest(ClientRequest),
     /// The watchdog: the agent has been silent mid-turn for longer than
     /// [`AcpOptions::hang_after`]. Nothing was killed; the caller decides. Reported once per
@@ -578,9 +586,11 @@ impl AcpConnection {
         let mut conn = Self::connect(Some(process), watch, io.stdout, io.stdin, &options);
         let request = InitializeRequest::new(ProtocolVersion::V1)
             .client_capabilities(
-                ClientCapabilities::new().fs(FileSystemCapabilities::new()
-                    .read_text_file(true)
-                    .write_text_file(true)),
+                ClientCapabilities::new()
+                    .fs(FileSystemCapabilities::new()
+                        .read_text_file(true)
+                        .write_text_file(true))
+                    .terminal(options.terminal),
             )
             .client_info(Implementation::new(
                 options.client_name,
@@ -1482,6 +1492,34 @@ async fn handle_agent_request(inner: &Arc<Inner>, method: &str, id: Value, param
                     id,
                     result.map_err(|e| (e.code, e.message, Some(e.data))),
                 );
+            });
+        }
+        terminal if terminal.starts_with("terminal/") && inner.offer_client_requests => {
+            let tx = lock(&inner.sessions).get(&sid).map(|s| s.events.clone());
+            let not_found = (-32601, format!("method not found: {terminal}"), None);
+            let Some(tx) = tx else {
+                respond(inner, id, Err(not_found));
+                return;
+            };
+            let (reply_tx, reply_rx) = oneshot::channel();
+            let request = ClientRequest {
+                method: terminal.to_owned(),
+                params: params.clone(),
+                reply: reply_tx,
+            };
+            deliver(inner, &tx, SessionEvent::ClientRequest(request)).await;
+            let inner = inner.clone();
+            tokio::spawn(async move {
+                let answer = match reply_rx.await {
+                    Ok(answer) => answer.map_err(|e| {
+                        let code = e["code"].as_i64().unwrap_or(-32603);
+                        let message = e["message"].as_str().unwrap_or_default().to_owned();
+                        (code, message, e.get("data").cloned())
+                    }),
+                    // Nobody offers a terminal: as without the capability.
+                    Err(_) => Err(not_found),
+                };
+                respond(&inner, id, answer);
             });
         }
         other => respond(

@@ -77,13 +77,15 @@ impl State {
     }
 
     /// Whether the client offers the ACP client method `method` (`fs/read_text_file` with
-    /// `fs.readTextFile`, `fs/write_text_file` with `fs.writeTextFile`).
+    /// `fs.readTextFile`, `fs/write_text_file` with `fs.writeTextFile`, `terminal/*` with
+    /// `terminal`).
     #[must_use]
     pub fn offers(&self, method: &str) -> bool {
         let caps = lock(&self.capabilities);
         match method {
             "fs/read_text_file" => caps.fs.read_text_file,
             "fs/write_text_file" => caps.fs.write_text_file,
+            terminal if terminal.starts_with("terminal/") => caps.terminal,
             _ => false,
         }
     }

@@ -76,13 +76,15 @@ fn failed(result: &ResumeResult) -> RpcError {
 }
 
 impl Front {
-    /// Runs `call` with this client's environment for the agents it starts, and the MCP
-    /// servers it gave for hub session `hub_id` (none for `None`).
+    /// Runs `call` with this client's environment for the agents it starts, the MCP
+    /// servers it gave for hub session `hub_id` (none for `None`), and whether it offers
+    /// them a terminal (R-ACP-2).
     async fn as_client<F: std::future::Future>(&self, hub_id: Option<&str>, call: F) -> F::Output {
         let mcp = hub_id
             .map(|h| self.state.mcp_servers(&self.state.client_id(h)))
             .unwrap_or_default();
         let call = crate::server::hub::with_client_mcp(mcp, call);
+        let call = crate::server::hub::with_client_terminal(self.state.offers("terminal/"), call);
         crate::server::hub::with_client_env(self.client_env.clone(), call).await
     }
 

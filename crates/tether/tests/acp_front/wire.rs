@@ -51,6 +51,14 @@ fn check_type(name: &str, value: &Value) -> Result<(), String> {
         "RequestPermissionResponse" => strict::<acp::RequestPermissionResponse>(value),
         "ReadTextFileRequest" => strict::<acp::ReadTextFileRequest>(value),
         "WriteTextFileRequest" => strict::<acp::WriteTextFileRequest>(value),
+        "CreateTerminalRequest" => strict::<acp::CreateTerminalRequest>(value),
+        "CreateTerminalResponse" => strict::<acp::CreateTerminalResponse>(value),
+        "WaitForTerminalExitRequest" => strict::<acp::WaitForTerminalExitRequest>(value),
+        "WaitForTerminalExitResponse" => strict::<acp::WaitForTerminalExitResponse>(value),
+        "TerminalOutputRequest" => strict::<acp::TerminalOutputRequest>(value),
+        "TerminalOutputResponse" => strict::<acp::TerminalOutputResponse>(value),
+        "ReleaseTerminalRequest" => strict::<acp::ReleaseTerminalRequest>(value),
+        "ReleaseTerminalResponse" => strict::<acp::ReleaseTerminalResponse>(value),
         "ReadTextFileResponse" => strict::<acp::ReadTextFileResponse>(value),
         "WriteTextFileResponse" => strict::<acp::WriteTextFileResponse>(value),
         "Error" => strict::<acp::Error>(value),
@@ -433,8 +441,8 @@ async fn a_client_attaching_to_a_live_session_gets_the_mode_in_force() {
 /// For a client that offers no file access, the agent's `fs/*` requests are answered by the
 /// hub within the session's workspace, as for editors: a read inside it gets the file, one
 /// outside it an error, a write lands on disk; the client is not asked. The agent is
-/// offered file access and no terminal, and a `terminal/create` it sends all the same is
-/// refused as an unknown method (R-ACP-2).
+/// offered file access and, the client offering none, no terminal, and a `terminal/create`
+/// it sends all the same is refused as an unknown method (R-ACP-2).
 #[tokio::test]
 async fn without_client_file_access_the_hub_answers_in_the_workspace_and_no_terminal_is_offered() {
     let mut acp = Acp::new();
@@ -589,6 +597,69 @@ async fn the_agents_file_requests_go_to_a_client_that_offers_file_access() {
         reader.agent_requests()
     );
     reader.shutdown().await;
+}
+
+/// A client that offers terminals (`clientCapabilities.terminal`) has the agent told so at
+/// `initialize`, and the agent's `terminal/create`, `terminal/wait_for_exit`,
+/// `terminal/output` and `terminal/release` go to it under the session id it knows, its
+/// answers back to the agent: the command runs where the client runs it (R-ACP-2).
+#[tokio::test]
+async fn the_agents_terminal_requests_go_to_a_client_that_offers_terminals() {
+    let mut acp = Acp::new();
+    acp.world.script(json!([
+        {"method": "session/prompt", "calls": [1], "action": {"kind": "terminal", "command": "echo", "args": ["hi there"]}}
+    ]));
+    let offered = json!({"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": true});
+    let mut client = acp.client_offering(Remote::Off, offered).await;
+    let sid = client.new_session(acp.ws(), STEP).await.unwrap();
+    let got = replies(&client, &sid, &["run"]).await;
+    assert_eq!(got, ["terminal exited 0: hi there\n"], "the client ran it");
+    let asked = client.agent_requests();
+    let methods: Vec<&str> = asked.iter().map(|(m, _)| m.as_str()).collect();
+    assert_eq!(
+        methods,
+        [
+            "terminal/create",
+            "terminal/wait_for_exit",
+            "terminal/output",
+            "terminal/release"
+        ]
+    );
+    assert!(
+        asked.iter().all(|(_, p)| p["sessionId"] == sid.as_str()),
+        "{asked:?}"
+    );
+    assert_eq!(asked[0].1["command"], "echo");
+    // What went each way is ACP: the requests to the client, the client's answers to the
+    // agent (in the order asked), each read as its schema type and written back unchanged.
+    let answers: Vec<Value> = acp
+        .received()
+        .into_iter()
+        .filter(|m| m.get("method").is_none() && m.get("result").is_some())
+        .map(|m| m["result"].clone())
+        .collect();
+    assert_eq!(answers.len(), 4, "{answers:?}");
+    let names = [
+        ("CreateTerminalRequest", "CreateTerminalResponse"),
+        ("WaitForTerminalExitRequest", "WaitForTerminalExitResponse"),
+        ("TerminalOutputRequest", "TerminalOutputResponse"),
+        ("ReleaseTerminalRequest", "ReleaseTerminalResponse"),
+    ];
+    for (((request, response), (_, params)), answer) in names.iter().zip(&asked).zip(&answers) {
+        check_type(request, params).unwrap();
+        check_type(response, answer).unwrap();
+    }
+    let inits: Vec<Value> = acp
+        .received()
+        .into_iter()
+        .filter(|m| m["method"] == "initialize")
+        .collect();
+    let session_agent = inits.last().expect("the session's agent was initialized");
+    assert_eq!(
+        session_agent["params"]["clientCapabilities"]["terminal"], true,
+        "{session_agent}"
+    );
+    client.shutdown().await;
 }
 
 /// The MCP servers the client gives in `session/new` reach the agent with it, and with the

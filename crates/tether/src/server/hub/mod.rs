@@ -230,6 +230,20 @@ pub async fn with_client_mcp<F: std::future::Future>(
     CLIENT_MCP.scope(servers, call).await
 }
 
+tokio::task_local! {
+    /// Whether the ACP client whose request runs offers terminals (ACP
+    /// `clientCapabilities.terminal`, R-ACP-2): agents started while it runs are told so at
+    /// `initialize`, and their `terminal/*` requests go to the client. The ACP front sets it
+    /// around each call ([`with_client_terminal`]); editors offer none.
+    static CLIENT_TERMINAL: bool;
+}
+
+/// Runs `call` with `offered` as whether the agents it starts get a terminal
+/// ([`CLIENT_TERMINAL`]).
+pub async fn with_client_terminal<F: std::future::Future>(offered: bool, call: F) -> F::Output {
+    CLIENT_TERMINAL.scope(offered, call).await
+}
+
 /// The MCP servers of the request that runs (none when the front gave none).
 fn client_mcp() -> Vec<agent_client_protocol::v1::schema::McpServer> {
     CLIENT_MCP.try_with(Clone::clone).unwrap_or_default()
@@ -535,6 +549,7 @@ impl Hub {
             // The session's pump reads every event; an ACP client may take the agent's
             // file requests (R-ACP-2, `live::client_request`).
             offer_client_requests: true,
+            terminal: CLIENT_TERMINAL.try_with(|t| *t).unwrap_or(false),
             ..AcpOptions::default()
         })
     }
