@@ -210,8 +210,14 @@ impl Front {
         self.state.set_cwd(&client, &request.cwd);
         self.state.set_mcp_servers(&client, request.mcp_servers);
         // A session carried over from others (the agent lost them) replays their turns
-        // first, from their archived caches (R-ACP-3).
-        let earlier = self.hub.carried_history(&request.cwd, &hub_id).await;
+        // first, from their archived caches (R-ACP-3). Only a client id that reaches
+        // another hub session was carried over: the others are not read for a link (that
+        // read streams the session's journal when it is not open).
+        let earlier = if hub_id == client {
+            Vec::new()
+        } else {
+            self.hub.carried_history(&request.cwd, &hub_id).await
+        };
         let earlier = earlier
             .iter()
             .filter_map(|turn| serde_json::to_value(turn).ok())
