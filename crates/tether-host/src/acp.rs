@@ -99,6 +99,18 @@ pub struct AcpOptions {
     /// `session/resume` on this connection (ACP `mcpServers`; none by default): those an
     /// ACP client gave for its session (R-ACP-2).
     pub mcp_servers: Vec<McpServer>,
+    /// Offer the agent's `fs/*` requests on the session's events first
+    /// ([`SessionEvent::ClientRequest`]) instead of answering them at once within the
+    /// workspace (false by default): for a consumer that reads every event, as the one
+    /// that may pass them on to a client does (R-ACP-2). An event left unread leaves the
+    /// agent waiting.
+    pub offer_client_requests: bool,
+    /// Tell the agent at `initialize` that the client offers terminals
+    /// (`clientCapabilities.terminal`; false by default): its `terminal/*` requests are then
+    /// offered as [`SessionEvent::ClientRequest`] (with
+    /// [`Self::offer_client_requests`]), and answered "method not found" when nobody takes
+    /// them, as they are without it.
+    pub terminal: bool,
 }
 
 impl Default for AcpOptions {
@@ -106,6 +118,8 @@ impl Default for AcpOptions {
         Self {
             base_env: None,
             mcp_servers: Vec::new(),
+            offer_client_requests: false,
+            terminal: false,
             registry: None,
             hang_after: DEFAULT_HANG_AFTER,
             event_capacity: DEFAULT_EVENT_CAPACITY,
@@ -177,6 +191,12 @@ pub enum SessionEvent {
     /// The agent asks permission; answer with [`PermissionRequest::reply`]. Dropping the
     /// request, `session/cancel`, or the agent exiting answer `cancelled`.
     Permission(PermissionRequest),
+    /// The agent asks for one of the client's own services (`fs/read_text_file`,
+    /// `fs/write_text_file`, `terminal/*`), with [`AcpOptions::offer_client_requests`]
+    /// only: answer with [`ClientRequest::reply`] (a client's answer, passed on as it is);
+    /// dropping the request unanswered has the host answer it itself: a file within the
+    /// session's workspace, a terminal "method not found".
+    ClientRequest(ClientRequest),
     /// The watchdog: the agent has been silent mid-turn for longer than
     /// [`AcpOptions::hang_after`]. Nothing was killed; the caller decides. Reported once per
     /// silence.
@@ -192,6 +212,24 @@ pub struct PermissionRequest {
     /// The request's params (`{sessionId, toolCall, options: [{optionId, name, kind}]}`).
     pub params: Value,
     reply: oneshot::Sender<PermissionDecision>,
+}
+
+/// A forwarded `fs/read_text_file` or `fs/write_text_file` ([`SessionEvent::ClientRequest`]).
+#[derive(Debug)]
+pub struct ClientRequest {
+    /// The method, e.g. `fs/read_text_file`.
+    pub method: String,
+    /// The request's params as the agent sent them (`{sessionId, path, …}`).
+    pub params: Value,
+    reply: oneshot::Sender<Result<Value, Value>>,
+}
+
+impl ClientRequest {
+    /// Answers the agent: `Ok(result)` or `Err(error object)` (`{code, message, data?}`),
+    /// sent as they are. Returns false when the agent no longer waits (it exited).
+    pub fn reply(self, answer: Result<Value, Value>) -> bool {
+        self.reply.send(answer).is_ok()
+    }
 }
 
 /// The answer to a permission request.
@@ -436,6 +474,8 @@ struct Inner {
     capacity: usize,
     /// [`AcpOptions::mcp_servers`].
     mcp_servers: Vec<McpServer>,
+    /// [`AcpOptions::offer_client_requests`].
+    offer_client_requests: bool,
     process: ProcessWatch,
 }
 
@@ -546,9 +586,11 @@ impl AcpConnection {
         let mut conn = Self::connect(Some(process), watch, io.stdout, io.stdin, &options);
         let request = InitializeRequest::new(ProtocolVersion::V1)
             .client_capabilities(
-                ClientCapabilities::new().fs(FileSystemCapabilities::new()
-                    .read_text_file(true)
-                    .write_text_file(true)),
+                ClientCapabilities::new()
+                    .fs(FileSystemCapabilities::new()
+                        .read_text_file(true)
+                        .write_text_file(true))
+                    .terminal(options.terminal),
             )
             .client_info(Implementation::new(
                 options.client_name,
@@ -604,6 +646,7 @@ impl AcpConnection {
             request_timeout: options.request_timeout,
             capacity: options.event_capacity.max(1),
             mcp_servers: options.mcp_servers.clone(),
+            offer_client_requests: options.offer_client_requests,
             process: watch,
         });
         let tasks = vec![
@@ -1375,8 +1418,10 @@ async fn handle_agent_request(inner: &Arc<Inner>, method: &str, id: Value, param
             });
         }
         "fs/read_text_file" | "fs/write_text_file" => {
-            let fs = lock(&inner.sessions).get(&sid).and_then(|s| s.fs.clone());
-            let Some(fs) = fs else {
+            let found = lock(&inner.sessions)
+                .get(&sid)
+                .map(|s| (s.events.clone(), s.fs.clone()));
+            let Some((tx, fs)) = found else {
                 respond(
                     inner,
                     id,
@@ -1388,10 +1433,44 @@ async fn handle_agent_request(inner: &Arc<Inner>, method: &str, id: Value, param
                 );
                 return;
             };
+            // Offered first to whoever consumes the session's events (a client with the
+            // capability), when asked to; answered here when they do not take it.
+            let (reply_tx, reply_rx) = oneshot::channel();
+            if inner.offer_client_requests {
+                let request = ClientRequest {
+                    method: method.to_owned(),
+                    params: params.clone(),
+                    reply: reply_tx,
+                };
+                deliver(inner, &tx, SessionEvent::ClientRequest(request)).await;
+            } else {
+                drop(reply_tx);
+            }
             let inner = inner.clone();
             let method = method.to_owned();
             let params = params.clone();
             tokio::spawn(async move {
+                if let Ok(answer) = reply_rx.await {
+                    let answer = answer.map_err(|e| {
+                        let code = e["code"].as_i64().unwrap_or(-32603);
+                        let message = e["message"].as_str().unwrap_or_default().to_owned();
+                        (code, message, e.get("data").cloned())
+                    });
+                    respond(&inner, id, answer);
+                    return;
+                }
+                let Some(fs) = fs else {
+                    respond(
+                        &inner,
+                        id,
+                        Err((
+                            -32603,
+                            "the session has no workspace to read in".into(),
+                            None,
+                        )),
+                    );
+                    return;
+                };
                 let path = PathBuf::from(params["path"].as_str().unwrap_or_default());
                 let result = if method == "fs/read_text_file" {
                     let n = |k: &str| params[k].as_u64().and_then(|v| u32::try_from(v).ok());
@@ -1413,6 +1492,34 @@ async fn handle_agent_request(inner: &Arc<Inner>, method: &str, id: Value, param
                     id,
                     result.map_err(|e| (e.code, e.message, Some(e.data))),
                 );
+            });
+        }
+        terminal if terminal.starts_with("terminal/") && inner.offer_client_requests => {
+            let tx = lock(&inner.sessions).get(&sid).map(|s| s.events.clone());
+            let not_found = (-32601, format!("method not found: {terminal}"), None);
+            let Some(tx) = tx else {
+                respond(inner, id, Err(not_found));
+                return;
+            };
+            let (reply_tx, reply_rx) = oneshot::channel();
+            let request = ClientRequest {
+                method: terminal.to_owned(),
+                params: params.clone(),
+                reply: reply_tx,
+            };
+            deliver(inner, &tx, SessionEvent::ClientRequest(request)).await;
+            let inner = inner.clone();
+            tokio::spawn(async move {
+                let answer = match reply_rx.await {
+                    Ok(answer) => answer.map_err(|e| {
+                        let code = e["code"].as_i64().unwrap_or(-32603);
+                        let message = e["message"].as_str().unwrap_or_default().to_owned();
+                        (code, message, e.get("data").cloned())
+                    }),
+                    // Nobody offers a terminal: as without the capability.
+                    Err(_) => Err(not_found),
+                };
+                respond(&inner, id, answer);
             });
         }
         other => respond(

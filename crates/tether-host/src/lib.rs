@@ -35,7 +35,7 @@ pub mod sys;
 pub mod tools;
 
 pub use acp::{
-    AcpConnection, AcpError, AcpOptions, AgentInfo, ListedSession, LoadedSession,
+    AcpConnection, AcpError, AcpOptions, AgentInfo, ClientRequest, ListedSession, LoadedSession,
     PermissionDecision, PermissionRequest, Session, SessionEvent, TurnOutcome,
 };
 pub use config::{AgentConfig, AgentProtocol};

@@ -191,6 +191,11 @@ impl Pump {
                     }
                     SessionEvent::Hang(o) => Seen::Hang(o),
                     SessionEvent::Exited(o) => Seen::Exited(o),
+                    // Not taken: the host reads and writes in the workspace itself.
+                    SessionEvent::ClientRequest(request) => {
+                        drop(request);
+                        continue;
+                    }
                 };
                 log.lock().expect("pump log").push(entry);
             }

@@ -1574,7 +1574,20 @@ impl Store {
         resolve_blobs: bool,
         warnings: &mut Vec<StoreWarning>,
     ) -> Result<Option<(State, bool)>, StoreError> {
-        let dir = self.session_dir(ws, sid);
+        self.read_only_state_at(&self.session_dir(ws, sid), ws, sid, resolve_blobs, warnings)
+    }
+
+    /// [`Self::read_only_state`] of the session folder `dir` (a live one, or an archived
+    /// copy of it).
+    fn read_only_state_at(
+        &self,
+        dir: &Path,
+        ws: &Workspace,
+        sid: &str,
+        resolve_blobs: bool,
+        warnings: &mut Vec<StoreWarning>,
+    ) -> Result<Option<(State, bool)>, StoreError> {
+        let dir = dir.to_owned();
         if !self.check(&dir, true)? {
             return Ok(None);
         }
@@ -1645,6 +1658,47 @@ impl Store {
             self.refill(&codec, &jpath, &mut state)?;
         }
         Ok(Some((state, encrypted)))
+    }
+
+    /// Reads the newest archived copy of a session (moved aside by [`Store::archive`] as
+    /// `archive/<id>.archived-<UTC time>.bak`) as [`Store::load`] reads a live one, without
+    /// locking, repairing or moving it back: its snapshot holds the last
+    /// `resume_window_turns` turns. `Ok(None)` when the session was never archived (or its
+    /// copy has no journal). For replaying the conversation a new session was carried over
+    /// from (docs/requirements.md R-ACP-3).
+    ///
+    /// # Errors
+    /// `InvalidSessionId`; `NotPrivate`; `KeyUnavailable` for an encrypted session without
+    /// its key; I/O errors.
+    pub fn load_archived(
+        &self,
+        ws: &Workspace,
+        session_id: &str,
+    ) -> Result<Option<LoadedSession>, StoreError> {
+        validate_session_id(session_id)?;
+        let adir = self.archive_dir(ws);
+        if !self.check(&adir, true)? {
+            return Ok(None);
+        }
+        let prefix = format!("{session_id}.archived-");
+        // The names carry the UTC time of the archive (`%Y%m%dT%H%M%S%.3fZ`): the greatest
+        // is the newest (`.bak.2`, a second one in the same millisecond, after `.bak`).
+        let newest = self
+            .fs
+            .list_dir(&adir)
+            .map_err(io("list archive", &adir))?
+            .into_iter()
+            .filter(|name| name.starts_with(&prefix))
+            .max();
+        let Some(name) = newest else {
+            return Ok(None);
+        };
+        let mut warnings = Vec::new();
+        Ok(self
+            .read_only_state_at(&adir.join(name), ws, session_id, true, &mut warnings)?
+            .map(|(state, encrypted)| {
+                self.build_loaded(ws, session_id, &state, encrypted, warnings)
+            }))
     }
 
     fn load_read_only(

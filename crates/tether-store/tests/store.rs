@@ -1294,3 +1294,53 @@ fn find_file(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
     assert_eq!(found.len(), 1, "{name} under {}: {found:?}", dir.display());
     found.remove(0)
 }
+
+/// An archived session is read back, as [`Store::load`] reads a live one, without being
+/// moved back or locked: the newest archive of its id when it was archived more than once,
+/// by this store and by another process's; nothing for an id never archived.
+#[test]
+fn an_archived_session_is_read_back_from_its_newest_archive() {
+    let tmp = Tmp::new();
+    let ws = tmp.workspace();
+    let store = open(&tmp.root());
+    assert!(
+        store.load_archived(&ws, SID).unwrap().is_none(),
+        "never archived"
+    );
+    store
+        .append_turn(&ws, SID, &chat(0, "first life"), Instant::now())
+        .unwrap();
+    let first = store.archive(&ws, SID).unwrap().unwrap();
+    let texts = |l: LoadedSession| -> Vec<String> {
+        l.snapshot.chat_turns.into_iter().map(|t| t.text).collect()
+    };
+    assert_eq!(
+        texts(store.load_archived(&ws, SID).unwrap().unwrap()),
+        ["first life"]
+    );
+    // The same id lives again and is archived again: the newer archive is the one read.
+    store
+        .append_turn(&ws, SID, &chat(0, "second life"), Instant::now())
+        .unwrap();
+    store
+        .append_turn(&ws, SID, &chat(1, "and more"), Instant::now())
+        .unwrap();
+    let second = store.archive(&ws, SID).unwrap().unwrap();
+    assert_ne!(first, second);
+    let loaded = store.load_archived(&ws, SID).unwrap().unwrap();
+    assert_eq!(loaded.total_chat_turns, 2);
+    assert_eq!(texts(loaded), ["second life", "and more"]);
+    // Read, not taken back: both archives are still there, no live session came back,
+    // and another process reads the same.
+    assert!(first.join("journal.jsonl").exists() && second.join("journal.jsonl").exists());
+    assert!(store.list(&ws).unwrap().is_empty());
+    assert_eq!(
+        texts(open_reader(&tmp).load_archived(&ws, SID).unwrap().unwrap()),
+        ["second life", "and more"]
+    );
+    assert!(store.load_archived(&ws, "other").unwrap().is_none());
+    assert_eq!(
+        store.load_archived(&ws, "../x").unwrap_err().kind(),
+        store.archive(&ws, "../x").unwrap_err().kind()
+    );
+}

@@ -4,7 +4,8 @@
 //!
 //! It sends requests with a timeout each, collects every `session/update` notification in
 //! arrival order, answers the agent's own requests (`session/request_permission`: the first
-//! "allow" option; `fs/read_text_file` and `fs/write_text_file`: done on disk; anything else:
+//! "allow" option; `fs/read_text_file` and `fs/write_text_file`: done on disk; `terminal/*`:
+//! the command run to its end at `terminal/create`; anything else:
 //! `-32601`), keeps the tail of the agent's stderr, and ends the agent by process group.
 
 use std::collections::{HashMap, VecDeque};
@@ -394,9 +395,23 @@ impl AcpProcess {
     /// # Errors
     /// As [`AcpProcess::request`].
     pub async fn initialize(&self, timeout: Duration) -> Result<Value, AcpError> {
+        let capabilities =
+            json!({"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": false});
+        self.initialize_with(capabilities, timeout).await
+    }
+
+    /// `initialize` with `capabilities` as its `clientCapabilities` (`{}`: none offered).
+    ///
+    /// # Errors
+    /// As [`AcpProcess::request`].
+    pub async fn initialize_with(
+        &self,
+        capabilities: Value,
+        timeout: Duration,
+    ) -> Result<Value, AcpError> {
         let params = json!({
             "protocolVersion": PROTOCOL_VERSION,
-            "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": false},
+            "clientCapabilities": capabilities,
             "clientInfo": {"name": "tether-testkit", "title": "Tether test kit", "version": env!("CARGO_PKG_VERSION")},
         });
         Ok(self.request("initialize", params, timeout).await?.result)
@@ -633,9 +648,63 @@ fn answer_agent_request(method: &str, params: &Value) -> Result<Value, Value> {
                 .get("content")
                 .and_then(Value::as_str)
                 .unwrap_or_default();
+            // ACP's `WriteTextFileResponse`: an object, empty here.
             std::fs::write(path, content)
-                .map(|()| Value::Null)
+                .map(|()| json!({}))
                 .map_err(|e| json!({"code": -32603, "message": format!("Internal error: writing {path}: {e}")}))
+        }
+        terminal if terminal.starts_with("terminal/") => answer_terminal(terminal, params),
+        _ => Err(json!({"code": -32601, "message": format!("Method not found: {method}")})),
+    }
+}
+
+/// Terminals this client ran, by terminal id: (output, exit code).
+type Terminals = HashMap<String, (String, Option<i32>)>;
+
+/// `terminal/*` (ACP "Terminals"), for a client that offers `terminal`: `terminal/create`
+/// runs the command to its end at once (tests run short ones) and keeps its output
+/// (stdout then stderr) and exit code for `terminal/wait_for_exit` and `terminal/output`;
+/// `terminal/release` forgets it. An unknown terminal id is `-32002`.
+fn answer_terminal(method: &str, params: &Value) -> Result<Value, Value> {
+    static TERMINALS: Mutex<Option<Terminals>> = Mutex::new(None);
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let mut terminals = lock(&TERMINALS);
+    let terminals = terminals.get_or_insert_with(HashMap::new);
+    if method == "terminal/create" {
+        let command = params["command"].as_str().unwrap_or_default();
+        let args: Vec<&str> = params["args"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let ran = std::process::Command::new(command)
+            .args(&args)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(
+                |e| json!({"code": -32603, "message": format!("Internal error: {command}: {e}")}),
+            )?;
+        let mut output = String::from_utf8_lossy(&ran.stdout).into_owned();
+        output.push_str(&String::from_utf8_lossy(&ran.stderr));
+        let id = format!("term-{}", NEXT.fetch_add(1, Ordering::Relaxed));
+        terminals.insert(id.clone(), (output, ran.status.code()));
+        return Ok(json!({"terminalId": id}));
+    }
+    let id = params["terminalId"].as_str().unwrap_or_default();
+    let Some((output, code)) = terminals.get(id).cloned() else {
+        return Err(
+            json!({"code": -32002, "message": format!("Resource not found: terminal {id}")}),
+        );
+    };
+    match method {
+        "terminal/wait_for_exit" => Ok(json!({"exitCode": code})),
+        "terminal/output" => {
+            Ok(json!({"output": output, "truncated": false, "exitStatus": {"exitCode": code}}))
+        }
+        "terminal/release" | "terminal/kill" => {
+            if method == "terminal/release" {
+                terminals.remove(id);
+            }
+            Ok(json!({}))
         }
         _ => Err(json!({"code": -32601, "message": format!("Method not found: {method}")})),
     }

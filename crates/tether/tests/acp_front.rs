@@ -2,11 +2,13 @@
 //! on stdio, driven by the test kit's ACP client, in front of the scripted agent
 //! (`tether scripted-agent`, itself a child of `tether acp` or of the daemon), which
 //! records every message it receives. [`wire`] checks every message either way against
-//! ACP's schema.
+//! ACP's schema; [`carry`] loads a carried-over session again.
 
 // Unix only: signals and the daemon's Unix socket.
 #![cfg(unix)]
 
+#[path = "acp_front/carry.rs"]
+mod carry;
 mod support;
 #[path = "acp_front/wire.rs"]
 mod wire;
@@ -56,8 +58,16 @@ impl Acp {
         &self.world.workspace
     }
 
-    /// A `tether acp` client, initialized; asserts what it advertises (R-ACP-1).
+    /// A `tether acp` client, initialized offering file access (the test kit reads and
+    /// writes on disk) and no terminal; asserts what it advertises (R-ACP-1).
     async fn client(&mut self, remote: Remote) -> AcpProcess {
+        let offered =
+            json!({"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": false});
+        self.client_offering(remote, offered).await
+    }
+
+    /// [`Self::client`] whose `initialize` offers `capabilities` (`clientCapabilities`).
+    async fn client_offering(&mut self, remote: Remote, capabilities: Value) -> AcpProcess {
         self.clients += 1;
         // Unique across the tests of this binary, which run at once: a client's drop kills
         // every process carrying its marker.
@@ -85,7 +95,10 @@ impl Acp {
             .env("TETHER_DAEMON_IDLE_SECS", "30")
             .env("TETHER_LOG", "debug");
         let client = AcpProcess::spawn(cmd, "tether acp", &marker).expect("tether acp starts");
-        let init = client.initialize(STEP).await.expect("initialize");
+        let init = client
+            .initialize_with(capabilities, STEP)
+            .await
+            .expect("initialize");
         assert_eq!(init["agentCapabilities"]["loadSession"], true, "{init}");
         assert_eq!(init["agentInfo"]["name"], "tether", "{init}");
         assert_eq!(init["protocolVersion"], 1, "{init}");

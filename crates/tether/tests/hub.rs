@@ -158,6 +158,8 @@ impl Subscriber for Recorder {
                     _ => "update".to_owned(),
                 },
                 Event::KeptUpdate { .. } => "keptUpdate".to_owned(),
+                // Not claimed: the hub answers in the workspace.
+                Event::ClientRequest { method, .. } => format!("clientRequest:{method}"),
                 Event::Permission { answer, .. } => {
                     if let Some(p) = &self.permission {
                         answer.send(Some(p.clone()));

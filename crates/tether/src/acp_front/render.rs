@@ -4,13 +4,14 @@
 //! `user_message_chunk` / `agent_message_chunk` updates (R-ACP-3); a rate-limit or backoff
 //! wait shows as an `agent_thought_chunk` "rate limited; retrying at 13:02" (R-ACP-5); a
 //! session carried over shows one notice (R-ACP-4); an agent's permission question goes to
-//! the client as `session/request_permission` and its answer back (R-ACP-2).
+//! the client as `session/request_permission` and its answer back, and so do its
+//! `fs/read_text_file` / `fs/write_text_file` when the client offers them (R-ACP-2).
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use agent_client_protocol::v1::schema::McpServer;
+use agent_client_protocol::v1::schema::{ClientCapabilities, McpServer};
 use chrono::{DateTime, Local, TimeDelta};
 use serde_json::{Value, json};
 
@@ -44,6 +45,13 @@ pub struct State {
     /// The MCP servers (ACP `mcpServers`) the client gave each of its sessions, by the id
     /// it knows: every agent started for the session gets them (R-ACP-2).
     mcp: Mutex<HashMap<String, Vec<McpServer>>>,
+    /// The turns of the sessions a hub session was carried over from
+    /// (`Hub::carried_history`), by hub session, read for the load now running: replayed
+    /// before the session's own transcript (R-ACP-3).
+    earlier: Mutex<HashMap<String, Vec<Value>>>,
+    /// What the client said it offers in `initialize` (ACP `clientCapabilities`): the
+    /// agent's requests for a service it offers go to it (R-ACP-2).
+    capabilities: Mutex<ClientCapabilities>,
 }
 
 impl State {
@@ -58,6 +66,37 @@ impl State {
             own: Mutex::default(),
             cwds: Mutex::default(),
             mcp: Mutex::default(),
+            earlier: Mutex::default(),
+            capabilities: Mutex::default(),
+        }
+    }
+
+    /// Records the client's `clientCapabilities` of `initialize`.
+    pub fn set_capabilities(&self, capabilities: ClientCapabilities) {
+        *lock(&self.capabilities) = capabilities;
+    }
+
+    /// Whether the client offers the ACP client method `method` (`fs/read_text_file` with
+    /// `fs.readTextFile`, `fs/write_text_file` with `fs.writeTextFile`, `terminal/*` with
+    /// `terminal`).
+    #[must_use]
+    pub fn offers(&self, method: &str) -> bool {
+        let caps = lock(&self.capabilities);
+        match method {
+            "fs/read_text_file" => caps.fs.read_text_file,
+            "fs/write_text_file" => caps.fs.write_text_file,
+            terminal if terminal.starts_with("terminal/") => caps.terminal,
+            _ => false,
+        }
+    }
+
+    /// Holds `turns` (chat turns as the cache keeps them) to replay before hub session
+    /// `hub`'s transcript in the load now running.
+    pub fn set_earlier(&self, hub: &str, turns: Vec<Value>) {
+        if turns.is_empty() {
+            lock(&self.earlier).remove(hub);
+        } else {
+            lock(&self.earlier).insert(hub.to_owned(), turns);
         }
     }
 
@@ -112,6 +151,7 @@ impl State {
     /// The load of `hub` is over: later replays of it (none are expected) go out again.
     pub fn loaded(&self, hub: &str) {
         lock(&self.restored).remove(hub);
+        lock(&self.earlier).remove(hub);
     }
 
     /// Whether this client was sent `hub`'s transcript during the load now running.
@@ -163,8 +203,18 @@ impl Renderer {
         );
     }
 
-    /// Sends the cached transcript `snapshot` (a `SessionSnapshot`) as ACP updates.
-    pub fn replay(&self, client: &str, snapshot: &Value) {
+    /// Sends hub session `hub`'s cached transcript `snapshot` (a `SessionSnapshot`) as ACP
+    /// updates to the client's session `client`: first, when the snapshot starts at the
+    /// session's first turn, the turns of the sessions it was carried over from that the
+    /// load now running read ([`State::set_earlier`]), each once (R-ACP-3).
+    pub fn replay(&self, hub: &str, client: &str, snapshot: &Value) {
+        let from_start = snapshot["chatTurnsBase"].as_u64().unwrap_or(0) == 0;
+        let earlier = lock(&self.state.earlier).remove(hub);
+        if let Some(turns) = earlier.filter(|_| from_start) {
+            for update in replay_updates(&json!({"chatTurns": turns})) {
+                self.update(client, &update);
+            }
+        }
         for update in replay_updates(snapshot) {
             self.update(client, &update);
         }
@@ -212,7 +262,7 @@ impl Renderer {
                     return;
                 }
                 lock(&self.state.restored).insert(hub.to_owned());
-                self.replay(&client, snapshot);
+                self.replay(hub, &client, snapshot);
             }
             Event::Update { update, replay } => {
                 let is_prompt = || update["sessionUpdate"] == "user_message_chunk";
@@ -263,6 +313,29 @@ impl Renderer {
                     }
                 });
             }
+            Event::ClientRequest {
+                method,
+                params,
+                answer,
+            } => {
+                if !self.state.offers(method) || !answer.claim() {
+                    return;
+                }
+                let mut params = params.clone();
+                params["sessionId"] = json!(client);
+                let (peer, answer, method) = (self.peer.clone(), answer.clone(), method.clone());
+                tokio::spawn(async move {
+                    match peer.request(&method, params).await {
+                        Err(error) if error == super::rpc::gone() => {
+                            tracing::info!(%method, "the client went away before it answered");
+                            answer.send(None);
+                        }
+                        outcome => {
+                            answer.send(Some(outcome));
+                        }
+                    }
+                });
+            }
             Event::Log { message, .. } => tracing::debug!(session = hub, "{message}"),
             Event::Warning { message } => tracing::warn!(session = hub, "{message}"),
             // The front asks for recovery choices itself, from the hub's answers; a
@@ -302,8 +375,10 @@ pub fn message(text: &str) -> Value {
 }
 
 /// A cached transcript (`SessionSnapshot.chatTurns`) as ACP updates: each user turn a
-/// `user_message_chunk`, each agent turn an `agent_message_chunk`, status lines left out
-/// (ACP spec, "Loading sessions": the agent replays the conversation as `session/update`
+/// `user_message_chunk`, each agent turn an `agent_message_chunk`, a carry-over's marker
+/// (a status turn naming the session it came from, `hub::CARRIED_FROM`) the same notice
+/// as when it happened ([`carried_notice`], R-ACP-4), other status lines left out (ACP
+/// spec, "Loading sessions": the agent replays the conversation as `session/update`
 /// notifications).
 #[must_use]
 pub fn replay_updates(snapshot: &Value) -> Vec<Value> {
@@ -312,12 +387,19 @@ pub fn replay_updates(snapshot: &Value) -> Vec<Value> {
         .into_iter()
         .flatten()
         .filter_map(|turn| {
-            let text = turn["text"].as_str()?;
             let kind = match turn["role"].as_str()? {
                 "user" => "user_message_chunk",
                 "assistant" => "agent_message_chunk",
+                "status" => {
+                    let meta = &turn["metadata"];
+                    let from = meta[crate::server::hub::CARRIED_FROM].as_str()?;
+                    let (turns, total) = (&meta["carriedTurns"], &meta["totalTurns"]);
+                    let text = carried_notice(from, turns.as_u64()?, total.as_u64()?);
+                    return Some(message(&text));
+                }
                 _ => return None,
             };
+            let text = turn["text"].as_str()?;
             Some(json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}}))
         })
         .collect()
@@ -358,14 +440,21 @@ pub fn status_thought(status: &StatusParams, now: DateTime<Local>) -> Option<Str
 pub fn expired_notice(previous: &str, carried: Option<&CarriedOver>) -> String {
     let short = previous.get(..8).unwrap_or(previous);
     match carried {
-        Some(c) => format!(
-            "[tether] The agent no longer had session {short}; context carried over into a new session: {} of {} turns.\n",
-            c.turns, c.total_turns
-        ),
+        Some(c) => carried_notice(previous, c.turns, c.total_turns),
         None => format!(
             "[tether] The agent no longer had session {short}; this is a new, empty session.\n"
         ),
     }
+}
+
+/// The notice of a conversation carried over from session `previous` into a new one
+/// (R-ACP-4): shown when it happens, and in its place in every later replay.
+#[must_use]
+pub fn carried_notice(previous: &str, turns: u64, total_turns: u64) -> String {
+    let short = previous.get(..8).unwrap_or(previous);
+    format!(
+        "[tether] The agent no longer had session {short}; context carried over into a new session: {turns} of {total_turns} turns.\n"
+    )
 }
 
 #[cfg(test)]
@@ -417,10 +506,13 @@ mod tests {
     }
 
     #[test]
-    fn a_transcript_replays_as_message_chunks() {
+    fn a_transcript_replays_as_message_chunks_and_a_carry_over_marker_as_its_notice() {
+        let marker = json!({"carriedFrom": "sess-0123456789", "carriedTurns": 4, "totalTurns": 6});
         let snapshot = json!({"chatTurns": [
+            {"role": "status", "text": "Context carried over from session sess-012…: 4 turns", "metadata": marker},
             {"role": "user", "text": "hi"},
             {"role": "status", "text": "Resuming…"},
+            {"role": "status", "text": "no counts", "metadata": {"carriedFrom": "x"}},
             {"role": "assistant", "text": "echo: hi"}
         ]});
         let kinds: Vec<_> = replay_updates(&snapshot)
@@ -430,6 +522,12 @@ mod tests {
         assert_eq!(
             kinds,
             [
+                (
+                    json!("agent_message_chunk"),
+                    json!(
+                        "[tether] The agent no longer had session sess-012; context carried over into a new session: 4 of 6 turns.\n"
+                    )
+                ),
                 (json!("user_message_chunk"), json!("hi")),
                 (json!("agent_message_chunk"), json!("echo: hi"))
             ]

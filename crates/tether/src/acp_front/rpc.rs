@@ -265,7 +265,10 @@ where
 /// 400 text-chunk updates.
 pub const WRITE_BUFFER: usize = 64 << 10;
 
-fn gone() -> Value {
+/// The error a request to the client ends with when the client went away first
+/// ([`Peer::request`]).
+#[must_use]
+pub fn gone() -> Value {
     json!({"code": INTERNAL_ERROR, "message": "the client is gone"})
 }
 

@@ -76,13 +76,15 @@ fn failed(result: &ResumeResult) -> RpcError {
 }
 
 impl Front {
-    /// Runs `call` with this client's environment for the agents it starts, and the MCP
-    /// servers it gave for hub session `hub_id` (none for `None`).
+    /// Runs `call` with this client's environment for the agents it starts, the MCP
+    /// servers it gave for hub session `hub_id` (none for `None`), and whether it offers
+    /// them a terminal (R-ACP-2).
     async fn as_client<F: std::future::Future>(&self, hub_id: Option<&str>, call: F) -> F::Output {
         let mcp = hub_id
             .map(|h| self.state.mcp_servers(&self.state.client_id(h)))
             .unwrap_or_default();
         let call = crate::server::hub::with_client_mcp(mcp, call);
+        let call = crate::server::hub::with_client_terminal(self.state.offers("terminal/"), call);
         crate::server::hub::with_client_env(self.client_env.clone(), call).await
     }
 
@@ -126,6 +128,8 @@ impl Front {
     async fn initialize(&self, params: Value) -> Result<Value, RpcError> {
         let request: InitializeRequest = parse(params)?;
         let version = request.protocol_version.min(ProtocolVersion::V1);
+        self.state
+            .set_capabilities(request.client_capabilities.clone());
         let cwd = std::env::current_dir().unwrap_or_default();
         let probe = self
             .as_client(None, self.hub.agent_initialize(self.agent.as_deref(), &cwd))
@@ -197,15 +201,31 @@ impl Front {
     /// restart) is attached to: its transcript, then every event of the running turn, then
     /// live, each once. When the agent has lost the session and its conversation is
     /// cached, it is carried into a new agent session that goes on under the id the
-    /// client knows.
+    /// client knows; a later load of it replays the turns before the carry-over (from the
+    /// archived cache of the session the agent lost), the one notice, then the turns after.
     async fn load(&self, params: Value) -> Result<Value, RpcError> {
         let request: LoadSessionRequest = parse(params)?;
         let client = request.session_id.to_string();
         let hub_id = self.state.hub_id(&client);
         self.state.set_cwd(&client, &request.cwd);
         self.state.set_mcp_servers(&client, request.mcp_servers);
+        // A session carried over from others (the agent lost them) replays their turns
+        // first, from their archived caches (R-ACP-3). Only a client id that reaches
+        // another hub session was carried over: the others are not read for a link (that
+        // read streams the session's journal when it is not open).
+        let earlier = if hub_id == client {
+            Vec::new()
+        } else {
+            self.hub.carried_history(&request.cwd, &hub_id).await
+        };
+        let earlier = earlier
+            .iter()
+            .filter_map(|turn| serde_json::to_value(turn).ok())
+            .collect();
+        self.state.set_earlier(&hub_id, earlier);
         let live = if self.hub.is_live(&hub_id) {
             self.attach(&client, &hub_id).await;
+            self.state.loaded(&hub_id);
             hub_id
         } else {
             self.take_back(&hub_id, &request.cwd, false).await?
@@ -224,7 +244,7 @@ impl Front {
     async fn attach(&self, client: &str, hub_id: &str) {
         let point = self.hub.attach_point(hub_id).await;
         if let Some(transcript) = point.as_ref().and_then(|p| p.transcript.as_ref()) {
-            self.renderer.replay(client, transcript);
+            self.renderer.replay(hub_id, client, transcript);
         }
         let after = match point {
             Some(p) => p.after,

@@ -5,8 +5,9 @@
 //! agent-client-protocol crate's schema type for its method and written back unchanged
 //! (plain cargo test), and checked against the JSON schema npm's `@agentclientprotocol/sdk`
 //! ships (#[ignore]d: tests/run-all.sh runs it after the npm installs). Also: the agent's
-//! modes and `session/set_mode` pass through, and the agent's file requests are answered
-//! within the session's workspace with no terminal offered (R-ACP-2).
+//! modes and `session/set_mode` pass through, and the agent's file requests go to a client
+//! that offers file access, else are answered within the session's workspace, with no
+//! terminal offered (R-ACP-2).
 
 use agent_client_protocol::v1::schema as acp;
 use serde::Serialize;
@@ -48,6 +49,16 @@ fn check_type(name: &str, value: &Value) -> Result<(), String> {
         "SessionNotification" => strict::<acp::SessionNotification>(value),
         "RequestPermissionRequest" => strict::<acp::RequestPermissionRequest>(value),
         "RequestPermissionResponse" => strict::<acp::RequestPermissionResponse>(value),
+        "ReadTextFileRequest" => strict::<acp::ReadTextFileRequest>(value),
+        "WriteTextFileRequest" => strict::<acp::WriteTextFileRequest>(value),
+        "CreateTerminalRequest" => strict::<acp::CreateTerminalRequest>(value),
+        "CreateTerminalResponse" => strict::<acp::CreateTerminalResponse>(value),
+        "WaitForTerminalExitRequest" => strict::<acp::WaitForTerminalExitRequest>(value),
+        "WaitForTerminalExitResponse" => strict::<acp::WaitForTerminalExitResponse>(value),
+        "TerminalOutputRequest" => strict::<acp::TerminalOutputRequest>(value),
+        "TerminalOutputResponse" => strict::<acp::TerminalOutputResponse>(value),
+        "ReleaseTerminalRequest" => strict::<acp::ReleaseTerminalRequest>(value),
+        "ReleaseTerminalResponse" => strict::<acp::ReleaseTerminalResponse>(value),
         "ReadTextFileResponse" => strict::<acp::ReadTextFileResponse>(value),
         "WriteTextFileResponse" => strict::<acp::WriteTextFileResponse>(value),
         "Error" => strict::<acp::Error>(value),
@@ -108,26 +119,28 @@ struct Exchange {
     to_agent: Vec<(&'static str, Value)>,
 }
 
-/// Drives `tether acp` (in process) through `initialize`, `session/new` (with an MCP
-/// server; the agent answers with modes), a
-/// turn with a permission question, file reads in and outside the workspace and a write, a
-/// mode change, a turn cancelled mid-stream; then a second client's `session/load` and
-/// `session/list`; and collects what went each way.
+/// Drives `tether acp` (in process) through `initialize` (the client offers reading files,
+/// not writing them), `session/new` (with an MCP server; the agent answers with modes), a
+/// turn with a permission question, file reads the client answers (a file, and one missing:
+/// its error) and a write the hub does in the workspace, a mode change, a turn cancelled
+/// mid-stream; then a second client's `session/load` and `session/list`; and collects what
+/// went each way.
 async fn exchange() -> Exchange {
     let mut acp = Acp::new();
-    let outside = acp.world.path().join("outside.txt");
-    std::fs::write(&outside, "not yours").unwrap();
+    let missing = acp.ws().join("missing.txt");
     std::fs::write(acp.ws().join("notes.txt"), "inside").unwrap();
     let never = acp.world.path().join("never");
     acp.world.script_with(json!({"loadSession": true, "modes": ["ask", "code"], "faults": [
         {"method": "session/prompt", "calls": [1], "action": {"kind": "permission"}},
         {"method": "session/prompt", "calls": [2], "action": {"kind": "readFile", "path": acp.ws().join("notes.txt")}},
-        {"method": "session/prompt", "calls": [3], "action": {"kind": "readFile", "path": outside}},
+        {"method": "session/prompt", "calls": [3], "action": {"kind": "readFile", "path": missing}},
         {"method": "session/prompt", "calls": [4], "action": {"kind": "writeFile", "path": acp.ws().join("out.txt"), "content": "written"}},
         {"method": "session/prompt", "calls": [5], "action": {"kind": "stream", "count": 10, "perSecond": 100, "hold": {"after": 2, "until": never}}}
     ]}));
     let mut to_client: Vec<(&'static str, Value)> = Vec::new();
-    let mut first = acp.client(Remote::Off).await;
+    let mut first = acp
+        .client_offering(Remote::Off, json!({"fs": {"readTextFile": true}}))
+        .await;
     let mcp = json!([{"name": "files", "command": "/usr/bin/mcp-files", "args": [],
         "env": [{"name": "MCP_TOKEN", "value": "t"}]}]);
     let new = first
@@ -143,13 +156,18 @@ async fn exchange() -> Exchange {
     let sid = new["sessionId"].as_str().unwrap().to_owned();
     let prompt_of =
         |text: &str| json!({"sessionId": sid, "prompt": [{"type": "text", "text": text}]});
-    for text in ["edit", "read", "read outside", "write"] {
+    for text in ["edit", "read", "read missing", "write"] {
         let answer = first
             .request("session/prompt", prompt_of(text), STEP * 2)
             .await
             .unwrap();
         to_client.push(("PromptResponse", answer.result));
     }
+    assert_eq!(
+        std::fs::read_to_string(acp.ws().join("out.txt")).unwrap(),
+        "written",
+        "the hub wrote it"
+    );
     let set = first
         .request(
             "session/set_mode",
@@ -176,9 +194,23 @@ async fn exchange() -> Exchange {
     let turn = turn.unwrap().result;
     assert_eq!(turn["stopReason"], "cancelled", "{turn}");
     to_client.push(("PromptResponse", turn));
-    to_client.extend(first.agent_requests().into_iter().map(|(method, params)| {
-        assert_eq!(method, "session/request_permission", "{params}");
-        ("RequestPermissionRequest", params)
+    let asked = first.agent_requests();
+    let methods: Vec<&str> = asked.iter().map(|(m, _)| m.as_str()).collect();
+    assert_eq!(
+        methods,
+        [
+            "session/request_permission",
+            "fs/read_text_file",
+            "fs/read_text_file"
+        ],
+        "the permission question and the reads went to the client, the write did not"
+    );
+    to_client.extend(asked.into_iter().map(|(method, params)| {
+        let name = match method.as_str() {
+            "session/request_permission" => "RequestPermissionRequest",
+            _ => "ReadTextFileRequest",
+        };
+        (name, params)
     }));
     let mut updates = first.updates();
     first.shutdown().await;
@@ -406,12 +438,13 @@ async fn a_client_attaching_to_a_live_session_gets_the_mode_in_force() {
     acp.stop_daemon();
 }
 
-/// The agent's `fs/*` requests are answered by the hub within the session's workspace, as
-/// for editors: a read inside it gets the file, one outside it an error, a write lands on
-/// disk; the client is not asked. The agent is offered file access and no terminal, and a
-/// `terminal/create` it sends all the same is refused as an unknown method (R-ACP-2).
+/// For a client that offers no file access, the agent's `fs/*` requests are answered by the
+/// hub within the session's workspace, as for editors: a read inside it gets the file, one
+/// outside it an error, a write lands on disk; the client is not asked. The agent is
+/// offered file access and, the client offering none, no terminal, and a `terminal/create`
+/// it sends all the same is refused as an unknown method (R-ACP-2).
 #[tokio::test]
-async fn the_agents_file_requests_are_answered_in_the_workspace_and_no_terminal_is_offered() {
+async fn without_client_file_access_the_hub_answers_in_the_workspace_and_no_terminal_is_offered() {
     let mut acp = Acp::new();
     let outside = acp.world.path().join("outside.txt");
     std::fs::write(&outside, "not yours").unwrap();
@@ -422,7 +455,7 @@ async fn the_agents_file_requests_are_answered_in_the_workspace_and_no_terminal_
         {"method": "session/prompt", "calls": [3], "action": {"kind": "writeFile", "path": acp.ws().join("out.txt"), "content": "written"}},
         {"method": "session/prompt", "calls": [4], "action": {"kind": "terminal", "command": "echo", "args": ["hi"]}}
     ]));
-    let mut client = acp.client(Remote::Off).await;
+    let mut client = acp.client_offering(Remote::Off, json!({})).await;
     let sid = client.new_session(acp.ws(), STEP).await.unwrap();
     let mut replies = Vec::new();
     for text in ["read", "read outside", "write", "run"] {
@@ -464,6 +497,168 @@ async fn the_agents_file_requests_are_answered_in_the_workspace_and_no_terminal_
         assert_eq!(caps["fs"]["writeTextFile"], true, "{init}");
         assert_ne!(caps["terminal"], true, "no terminal offered: {init}");
     }
+    client.shutdown().await;
+}
+
+/// The texts of the agent's replies to `texts`, one prompt each, in session `sid`.
+async fn replies(client: &AcpProcess, sid: &str, texts: &[&str]) -> Vec<String> {
+    let mut replies = Vec::new();
+    for text in texts {
+        let mark = client.update_count();
+        assert_eq!(prompt(client, sid, text).await, "end_turn");
+        let turn: Vec<Update> = client.updates().into_iter().skip(mark).collect();
+        replies.push(text_of(&turn, sid, "agent_message_chunk"));
+    }
+    replies
+}
+
+/// A client that offers file access (`fs.readTextFile`, `fs.writeTextFile`) is sent the
+/// agent's `fs/*` requests under the session id it knows, and its answers, errors included,
+/// reach the agent as it gave them: the client decides what may be read (the test kit's
+/// client reads outside the workspace too, which the hub would refuse) and does the write.
+/// A service the client does not offer (here, writing, for a second client) is the hub's,
+/// within the workspace (R-ACP-2).
+#[tokio::test]
+async fn the_agents_file_requests_go_to_a_client_that_offers_file_access() {
+    let mut acp = Acp::new();
+    let outside = acp.world.path().join("outside.txt");
+    std::fs::write(&outside, "not yours").unwrap();
+    let missing = acp.ws().join("missing.txt");
+    let out = acp.ws().join("out.txt");
+    let elsewhere = acp.world.path().join("elsewhere.txt");
+    acp.world.script(json!([
+        {"method": "session/prompt", "calls": [1], "action": {"kind": "readFile", "path": outside}},
+        {"method": "session/prompt", "calls": [2], "action": {"kind": "readFile", "path": missing}},
+        {"method": "session/prompt", "calls": [3], "action": {"kind": "writeFile", "path": out, "content": "by the client"}},
+        {"method": "session/prompt", "calls": [4], "action": {"kind": "writeFile", "path": elsewhere, "content": "no"}}
+    ]));
+    let mut client = acp.client(Remote::Off).await;
+    let sid = client.new_session(acp.ws(), STEP).await.unwrap();
+    let got = replies(&client, &sid, &["read outside", "read missing", "write"]).await;
+    assert_eq!(got[0], "read: not yours", "the client read it: {got:?}");
+    assert!(
+        got[1].starts_with("read error -32002: Resource not found: "),
+        "the client's error as it gave it: {got:?}"
+    );
+    assert_eq!(got[2], "wrote");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "by the client");
+    let asked = client.agent_requests();
+    assert_eq!(
+        asked,
+        [
+            (
+                "fs/read_text_file".to_owned(),
+                json!({"sessionId": sid, "path": outside})
+            ),
+            (
+                "fs/read_text_file".to_owned(),
+                json!({"sessionId": sid, "path": missing})
+            ),
+            (
+                "fs/write_text_file".to_owned(),
+                json!({"sessionId": sid, "path": out, "content": "by the client"})
+            ),
+        ]
+    );
+    // The agent got the client's answers, the error with its code and message.
+    let answers: Vec<Value> = acp
+        .received()
+        .into_iter()
+        .filter(|m| m.get("method").is_none() && m.get("id").is_some())
+        .filter(|m| {
+            m.get("error").is_some()
+                || m["result"].get("content").is_some()
+                || m["result"] == json!({})
+        })
+        .map(|m| {
+            m.get("error")
+                .cloned()
+                .unwrap_or_else(|| m["result"].clone())
+        })
+        .collect();
+    assert_eq!(answers.len(), 3, "{answers:?}");
+    assert_eq!(answers[0], json!({"content": "not yours"}));
+    assert_eq!(answers[1]["code"], -32002, "{answers:?}");
+    assert_eq!(answers[2], json!({}));
+    client.shutdown().await;
+
+    // A second client that offers reading only: the agent's write outside the workspace is
+    // the hub's to answer, and it refuses it.
+    let mut reader = acp
+        .client_offering(Remote::Off, json!({"fs": {"readTextFile": true}}))
+        .await;
+    reader.load_session(&sid, acp.ws(), STEP * 2).await.unwrap();
+    let got = replies(&reader, &sid, &["write elsewhere"]).await;
+    assert!(got[0].starts_with("write error "), "{got:?}");
+    assert!(!elsewhere.exists(), "the hub keeps to the workspace");
+    assert!(
+        reader.agent_requests().is_empty(),
+        "not asked: {:?}",
+        reader.agent_requests()
+    );
+    reader.shutdown().await;
+}
+
+/// A client that offers terminals (`clientCapabilities.terminal`) has the agent told so at
+/// `initialize`, and the agent's `terminal/create`, `terminal/wait_for_exit`,
+/// `terminal/output` and `terminal/release` go to it under the session id it knows, its
+/// answers back to the agent: the command runs where the client runs it (R-ACP-2).
+#[tokio::test]
+async fn the_agents_terminal_requests_go_to_a_client_that_offers_terminals() {
+    let mut acp = Acp::new();
+    acp.world.script(json!([
+        {"method": "session/prompt", "calls": [1], "action": {"kind": "terminal", "command": "echo", "args": ["hi there"]}}
+    ]));
+    let offered = json!({"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": true});
+    let mut client = acp.client_offering(Remote::Off, offered).await;
+    let sid = client.new_session(acp.ws(), STEP).await.unwrap();
+    let got = replies(&client, &sid, &["run"]).await;
+    assert_eq!(got, ["terminal exited 0: hi there\n"], "the client ran it");
+    let asked = client.agent_requests();
+    let methods: Vec<&str> = asked.iter().map(|(m, _)| m.as_str()).collect();
+    assert_eq!(
+        methods,
+        [
+            "terminal/create",
+            "terminal/wait_for_exit",
+            "terminal/output",
+            "terminal/release"
+        ]
+    );
+    assert!(
+        asked.iter().all(|(_, p)| p["sessionId"] == sid.as_str()),
+        "{asked:?}"
+    );
+    assert_eq!(asked[0].1["command"], "echo");
+    // What went each way is ACP: the requests to the client, the client's answers to the
+    // agent (in the order asked), each read as its schema type and written back unchanged.
+    let answers: Vec<Value> = acp
+        .received()
+        .into_iter()
+        .filter(|m| m.get("method").is_none() && m.get("result").is_some())
+        .map(|m| m["result"].clone())
+        .collect();
+    assert_eq!(answers.len(), 4, "{answers:?}");
+    let names = [
+        ("CreateTerminalRequest", "CreateTerminalResponse"),
+        ("WaitForTerminalExitRequest", "WaitForTerminalExitResponse"),
+        ("TerminalOutputRequest", "TerminalOutputResponse"),
+        ("ReleaseTerminalRequest", "ReleaseTerminalResponse"),
+    ];
+    for (((request, response), (_, params)), answer) in names.iter().zip(&asked).zip(&answers) {
+        check_type(request, params).unwrap();
+        check_type(response, answer).unwrap();
+    }
+    let inits: Vec<Value> = acp
+        .received()
+        .into_iter()
+        .filter(|m| m["method"] == "initialize")
+        .collect();
+    let session_agent = inits.last().expect("the session's agent was initialized");
+    assert_eq!(
+        session_agent["params"]["clientCapabilities"]["terminal"], true,
+        "{session_agent}"
+    );
     client.shutdown().await;
 }
 

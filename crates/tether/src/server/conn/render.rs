@@ -421,6 +421,9 @@ impl Renderer {
                     });
                 }
             }
+            // An editor's files are the workspace the hub reads (R-ACP-2): its agent's
+            // file requests are answered there, not sent to the editor.
+            Event::ClientRequest { .. } => {}
             Event::Telemetry { name, properties } => {
                 let params = TelemetryParams {
                     name: name.clone(),

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use serde_json::{Value, json};
-use tether_store::ChatRole;
+use tether_store::{ChatRole, ChatTurn};
 
 use super::error::Result;
 use super::turns::TurnOf;
@@ -147,12 +147,78 @@ impl Hub {
             workspace,
             agent_session_id: None,
         };
-        self.append_turn(
+        self.append_turn_with(
             turn_of,
             ChatRole::Status,
             &carry.built.marker(&carry.from_session),
+            Some(marker_metadata(carry)),
         )
         .await;
+    }
+
+    /// The conversation session `session_id` was carried over from, for a replay of it
+    /// (R-ACP-3): when the first turn of its cache is a carry-over marker that names the
+    /// session it came from ([`CARRIED_FROM`]), that session's turns as its archived cache
+    /// holds them (its resume window, [`tether_store::Store::load_archived`]), and so on
+    /// back through every carry-over before it (at most [`MAX_CARRY_CHAIN`]), oldest first;
+    /// each earlier session's own marker stays in its place. Empty when the session was
+    /// not carried over, the session it came from was not archived (a handoff keeps it as
+    /// a session of its own), or persistence is off; a cache that cannot be read is logged
+    /// and ends the walk there.
+    pub async fn carried_history(&self, workspace: &Path, session_id: &str) -> Vec<ChatTurn> {
+        let Some(store) = self.store.clone() else {
+            return Vec::new();
+        };
+        let Ok(ws) = workspace_of(workspace) else {
+            return Vec::new();
+        };
+        let id = session_id.to_owned();
+        let walked = tokio::task::spawn_blocking(move || {
+            let mut sessions: Vec<Vec<ChatTurn>> = Vec::new();
+            let mut seen = std::collections::HashSet::from([id.clone()]);
+            let first = match store.chat_page(&ws, &id, 1, 1) {
+                Ok(page) => page.turns,
+                Err(e) => return (sessions, Some(e)),
+            };
+            let mut from = first.first().and_then(carried_from);
+            while let Some(previous) = from.take() {
+                if sessions.len() >= MAX_CARRY_CHAIN || !seen.insert(previous.clone()) {
+                    break;
+                }
+                let loaded = match store.load_archived(&ws, &previous) {
+                    Ok(Some(loaded)) => loaded,
+                    Ok(None) => break,
+                    Err(e) => return (sessions, Some(e)),
+                };
+                let turns = loaded.snapshot.chat_turns;
+                if loaded.snapshot.chat_turns_base == 0 {
+                    from = turns.first().and_then(carried_from);
+                }
+                sessions.push(turns);
+            }
+            (sessions, None)
+        })
+        .await;
+        let (sessions, error) = walked.unwrap_or_default();
+        if let Some(e) = error {
+            self.log(
+                session_id,
+                format!("could not read the conversation it was carried over from: {e}"),
+            )
+            .await;
+        }
+        if !sessions.is_empty() {
+            self.log(
+                session_id,
+                format!(
+                    "carried over from {} earlier session(s): {} turns to replay before its own",
+                    sessions.len(),
+                    sessions.iter().map(Vec::len).sum::<usize>()
+                ),
+            )
+            .await;
+        }
+        sessions.into_iter().rev().flatten().collect()
     }
 
     /// Takes the carry-over waiting for `session`'s first prompt turn, if any.
@@ -165,6 +231,34 @@ impl Hub {
     pub(super) fn restore_carry(&self, session: &str, carry: Carry) {
         lock(&self.carry).entry(session.to_owned()).or_insert(carry);
     }
+}
+
+/// The metadata key of a carry-over marker turn (R-CARRY-2) that names the session the
+/// conversation came from (its cache archived, R-ACP-3); beside it `carriedTurns` and
+/// `totalTurns`, the counts of `session/expired.carriedOver`.
+pub const CARRIED_FROM: &str = "carriedFrom";
+
+/// Most carry-overs [`Hub::carried_history`] follows back from one session: a chain of
+/// sessions each carried into the next (the agent lost each in turn); a loop, which only
+/// an edited cache could hold, ends at the first session seen twice.
+pub const MAX_CARRY_CHAIN: usize = 16;
+
+/// The metadata of `carry`'s marker turn: where it came from and how much of it.
+fn marker_metadata(carry: &Carry) -> serde_json::Map<String, Value> {
+    let mut meta = serde_json::Map::new();
+    meta.insert(CARRIED_FROM.into(), json!(carry.from_session));
+    meta.insert("carriedTurns".into(), json!(carry.built.carried_turns()));
+    meta.insert("totalTurns".into(), json!(carry.built.total_turns));
+    meta
+}
+
+/// The session a marker turn says its conversation was carried over from.
+fn carried_from(turn: &ChatTurn) -> Option<String> {
+    if turn.role != ChatRole::Status {
+        return None;
+    }
+    let from = turn.metadata.as_ref()?.get(CARRIED_FROM)?.as_str()?;
+    Some(from.to_owned())
 }
 
 /// A replayed `user_message_chunk` holding a carry-over block (an agent's `session/load`

@@ -97,6 +97,21 @@ pub enum Event {
         /// Where the answer goes.
         answer: Answer<Option<Value>>,
     },
+    /// An agent asks for one of the client's own services (`fs/read_text_file`,
+    /// `fs/write_text_file`; ACP "Client" methods): a subscriber whose client offers it
+    /// [claims](Answer::claim) it (one does: a write is done once), sends it on and answers
+    /// with the client's answer, `Ok(result)` or `Err(error object)`, or `None` when the
+    /// client could not answer (it went away). Not claimed, or answered `None`, the hub
+    /// answers within the session's workspace (R-ACP-2). Never held for subscribers that
+    /// attach later, never kept for replay.
+    ClientRequest {
+        /// The method, e.g. `fs/read_text_file`.
+        method: String,
+        /// The request's params (with Tether's session id).
+        params: Value,
+        /// Where the answer goes.
+        answer: Answer<Option<Result<Value, Value>>>,
+    },
     /// Retries are spent and the user must choose (R-RESUME-6). A client that renders the
     /// dialog from `ResumeResult.recovery` ignores this; another asks the user and answers
     /// with the choice, or `None` when the user dismissed the question.
@@ -243,6 +258,23 @@ impl<T> Answer<T> {
     /// Records that a subscriber put the question to its editor.
     pub fn asked(&self) {
         self.state().asked += 1;
+    }
+
+    /// [`Self::asked`] for a question only one subscriber may put to its client (a
+    /// [`Event::ClientRequest`]): true for the first that claims it, false for the others.
+    pub fn claim(&self) -> bool {
+        let mut state = self.state();
+        if state.asked > 0 || state.sender.is_none() {
+            return false;
+        }
+        state.asked = 1;
+        true
+    }
+
+    /// Whether a subscriber [asked](Self::asked) or [claimed](Self::claim) it.
+    #[must_use]
+    pub fn was_asked(&self) -> bool {
+        self.state().asked > 0
     }
 
     /// Takes back an [`Self::asked`]: the subscriber's editor went away before it answered

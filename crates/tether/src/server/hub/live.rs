@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde_json::{Value, json};
-use tether_host::acp::{AcpConnection, PermissionDecision, SessionEvent};
+use tether_host::acp::{AcpConnection, ClientRequest, PermissionDecision, SessionEvent};
 use tether_recovery::Observation;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -364,6 +364,7 @@ async fn handle(id: &str, event: SessionEvent, bus: &Arc<Bus>, turn: &Mutex<Turn
                 bus.settle(&id, question_seq, resolution).await;
             });
         }
+        SessionEvent::ClientRequest(request) => client_request(bus, id, request).await,
         SessionEvent::Hang(observation) => {
             let silent_s = match &observation {
                 Observation::Transport { silent_ms, .. } => silent_ms.unwrap_or(0) / 1000,
@@ -385,6 +386,48 @@ async fn handle(id: &str, event: SessionEvent, bus: &Arc<Bus>, turn: &Mutex<Turn
             lock(turn).exited = Some(observation);
         }
     }
+}
+
+/// An agent's `fs/*` request (R-ACP-2): offered on the bus to a subscriber whose client
+/// has the service ([`Event::ClientRequest`]); the client's answer goes back to the agent
+/// as it gave it. Not claimed, or the client gone before it answered, the request is
+/// dropped and the host answers it within the workspace. A client that does not answer
+/// within `permissionTimeoutSecs` has the agent answered with an error (the client may
+/// still act on it, so it is not done a second time here).
+async fn client_request(bus: &Arc<Bus>, id: &str, request: ClientRequest) {
+    let mut params = request.params.clone();
+    params["sessionId"] = json!(id);
+    let method = request.method.clone();
+    let (answer, reply) = Answer::new();
+    let event = Event::ClientRequest {
+        method: method.clone(),
+        params,
+        answer: answer.clone(),
+    };
+    bus.publish(Some(id), None, event).await;
+    if !answer.was_asked() {
+        tracing::debug!(session = id, %method, "no client takes it: answered in the workspace");
+        return;
+    }
+    tracing::debug!(session = id, %method, "sent to the client");
+    let (timeout, id) = (bus.question_timeout(), id.to_owned());
+    tokio::spawn(async move {
+        tokio::select! {
+            got = reply => match got {
+                Ok(Some(outcome)) => {
+                    request.reply(outcome);
+                }
+                Ok(None) | Err(_) => {
+                    tracing::info!(session = id, %method, "the client could not answer: answered in the workspace");
+                }
+            },
+            () = tokio::time::sleep(timeout) => {
+                tracing::warn!(session = id, %method, timeout_s = timeout.as_secs(), "the client did not answer in time");
+                let message = format!("the client did not answer {method} within {} s", timeout.as_secs());
+                request.reply(Err(json!({"code": -32603, "message": message})));
+            }
+        }
+    });
 }
 
 /// Publishes a live (not replayed) `session/update` of session `id`.

@@ -49,6 +49,7 @@ pub use attach::AttachPoint;
 use attempt::Attached;
 use background::{flusher, idle_reaper};
 use carry::Carry;
+pub use carry::{CARRIED_FROM, MAX_CARRY_CHAIN};
 use print::PrintSession;
 use prompt::prompt_text;
 use turns::TurnOf;
@@ -227,6 +228,20 @@ pub async fn with_client_mcp<F: std::future::Future>(
     call: F,
 ) -> F::Output {
     CLIENT_MCP.scope(servers, call).await
+}
+
+tokio::task_local! {
+    /// Whether the ACP client whose request runs offers terminals (ACP
+    /// `clientCapabilities.terminal`, R-ACP-2): agents started while it runs are told so at
+    /// `initialize`, and their `terminal/*` requests go to the client. The ACP front sets it
+    /// around each call ([`with_client_terminal`]); editors offer none.
+    static CLIENT_TERMINAL: bool;
+}
+
+/// Runs `call` with `offered` as whether the agents it starts get a terminal
+/// ([`CLIENT_TERMINAL`]).
+pub async fn with_client_terminal<F: std::future::Future>(offered: bool, call: F) -> F::Output {
+    CLIENT_TERMINAL.scope(offered, call).await
 }
 
 /// The MCP servers of the request that runs (none when the front gave none).
@@ -531,6 +546,10 @@ impl Hub {
             // An answer to initialize / session/new / load / resume is awaited as long as
             // silence mid-turn is (R-PROC-6; a reply that never comes must reach the editor).
             request_timeout: Duration::from_secs(self.config.watchdog_secs),
+            // The session's pump reads every event; an ACP client may take the agent's
+            // file requests (R-ACP-2, `live::client_request`).
+            offer_client_requests: true,
+            terminal: CLIENT_TERMINAL.try_with(|t| *t).unwrap_or(false),
             ..AcpOptions::default()
         })
     }

@@ -25,6 +25,18 @@ impl Hub {
     /// Appends a finalized chat turn to the cache (a `turnFinalized` milestone) and keeps
     /// the session's metadata (agent, agent session id) current.
     pub(super) async fn append_turn(&self, turn_of: TurnOf<'_>, role: ChatRole, text: &str) {
+        self.append_turn_with(turn_of, role, text, None).await;
+    }
+
+    /// [`Self::append_turn`] with the turn's `metadata` (the carry-over marker's link to
+    /// the session it came from, R-ACP-3).
+    pub(super) async fn append_turn_with(
+        &self,
+        turn_of: TurnOf<'_>,
+        role: ChatRole,
+        text: &str,
+        metadata: Option<serde_json::Map<String, serde_json::Value>>,
+    ) {
         let Some(store) = self.store.clone() else {
             return;
         };
@@ -39,7 +51,7 @@ impl Hub {
             complete: true,
             linked_exec_id: None,
             linked_diff_id: None,
-            metadata: None,
+            metadata,
             extra: Default::default(),
         };
         let sid = turn_of.session_id.to_owned();
