@@ -85,6 +85,8 @@ trap cleanup EXIT
 # The build cache of tests/run-all.sh when run on its own.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$(wine_default_target_dir)}"
 step "setup (apt, rustup, Wine prefix)" wine_setup || die "setup failed"
+# One wineserver and one start of the prefix's system programs for every step (lib.sh says why).
+step "start the prefix's wineserver, kept running" wine_keep_running || die "cannot start the prefix's wineserver"
 log "Wine: $("$TETHER_WINE" --version) at $TETHER_WINE, prefix $WINEPREFIX"
 
 # --- Build ----------------------------------------------------------------------------------

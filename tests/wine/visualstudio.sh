@@ -13,11 +13,9 @@
 #                          with its reason; the run fails unless exactly these were ignored.
 # The unit tests (no server) are the visualstudio suite's; they are not run again here.
 #
-# Speed: Wine ends a prefix's system programs (services.exe, explorer.exe, …) shortly after
-# its last program exits and starts them again with the next one, and a program started while
-# they start keeps its stderr open until they end: that made each server start-to-exit about
-# 3 s instead of 0.3 s. So the prefix's wineserver is kept running for the tests (`wineserver
-# -p`), its system programs started once with their stdio on /dev/null, and it is ended after.
+# Speed: the prefix's wineserver and system programs are kept running for all the tests
+# (tests/wine/lib.sh's wine_keep_running says why: without it each server's start-to-exit
+# took 3 s instead of 0.3 s), by tests/wine/run.sh, or here when run alone.
 #
 # Usage: tests/wine/visualstudio.sh TETHER_EXE AGENT_EXE
 #   after tests/wine/lib.sh's wine_setup (it needs WINEPREFIX and TETHER_WINE); installs Mono
@@ -26,6 +24,8 @@ set -euo pipefail
 
 log() { printf '[wine visualstudio] %s\n' "$*"; }
 die() { printf '[wine visualstudio] FAILED: %s\n' "$*" >&2; exit 1; }
+# shellcheck source=tests/wine/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 [ $# -eq 2 ] || { echo "usage: $0 TETHER_EXE AGENT_EXE" >&2; exit 2; }
 [ -n "${WINEPREFIX:-}" ] && [ -n "${TETHER_WINE:-}" ] \
@@ -54,13 +54,10 @@ z="$(cd / && "$TETHER_WINE" winepath.exe -w /tmp 2>/dev/null | tr -d '\r')"
 [ "$z" = 'Z:\tmp' ] || die "Wine's drive Z: is not the Unix root in $WINEPREFIX (winepath -w /tmp says: $z)"
 
 # One wineserver and one start of the prefix's system programs for all the tests.
-wineserver_bin="$(dirname "$TETHER_WINE")/wineserver"
-[ -x "$wineserver_bin" ] || wineserver_bin="$(command -v wineserver)" || die "wineserver is missing"
-# What an earlier step left ends first (a wineserver that does not end in 30 s is killed).
-timeout 30 "$wineserver_bin" -w || "$wineserver_bin" -k 2>/dev/null || true
-"$wineserver_bin" -p
-trap '"$wineserver_bin" -k 2>/dev/null || true' EXIT
-"$TETHER_WINE" cmd.exe /c exit </dev/null >/dev/null 2>&1 || die "Wine's cmd.exe did not start in $WINEPREFIX"
+if [ -z "${TETHER_WINE_KEPT:-}" ]; then
+  wine_keep_running
+  trap wine_stop EXIT
+fi
 
 gaps=""
 for gap in "${vs_wine_gaps[@]}"; do gaps+="$gap"$'\n'; done
