@@ -8,7 +8,10 @@
 #                     to run a .exe with) and CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER
 #                     (tests/wine/runner.sh), so `cargo test --target x86_64-pc-windows-gnu`
 #                     runs its test programs under Wine.
-#   wine_stop         ends the prefix's wineserver (after waiting a little for its programs).
+#   wine_keep_running keeps the prefix's wineserver and its system programs running until
+#                     wine_stop (see "Why keep it running" below); exports TETHER_WINE_KEPT=1.
+#   wine_stop         ends the prefix's wineserver (after waiting a little for its programs;
+#                     at once when wine_keep_running kept it).
 #
 # Where: the prefix lives beside the build, in "$CARGO_TARGET_DIR/wine/" (tests/run-all.sh
 # sets CARGO_TARGET_DIR to its per-user build cache; when it is unset, the same cache folder,
@@ -21,6 +24,15 @@
 # RtlGenRandom) is built with mingw at test time into the prefix's system32, where Windows
 # keeps the real one: every .exe the tests start finds it wherever it lies (test programs in
 # deps/, the agents they start, an unpacked release archive).
+#
+# Why keep it running: Wine ends a prefix's system programs (services.exe, explorer.exe,
+# rpcss.exe, …) and its wineserver shortly after the prefix's last program exits, and starts
+# them again with the next one, forked from it: they hold that program's stderr until they end,
+# about 2 s after it. Whoever waits for the end of that stderr (cargo test for each test
+# program, Mono for each `tether.exe serve` of the Visual Studio core's tests) waits those
+# seconds each time: 3.3 s instead of 0.3 s from start to exit for a bare `tether.exe serve
+# --stdio` here. So the suite starts the wineserver persistent (`wineserver -p`) and the system
+# programs once, from a program whose stdio is /dev/null.
 #
 # The caller defines `log` and `die` (message functions) and runs with `set -euo pipefail`.
 
@@ -107,9 +119,26 @@ wineserver_cmd() {
   else die "wineserver is missing"; fi
 }
 
+# Keeps the prefix's wineserver running until wine_stop, its system programs started once
+# with their stdio on /dev/null (the header says why). A wineserver already running for the
+# prefix is waited for first (up to 30 s, then killed): `wineserver -p` would not change it.
+wine_keep_running() {
+  timeout 30 bash -c "$(declare -f wineserver_cmd die); wineserver_cmd -w" 2>/dev/null \
+    || wineserver_cmd -k 2>/dev/null || true
+  wineserver_cmd -p || die "wineserver -p failed for $WINEPREFIX"
+  "$TETHER_WINE" cmd.exe /c exit </dev/null >/dev/null 2>&1 || die "Wine's cmd.exe did not start in $WINEPREFIX"
+  export TETHER_WINE_KEPT=1
+}
+
 # Ends the prefix's wineserver: it waits up to 10 s for the prefix's programs to end (a
-# program still running then is named by the caller's own checks), then kills it.
+# program still running then is named by the caller's own checks), then kills it; a server
+# kept by wine_keep_running is killed at once (it would not end by itself).
 wine_stop() {
   [ -n "${WINEPREFIX:-}" ] || return 0
+  if [ -n "${TETHER_WINE_KEPT:-}" ]; then
+    wineserver_cmd -k 2>/dev/null || true
+    unset TETHER_WINE_KEPT
+    return 0
+  fi
   timeout 10 bash -c "$(declare -f wineserver_cmd die); wineserver_cmd -w" 2>/dev/null || wineserver_cmd -k 2>/dev/null || true
 }

@@ -9,13 +9,18 @@
 #      a dangling tool call and the agent restarted) — it exits 0 only when every step
 #      behaved as the story says;
 #   3. the per-user daemon over its named pipe (tests/wine/daemon.sh);
-#   4. the tests of the platform layer's crates, tether-host and tether-store (unit and
+#   4. the Visual Studio shim's core against tether.exe (tests/wine/visualstudio.sh): its
+#      integration tests (Core's controller and tool window view model, under Mono) with
+#      `tether.exe serve --stdio` and the agent tether-scripted-agent.exe as Windows programs,
+#      in-process and through the daemon; the tests it cannot run are listed there with why;
+#   5. the tests of the platform layer's crates, tether-host and tether-store (unit and
 #      integration tests; among them tests/job_object.rs: a killed server's agents die with
 #      its Job Object, a graceful end closes stdin then terminates the job), each test
 #      program run under Wine by cargo (CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER).
 # Tests that cannot pass under Wine because Wine lacks what they test are listed in
 # `wine_gaps` below, each with the reason, and named in the output; nothing else is skipped.
-# It installs what it needs (apt: wine64, gcc-mingw-w64-x86-64; rustup: the target) and
+# It installs what it needs (apt: wine64, gcc-mingw-w64-x86-64, and for step 4 Mono and NUnit:
+# mono-mcs libnunit-cil-dev nunit-console libnewtonsoft-json-cil-dev; rustup: the target) and
 # fails naming what it could not install. Ends with a table of its phases' times.
 #
 # Usage: tests/wine/run.sh   (honours CARGO_TARGET_DIR; default: the build cache of
@@ -73,6 +78,8 @@ trap cleanup EXIT
 # The build cache of tests/run-all.sh when run on its own.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$(wine_default_target_dir)}"
 step "setup (apt, rustup, Wine prefix)" wine_setup || die "setup failed"
+# One wineserver and one start of the prefix's system programs for every step (lib.sh says why).
+step "start the prefix's wineserver, kept running" wine_keep_running || die "cannot start the prefix's wineserver"
 log "Wine: $("$TETHER_WINE" --version) at $TETHER_WINE, prefix $WINEPREFIX"
 
 # --- Build ----------------------------------------------------------------------------------
@@ -114,6 +121,11 @@ log "tether.exe demo: $(grep '^Demo complete' "$work/demo.log")"
 # --- The daemon over its named pipe -----------------------------------------------------------
 step "the daemon over its named pipe" "$repo/tests/wine/daemon.sh" "$exe" "$work/daemon" \
   || die "the daemon failed under Wine (above)"
+
+# --- The Visual Studio shim's core against tether.exe ------------------------------------------
+step "the Visual Studio core against tether.exe" "$repo/tests/wine/visualstudio.sh" "$exe" \
+  "$CARGO_TARGET_DIR/$triple/debug/tether-scripted-agent.exe" \
+  || die "the Visual Studio core's integration tests failed against tether.exe under Wine (above)"
 
 # --- The platform layer's crates' tests -------------------------------------------------------
 skips=()

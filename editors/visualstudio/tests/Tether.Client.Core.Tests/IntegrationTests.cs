@@ -28,6 +28,7 @@ namespace Tether.Client.Core.Tests
         [SetUp]
         public void SetUp()
         {
+            ServerHost.IgnoreIfListedAsGap();
             temp = Path.Combine(Path.GetTempPath(), "tether-vs-it-" + Guid.NewGuid().ToString("N").Substring(0, 12));
             workspace = Path.Combine(temp, "workspace");
             storage = Path.Combine(temp, "store");
@@ -57,7 +58,7 @@ namespace Tether.Client.Core.Tests
         }
 
         /// <summary>
-        /// initializationOptions: the cache in a temp folder, the scripted agent as the default
+        /// initializationOptions (paths as the server sees them): the cache in a temp folder, the scripted agent as the default
         /// agent (protocol acp), and the R-RESUME-3 resume policy with short delays (10/20/40 ms
         /// instead of 1/2/4 s) so the three attempts run in well under a second.
         /// </summary>
@@ -65,10 +66,10 @@ namespace Tether.Client.Core.Tests
         {
             var o = new InitializationOptions
             {
-                Storage = new StorageOptions { Dir = storage, Persist = true, Encrypt = false },
+                Storage = new StorageOptions { Dir = ServerHost.ServerPath(storage), Persist = true, Encrypt = false },
                 Agents = new Dictionary<string, AgentConfig>
                 {
-                    { "scripted", new AgentConfig { Command = agentPath, Args = new List<string>(agentArgs), Env = agentEnv, Protocol = AgentProtocols.Acp } },
+                    { "scripted", new AgentConfig { Command = ServerHost.ServerPath(agentPath), Args = new List<string>(agentArgs), Env = agentEnv, Protocol = AgentProtocols.Acp } },
                 },
                 DefaultAgent = "scripted",
                 Resume = new ResumePolicyOptions { MaxAttempts = 3, BaseDelayMs = 10, MaxDelayMs = 40, Jitter = "none" },
@@ -81,7 +82,7 @@ namespace Tether.Client.Core.Tests
         {
             server = new ServerProcess(tether, Path.Combine(temp, "server-" + servers.Count + ".log"));
             servers.Add(server);
-            var controller = new TetherSessionController(server.Rpc, ui, workspace, clock ?? SystemClock.Instance, server.Log);
+            var controller = new TetherSessionController(server.Rpc, ui, ServerHost.ServerPath(workspace), clock ?? SystemClock.Instance, server.Log);
             var s = server;
             foreach (var m in TetherSessionController.NotificationMethods)
             {
@@ -93,7 +94,7 @@ namespace Tether.Client.Core.Tests
                 var method = m;
                 server.Rpc.OnRequest(method, p => { s.Record(method, p); return controller.HandleRequestAsync(method, p); });
             }
-            var init = server.Initialize(workspace, options);
+            var init = server.Initialize(ServerHost.ServerPath(workspace), options);
             Assert.AreEqual("tether", (string)init.SelectToken("serverInfo.name"), "serverInfo.name" + server.Diagnostics());
             Assert.AreEqual(1, TetherCapabilities.ServerProtocolVersion(init), "capabilities.experimental.tether.protocolVersion" + server.Diagnostics());
             return controller;
@@ -163,11 +164,11 @@ namespace Tether.Client.Core.Tests
             var script = new JObject(
                 new JProperty("loadSession", true),
                 new JProperty("resume", true),
-                new JProperty("stateDir", Path.Combine(temp, "agent-state")),
+                new JProperty("stateDir", ServerHost.ServerPath(Path.Combine(temp, "agent-state"))),
                 new JProperty("faults", faults));
             var path = Path.Combine(temp, "script-" + scenario + ".json");
             File.WriteAllText(path, script.ToString());
-            return new List<string> { path };
+            return new List<string> { ServerHost.ServerPath(path) };
         }
 
         [Test]
@@ -324,7 +325,7 @@ namespace Tether.Client.Core.Tests
             var removed = server.Await(controller.ClearSavedSessionAsync(CancellationToken.None), "session/clear");
             Assert.AreEqual(1, removed, server.Diagnostics());
             Assert.IsNull(memory.Value, "the remembered session is forgotten with the cache: a restart resumes the most recent again");
-            var list = server.Await(server.Rpc.RequestAsync(Methods.List, new JObject(new JProperty("workspace", new JObject(new JProperty("root", workspace)))), CancellationToken.None), "session/list");
+            var list = server.Await(server.Rpc.RequestAsync(Methods.List, new JObject(new JProperty("workspace", new JObject(new JProperty("root", ServerHost.ServerPath(workspace))))), CancellationToken.None), "session/list");
             CollectionAssert.IsEmpty((JArray)list["sessions"], server.Diagnostics());
             server.Shutdown();
         }

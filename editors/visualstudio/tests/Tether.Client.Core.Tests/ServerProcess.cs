@@ -81,11 +81,13 @@ namespace Tether.Client.Core.Tests
         /// Starts <c>tether serve --stdio</c>: in-process (<paramref name="remote"/> <c>off</c>), or
         /// <c>auto</c>, forwarding to the per-user daemon found (or started) in
         /// <paramref name="runtimeDir"/> (a private <c>TETHER_RUNTIME_DIR</c>, so the test's daemon is its own).
+        /// <paramref name="logFile"/> and <paramref name="runtimeDir"/> are local paths, given to the
+        /// server as it sees them (<see cref="ServerHost.ServerPath"/>); <paramref name="env"/> is given as it is.
         /// </summary>
         public ServerProcess(string tetherBin, string logFile, string remote = "off", string runtimeDir = null, IDictionary<string, string> env = null)
         {
             LogFile = logFile;
-            var psi = new ProcessStartInfo(tetherBin, "serve --stdio --remote=" + remote + " --log-file \"" + logFile + "\"")
+            var psi = new ProcessStartInfo(tetherBin, "serve --stdio --remote=" + remote + " --log-file \"" + ServerHost.ServerPath(logFile) + "\"")
             {
                 UseShellExecute = false,
                 RedirectStandardInput = true,
@@ -94,7 +96,7 @@ namespace Tether.Client.Core.Tests
                 CreateNoWindow = true,
             };
             psi.EnvironmentVariables["RUST_BACKTRACE"] = "1";
-            if (runtimeDir != null) psi.EnvironmentVariables["TETHER_RUNTIME_DIR"] = runtimeDir;
+            if (runtimeDir != null) psi.EnvironmentVariables["TETHER_RUNTIME_DIR"] = ServerHost.ServerPath(runtimeDir);
             if (env != null) foreach (var kv in env) psi.EnvironmentVariables[kv.Key] = kv.Value;
             process = Process.Start(psi);
             process.ErrorDataReceived += (s, e) => { if (e.Data != null) lock (stderr) stderr.AppendLine(e.Data); };
@@ -153,7 +155,7 @@ namespace Tether.Client.Core.Tests
             return task.Result;
         }
 
-        /// <summary>LSP <c>initialize</c> with the Tether capability and the given options, then <c>initialized</c>.</summary>
+        /// <summary>LSP <c>initialize</c> with the Tether capability and the given options, then <c>initialized</c>; <paramref name="rootPath"/> as the server sees it.</summary>
         public JToken Initialize(string rootPath, JObject initializationOptions)
         {
             Rpc.Start();
@@ -169,7 +171,7 @@ namespace Tether.Client.Core.Tests
             return result;
         }
 
-        /// <summary>LSP <c>shutdown</c> then <c>exit</c>; waits for the process, kills it if it does not go.</summary>
+        /// <summary>LSP <c>shutdown</c> then <c>exit</c>, then the end of its input; waits for the process, kills it if it does not go.</summary>
         public void Shutdown()
         {
             if (process.HasExited) return;
@@ -178,6 +180,10 @@ namespace Tether.Client.Core.Tests
                 var t = Rpc.RequestAsync("shutdown", null, CancellationToken.None);
                 t.Wait(Timeout);
                 Rpc.NotifyAsync("exit", null).Wait();
+                // The editor is done with the server: its input ends too. tether.exe reads its
+                // stdin on a blocking thread, which only the end of input frees: without it the
+                // process lingers the 2 s its runtime waits for that thread (cli/serve.rs).
+                process.StandardInput.Close();
             }
             catch (Exception e)
             {

@@ -32,7 +32,9 @@ namespace Tether.Client.Core.Tests
     /// What the tool window tests share: a temp workspace and cache, real <c>tether serve</c>
     /// processes (in-process or through a private daemon), agents (the scripted agent with a
     /// script, or <c>Tether.TestAgent.exe</c> under mono), controllers wired to them, and waiting
-    /// on the view model's own changes (never a sleep).
+    /// on the view model's own changes (never a sleep). The fields hold local paths; what goes to
+    /// the server goes as it sees it (<see cref="ServerHost.ServerPath"/>: itself natively, Wine's
+    /// drive Z: under Wine).
     /// </summary>
     public abstract class ToolWindowFixture
     {
@@ -47,6 +49,7 @@ namespace Tether.Client.Core.Tests
         [SetUp]
         public void SetUpFixture()
         {
+            ServerHost.IgnoreIfListedAsGap();
             // Short: the daemon's socket path must fit in sockaddr_un (108 bytes).
             Temp = Path.Combine(Path.GetTempPath(), "tvs-" + Guid.NewGuid().ToString("N").Substring(0, 10));
             Workspace = Path.Combine(Temp, "workspace");
@@ -55,6 +58,12 @@ namespace Tether.Client.Core.Tests
             Directory.CreateDirectory(Workspace);
             TetherBin = Binaries.Tether();
             ScriptedBin = Binaries.ScriptedAgent();
+        }
+
+        /// <summary>The workspace as the server sees it (and as the controller gives it to the server).</summary>
+        protected string ServerWorkspace
+        {
+            get { return ServerHost.ServerPath(Workspace); }
         }
 
         [TearDown]
@@ -79,7 +88,7 @@ namespace Tether.Client.Core.Tests
         protected void StopDaemon()
         {
             var psi = new ProcessStartInfo(TetherBin, "daemon stop") { UseShellExecute = false, RedirectStandardOutput = true, RedirectStandardError = true };
-            psi.EnvironmentVariables["TETHER_RUNTIME_DIR"] = RuntimeDir;
+            psi.EnvironmentVariables["TETHER_RUNTIME_DIR"] = ServerHost.ServerPath(RuntimeDir);
             using (var p = Process.Start(psi))
             {
                 p.StandardOutput.ReadToEnd();
@@ -88,18 +97,18 @@ namespace Tether.Client.Core.Tests
             }
         }
 
-        /// <summary>A scripted agent's script file (crates/tether-host/src/scripted.rs): loadSession and resume, its state in the test's folder, the given faults and fields.</summary>
+        /// <summary>A scripted agent's script file (crates/tether-host/src/scripted.rs): loadSession and resume, its state in the test's folder, the given faults and fields (paths among them as the server sees them). Returns its path as the server sees it.</summary>
         protected string Script(string name, JArray faults, JObject fields = null)
         {
             var script = new JObject(
                 new JProperty("loadSession", true),
                 new JProperty("resume", true),
-                new JProperty("stateDir", Path.Combine(Temp, "agent-state")),
+                new JProperty("stateDir", ServerHost.ServerPath(Path.Combine(Temp, "agent-state"))),
                 new JProperty("faults", faults ?? new JArray()));
             if (fields != null) foreach (var p in fields.Properties()) script[p.Name] = p.Value;
             var path = Path.Combine(Temp, "script-" + name + ".json");
             File.WriteAllText(path, script.ToString());
-            return path;
+            return ServerHost.ServerPath(path);
         }
 
         /// <summary>A scripted fault: <paramref name="method"/> on the given calls (none: every call) does <paramref name="action"/>.</summary>
@@ -108,10 +117,10 @@ namespace Tether.Client.Core.Tests
             return new JObject(new JProperty("method", method), new JProperty("calls", new JArray(calls)), new JProperty("action", action));
         }
 
-        /// <summary>The scripted agent running <paramref name="script"/>.</summary>
+        /// <summary>The scripted agent running <paramref name="script"/> (a path as the server sees it, from <see cref="Script"/>).</summary>
         protected AgentConfig Scripted(string script)
         {
-            return new AgentConfig { Command = ScriptedBin, Args = new List<string> { script }, Env = new Dictionary<string, string>(), Protocol = AgentProtocols.Acp };
+            return new AgentConfig { Command = ServerHost.ServerPath(ScriptedBin), Args = new List<string> { script }, Env = new Dictionary<string, string>(), Protocol = AgentProtocols.Acp };
         }
 
         /// <summary>Tether.TestAgent.exe (beside the test assembly) under mono: thoughts, plans, tool calls, diffs.</summary>
@@ -127,7 +136,7 @@ namespace Tether.Client.Core.Tests
         {
             var o = new InitializationOptions
             {
-                Storage = new StorageOptions { Dir = Storage, Persist = true, Encrypt = false },
+                Storage = new StorageOptions { Dir = ServerHost.ServerPath(Storage), Persist = true, Encrypt = false },
                 Agents = agents,
                 DefaultAgent = defaultAgent,
                 Resume = new ResumePolicyOptions { MaxAttempts = 3, BaseDelayMs = 10, MaxDelayMs = 40, Jitter = "none" },
@@ -149,7 +158,7 @@ namespace Tether.Client.Core.Tests
         {
             server = new ServerProcess(TetherBin, Path.Combine(Temp, "server-" + Servers.Count + ".log"), daemon ? "auto" : "off", daemon ? RuntimeDir : null, env);
             Servers.Add(server);
-            var c = controller ?? new TetherSessionController(server.Rpc, ui, Workspace, SystemClock.Instance, server.Log);
+            var c = controller ?? new TetherSessionController(server.Rpc, ui, ServerWorkspace, SystemClock.Instance, server.Log);
             var s = server;
             foreach (var m in TetherSessionController.NotificationMethods)
             {
@@ -166,7 +175,7 @@ namespace Tether.Client.Core.Tests
                 var method = m;
                 server.Rpc.OnRequest(method, p => { s.Record(method, p); return c.HandleRequestAsync(method, p); });
             }
-            server.Initialize(Workspace, options);
+            server.Initialize(ServerWorkspace, options);
             return c;
         }
 

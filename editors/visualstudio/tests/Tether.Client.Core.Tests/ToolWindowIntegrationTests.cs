@@ -196,15 +196,22 @@ namespace Tether.Client.Core.Tests
         public void AClaudeCodeSessionOfTheWorkspaceIsListedWithItsSourceAndOpensWithItsTranscriptFromTheAgentsFile()
         {
             // A real Claude Code 2.1.330 session file (crates/tether-history/tests/fixtures), moved
-            // to this workspace's project folder of a private Claude Code store.
+            // to this workspace's project folder of a private Claude Code store (the folder named
+            // from the workspace as the server sees it: a `Z:\…` root under Wine).
             const string id = "011056c5-379b-4671-ae05-7da2d0635fdb";
             var fixture = System.IO.Path.Combine(Binaries.RepoRoot(), "crates", "tether-history", "tests", "fixtures", "claude", "projects", "-home-user-work", id + ".jsonl");
             var claude = System.IO.Path.Combine(Temp, "claude");
-            var project = System.IO.Path.Combine(claude, "projects", Regex.Replace(Workspace, "[^A-Za-z0-9]", "-"));
+            var project = System.IO.Path.Combine(claude, "projects", Regex.Replace(ServerWorkspace, "[^A-Za-z0-9]", "-"));
             System.IO.Directory.CreateDirectory(project);
             var file = System.IO.Path.Combine(project, id + ".jsonl");
-            System.IO.File.WriteAllText(file, System.IO.File.ReadAllText(fixture).Replace("/home/user/work", Workspace));
-            var env = new Dictionary<string, string> { { "HOME", System.IO.Path.Combine(Temp, "home") }, { "CLAUDE_CONFIG_DIR", claude } };
+            // The fixture's paths are inside JSON strings: a Windows path's backslashes are escaped.
+            System.IO.File.WriteAllText(file, System.IO.File.ReadAllText(fixture).Replace("/home/user/work", ServerWorkspace.Replace("\\", "\\\\")));
+            var env = new Dictionary<string, string>
+            {
+                { "HOME", ServerHost.ServerPath(System.IO.Path.Combine(Temp, "home")) },
+                { "CLAUDE_CONFIG_DIR", ServerHost.ServerPath(claude) },
+            };
+            var serverFile = ServerHost.ServerPath(file);
             var agent = Scripted(Script("healthy", null));
             agent.Env = new Dictionary<string, string>(env);
 
@@ -221,14 +228,14 @@ namespace Tether.Client.Core.Tests
             Assert.AreEqual("claude", row.Source);
             Assert.AreEqual("please run the fixture command", row.Label);
             StringAssert.Contains("Claude Code's own store", row.Description);
-            StringAssert.EndsWith(" \u00b7 " + file, row.Detail);
+            StringAssert.EndsWith(" \u00b7 " + serverFile, row.Detail);
 
             var result = server.Await(c.OpenSessionAsync(id, CancellationToken.None), "open the Claude Code session");
             Console.WriteLine("[window: at session/restored]\n" + atRestore);
             Assert.IsNotNull(atRestore, "the agent's transcript is sent before the first attempt" + server.Diagnostics());
             AssertLinesInOrder(atRestore,
                 "== Tether: session " + id + " ==",
-                "[!] Transcript read from Claude Code's own session store, " + file + ": the agent has not confirmed it yet.",
+                "[!] Transcript read from Claude Code's own session store, " + serverFile + ": the agent has not confirmed it yet.",
                 "You (saved): please run the fixture command");
             StringAssert.IsMatch(@"\nTool call \[execute\] .+ \(saved\)\n", atRestore, "its tool calls");
             // The scripted agent does not know Claude Code's id: the dialog offers to continue the
@@ -292,7 +299,7 @@ namespace Tether.Client.Core.Tests
             var limited = Script("limited", new JArray(Fault("session/prompt", new JObject(
                 new JProperty("kind", "error"), new JProperty("code", -32603), new JProperty("message", "Internal error"),
                 new JProperty("data", new JObject(new JProperty("details", "API Error: 429 {\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\",\"message\":\"Rate limited\"}}")))), 2)));
-            var other = Script("other", null, new JObject(new JProperty("sessionPrefix", "other-"), new JProperty("stateDir", System.IO.Path.Combine(Temp, "other-state"))));
+            var other = Script("other", null, new JObject(new JProperty("sessionPrefix", "other-"), new JProperty("stateDir", ServerHost.ServerPath(System.IO.Path.Combine(Temp, "other-state")))));
             var agents = new Dictionary<string, AgentConfig> { { "scripted", Scripted(limited) }, { "other", Scripted(other) } };
             var options = Options(agents, "scripted", o =>
             {
@@ -387,9 +394,9 @@ namespace Tether.Client.Core.Tests
             var started = server.Await(c.ResumeAsync(null, CancellationToken.None), "session/resume");
             server.Await(c.SendAsync("hello", CancellationToken.None), "session/prompt");
 
-            // The daemon is killed (SIGKILL, by its pid from `tether daemon status --json`).
+            // The daemon is killed (SIGKILL, or TerminateProcess under Wine, by its pid from `tether daemon status --json`).
             var psi = new System.Diagnostics.ProcessStartInfo(TetherBin, "daemon status --json") { UseShellExecute = false, RedirectStandardOutput = true };
-            psi.EnvironmentVariables["TETHER_RUNTIME_DIR"] = RuntimeDir;
+            psi.EnvironmentVariables["TETHER_RUNTIME_DIR"] = ServerHost.ServerPath(RuntimeDir);
             int pid;
             using (var p = System.Diagnostics.Process.Start(psi))
             {
@@ -397,10 +404,7 @@ namespace Tether.Client.Core.Tests
                 p.WaitForExit(30000);
                 pid = (int)json["pid"];
             }
-            using (var kill = System.Diagnostics.Process.Start(new System.Diagnostics.ProcessStartInfo("kill", "-KILL " + pid) { UseShellExecute = false }))
-            {
-                kill.WaitForExit(30000);
-            }
+            ServerHost.Kill(pid);
 
             // The forwarder starts a new daemon, resumes the session there and says so.
             WaitFor(c, v => server.Received(Methods.Reattached).Count > 0 && v.Status.State == "live", "session/reattached and the session live again", server);
@@ -453,7 +457,7 @@ namespace Tether.Client.Core.Tests
             var resumed = second.Await(c2.ResumeAsync(null, CancellationToken.None), "session/resume after the restart");
             Assert.AreEqual(ResumeOutcome.Resumed, resumed.Outcome, second.Diagnostics());
             Assert.AreEqual(started.SessionId, resumed.SessionId);
-            StringAssert.Contains("session/resume " + Workspace + " " + started.SessionId + "\n", second.Log + "\n", "by the remembered id, without afterSeq");
+            StringAssert.Contains("session/resume " + ServerWorkspace + " " + started.SessionId + "\n", second.Log + "\n", "by the remembered id, without afterSeq");
             WaitFor(c2, v => !v.TurnRunning && Numbers(c2).Count > 0, "the turn's end in the restarted window", second);
             CollectionAssert.AreEqual(Enumerable.Range(1, count).ToList(), Numbers(c2), "every update of the turn once, in order");
             var text = Window(c2, "after the restart");
@@ -515,7 +519,7 @@ namespace Tether.Client.Core.Tests
             var resumed = second.Await(c.ServerRestartedAsync(second.Rpc, CancellationToken.None), "resume after the server restart");
             Assert.AreEqual(ResumeOutcome.Resumed, resumed.Outcome, second.Diagnostics());
             Assert.AreEqual(started.SessionId, resumed.SessionId);
-            StringAssert.Contains("session/resume " + Workspace + " " + started.SessionId + " afterSeq=" + lastSeq, first.Log.ToString(), "the window's controller logs its resume");
+            StringAssert.Contains("session/resume " + ServerWorkspace + " " + started.SessionId + " afterSeq=" + lastSeq, first.Log.ToString(), "the window's controller logs its resume");
             CollectionAssert.IsEmpty(second.Received(Methods.Restored), "with afterSeq no transcript is sent again");
             WaitFor(c, v => !v.TurnRunning, "the turn's end", second);
             CollectionAssert.AreEqual(Enumerable.Range(1, count).ToList(), Numbers(c), "every update of the turn once, in order");
