@@ -1697,7 +1697,7 @@ impl Store {
         Ok(self
             .read_only_state_at(&adir.join(name), ws, session_id, true, &mut warnings)?
             .map(|(state, encrypted)| {
-                self.build_loaded(ws, session_id, &state, encrypted, warnings)
+                self.build_loaded(ws, session_id, &state, None, encrypted, warnings)
             }))
     }
 
