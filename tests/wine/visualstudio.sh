@@ -40,13 +40,10 @@ agent="$2"
 # The tests that do not run under Wine, "<test name>|<why>". Two kinds:
 #   wine: what the test needs cannot run in the suite's prefix;
 #   bug:  a defect of the Windows build that the test finds (it fails today); the line goes
-#         with the fix.
-inherit_bug="bug: the editor's pipes outlive a killed forwarder: it starts the daemon with Rust's Command, which on Windows passes every inheritable handle (bInheritHandles), and its own standard handles (inheritable, as the editor made them) go to the daemon with them, so the killed server's stdout ends only with the daemon; fix: clear HANDLE_FLAG_INHERIT on the three standard handles in tether-sys's spawn_detached (tried: the three tests then pass)"
+#         with the fix (the three restart tests were such lines until tether-sys's
+#         spawn_detached stopped handing the forwarder's standard handles to the daemon).
 vs_wine_gaps=(
   "ALiveTurnShowsThoughtsPlanToolCallsWithOutputDiffsAndTheAnswer|wine: its agent is Tether.TestAgent.exe, a .NET program the test runs with Linux's mono; under Wine it would need .NET (Wine Mono) inside the prefix, which the suite does not install"
-  "AfterAVisualStudioRestartTheRunningTurnContinuesInTheWindowEveryUpdateOnce|$inherit_bug"
-  "AfterTheServerRestartsTheWindowResumesAfterTheLastEventItDrewEveryUpdateOnce|$inherit_bug"
-  "APermissionQuestionLeftOpenWhenVisualStudioExitedIsAskedInTheRestartedWindow|$inherit_bug"
 )
 
 # The tests give the server Z:\… for /…: check that the prefix maps Z: so.

@@ -9,7 +9,9 @@ pub mod endpoint;
 pub mod private;
 mod replace;
 
-pub use private::{check_private, create_private_dir, create_private_dir_all, open_private_append};
+pub use private::{
+    check_private, create_private_dir, create_private_dir_all, open_private_append, tighten_if_mine,
+};
 pub use replace::replace;
 
 pub mod image {
@@ -166,6 +168,7 @@ pub fn spawn_detached(
     };
     let detached = DETACHED_PROCESS | CREATE_NEW_PROCESS_GROUP | CREATE_NO_WINDOW;
     command.creation_flags(detached | CREATE_BREAKAWAY_FROM_JOB);
+    keep_own_stdio_from_children();
     match command.spawn() {
         Err(e) if e.raw_os_error() == Some(ERROR_ACCESS_DENIED as i32) => {
             tracing::warn!(
@@ -175,6 +178,33 @@ pub fn spawn_detached(
             command.spawn()
         }
         spawned => spawned,
+    }
+}
+
+/// Makes this process's own standard handles non-inheritable.
+///
+/// `CreateProcessW` with `bInheritHandles` (as std's `Command` calls it) hands the child every
+/// inheritable handle of the parent, not only the three it was given. A forwarder's standard
+/// handles are the editor's pipes, made inheritable by the editor; a daemon inheriting them
+/// would hold the editor's pipe open for as long as it runs, so an editor whose `tether
+/// serve` was killed would never see its connection close (found by the Visual Studio core's
+/// restart tests under Wine, `tests/wine/visualstudio.sh`). The process itself still reads
+/// and writes them; only children no longer get them.
+fn keep_own_stdio_from_children() {
+    use windows_sys::Win32::Foundation::{
+        HANDLE_FLAG_INHERIT, INVALID_HANDLE_VALUE, SetHandleInformation,
+    };
+    use windows_sys::Win32::System::Console::{
+        GetStdHandle, STD_ERROR_HANDLE, STD_INPUT_HANDLE, STD_OUTPUT_HANDLE,
+    };
+    for id in [STD_INPUT_HANDLE, STD_OUTPUT_HANDLE, STD_ERROR_HANDLE] {
+        // SAFETY: this process's own standard handles; only their inherit flag changes.
+        unsafe {
+            let handle = GetStdHandle(id);
+            if !handle.is_null() && handle != INVALID_HANDLE_VALUE {
+                SetHandleInformation(handle, HANDLE_FLAG_INHERIT, 0);
+            }
+        }
     }
 }
 
