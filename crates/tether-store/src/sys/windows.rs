@@ -24,16 +24,30 @@ pub fn create_private_dir(path: &Path) -> io::Result<()> {
 }
 
 /// Checks that a folder's DACL lets nobody but the user in (`tether_sys::check_private`;
-/// an entry for `LocalSystem` is accepted). A file is not checked: it holds what its store
-/// folder, checked, passed down to it at creation.
+/// an entry for `LocalSystem` is accepted). A folder the user owns that others may enter is
+/// made the user's alone first (`tether_sys::tighten_if_mine`, logged): Tether builds before
+/// the owner-only DACL made their folders with the parent's, and a cache must survive the
+/// upgrade. A file is not checked: it holds what its store folder, checked, passed down to
+/// it at creation.
 ///
 /// # Errors
-/// What is wrong, with the `icacls` command that fixes it.
+/// What is wrong (a folder of another owner, a DACL that cannot be read or set), with the
+/// `icacls` command that fixes it.
 pub fn check_owner_only(path: &Path, _meta: &std::fs::Metadata, dir: bool) -> Result<(), String> {
     if !dir {
         return Ok(());
     }
-    tether_sys::check_private(path).map_err(|e| format!("cannot read its DACL: {e}"))?
+    match tether_sys::tighten_if_mine(path).map_err(|e| format!("cannot read its DACL: {e}"))? {
+        Ok(true) => {
+            tracing::warn!(
+                path = %path.display(),
+                "the folder was open to others (made before Tether set its own DACL): made the user's alone"
+            );
+            Ok(())
+        }
+        Ok(false) => Ok(()),
+        Err(why) => Err(why),
+    }
 }
 
 /// Nothing to do: Windows has no directory sync; the rename ([`rename`]) is write-through.

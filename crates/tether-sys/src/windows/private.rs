@@ -48,8 +48,9 @@ use windows_sys::Win32::Security::Authorization::{
 };
 use windows_sys::Win32::Security::{
     ACCESS_ALLOWED_ACE, ACE_HEADER, ACL, DACL_SECURITY_INFORMATION, GetAce,
-    GetSecurityDescriptorControl, GetSecurityDescriptorDacl, PROTECTED_DACL_SECURITY_INFORMATION,
-    PSECURITY_DESCRIPTOR, SE_DACL_PROTECTED, SECURITY_ATTRIBUTES,
+    GetSecurityDescriptorControl, GetSecurityDescriptorDacl, OWNER_SECURITY_INFORMATION,
+    PROTECTED_DACL_SECURITY_INFORMATION, PSECURITY_DESCRIPTOR, SE_DACL_PROTECTED,
+    SECURITY_ATTRIBUTES,
 };
 use windows_sys::Win32::Storage::FileSystem::{
     CreateDirectoryW, CreateFileW, FILE_APPEND_DATA, FILE_ATTRIBUTE_NORMAL, FILE_READ_ATTRIBUTES,
@@ -387,6 +388,65 @@ pub fn open_private_append(path: &Path) -> io::Result<std::fs::File> {
     }
     // SAFETY: a handle just opened, owned by the File from here on.
     Ok(unsafe { std::fs::File::from_raw_handle(handle) })
+}
+
+/// The owner of `path` as a string SID (`GetNamedSecurityInfoW`,
+/// `OWNER_SECURITY_INFORMATION`).
+///
+/// # Errors
+/// The call's error.
+pub fn owner_sid(path: &Path) -> io::Result<String> {
+    let wide = wide(path);
+    let mut owner: *mut core::ffi::c_void = std::ptr::null_mut();
+    let mut sd: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
+    // SAFETY: `wide` is NUL-terminated; `owner` points into `sd`, a LocalAlloc'd
+    // descriptor freed after the SID is copied out as text.
+    let rc = unsafe {
+        GetNamedSecurityInfoW(
+            wide.as_ptr(),
+            SE_FILE_OBJECT,
+            OWNER_SECURITY_INFORMATION,
+            &raw mut owner,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            &raw mut sd,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::from_raw_os_error(rc as i32));
+    }
+    let sd = LocalBox(sd);
+    // SAFETY: `owner` points into the descriptor `sd`, alive until the end of this scope.
+    let sid = unsafe { sid_string(owner) };
+    drop(sd);
+    sid
+}
+
+/// Makes a folder that the current user owns but others may enter (one made before Tether
+/// set its own DACL, which inherited its parent's: `SYSTEM`, `Administrators` and the user
+/// under `%LOCALAPPDATA%`) the user's alone ([`set_owner_only`]), then checks it again. A
+/// folder owned by someone else is left as it is and refused, as on Unix.
+///
+/// Returns `Ok(Ok(true))` when the folder was tightened and passes now, `Ok(Ok(false))` when
+/// it passed already, `Ok(Err(why))` when it is refused.
+///
+/// # Errors
+/// Reading the folder's owner or DACL failed.
+pub fn tighten_if_mine(path: &Path) -> io::Result<Result<bool, String>> {
+    if check_private(path)?.is_ok() {
+        return Ok(Ok(false));
+    }
+    let me = current_user()?;
+    if owner_sid(path)? != me.sid() {
+        return check_private(path).map(|r| r.map(|()| false));
+    }
+    if let Err(e) = set_owner_only(path, true) {
+        return Ok(Err(format!(
+            "it is open to others and could not be made private: {e}"
+        )));
+    }
+    check_private(path).map(|r| r.map(|()| true))
 }
 
 /// Gives `path` (a file or folder) the owner-only DACL, replacing whatever it had and
