@@ -101,6 +101,10 @@ wine_setup() {
     printf '%s\n' "$version" >"$stamp"
     log "Wine: prefix ready in $(( $(date +%s) - t0 ))s"
   fi
+  # The prefix outlives a run (it is kept beside the build cache): what Tether kept in it
+  # (%LOCALAPPDATA%\tether: its cache, the daemon's files, made by an earlier build) goes,
+  # so every run starts as on a machine Tether never ran on.
+  rm -rf "$WINEPREFIX"/drive_c/users/*/AppData/Local/tether
   # The stand-in, rebuilt when its source is newer.
   local dll="$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll"
   local src="$wine_lib_dir/bcryptprimitives.c"
