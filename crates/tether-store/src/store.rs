@@ -189,6 +189,7 @@ fn counts_as_failure(e: &StoreError) -> bool {
             | StoreError::InvalidSnapshot { .. }
             | StoreError::InvalidWorkspace { .. }
     ) && !e.is_disk_full()
+        && !e.is_device_error()
 }
 
 fn enc_err(what: &'static str) -> impl FnOnce(serde_json::Error) -> StoreError {

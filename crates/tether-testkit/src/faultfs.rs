@@ -442,6 +442,33 @@ impl Filesystem for Passthrough {
         }
     }
 
+    fn mknod(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        rdev: u32,
+        reply: ReplyEntry,
+    ) {
+        // Sockets and pipes (a daemon's socket in a runtime folder mounted here).
+        let result = (|| {
+            self.fault(Ops::META)?;
+            let (rel, full) = self.child(parent, name)?;
+            let c = cstr(&full)?;
+            // SAFETY: a NUL-terminated path; mknod(2) creates a node, nothing else.
+            if unsafe { libc::mknod(c.as_ptr(), mode & !umask, libc::dev_t::from(rdev)) } != 0 {
+                return Err(errno(&io::Error::last_os_error()));
+            }
+            self.entry(rel, &full)
+        })();
+        match result {
+            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
+            Err(e) => reply.error(e),
+        }
+    }
+
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let result = (|| {
             self.fault(Ops::META)?;

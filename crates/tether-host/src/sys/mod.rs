@@ -14,6 +14,7 @@
 //! | [`kill_marked`] | environment scan: `/proc/<pid>/environ` on Linux, `KERN_PROCARGS2` on macOS | nothing: no process leaves a job without breakaway |
 //! | [`open_nofollow`] | `O_NOFOLLOW` | `FILE_FLAG_OPEN_REPARSE_POINT`, then a reparse point is refused |
 //! | [`executable_extensions`] | none (the exec bit decides) | `PATHEXT` |
+//! | [`is_device_error`] | `EIO` | `ERROR_CRC`, `ERROR_IO_DEVICE` |
 
 #[cfg(unix)]
 pub mod procs;

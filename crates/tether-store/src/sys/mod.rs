@@ -8,6 +8,7 @@
 //! | [`check_owner_only`] | owner is the effective uid, no group/other bits | not checked yet |
 //! | [`sync_dir`] | `fsync` of the directory | nothing: Windows has no directory sync |
 //! | [`os_bytes`] | the raw `OsStr` bytes | UTF-8 of the (UTF-16) name |
+//! | [`is_device_error`], [`device_error`] | `EIO` | `ERROR_CRC`, `ERROR_IO_DEVICE` |
 //!
 //! `File::sync_data`/`sync_all` are `fdatasync`/`fsync` on Unix and `FlushFileBuffers` on
 //! Windows (std), so the journal needs nothing here.
