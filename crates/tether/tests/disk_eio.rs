@@ -114,6 +114,30 @@ async fn an_io_error_while_an_agent_streams_is_told_once_and_cleared_when_the_di
     assert_eq!(banner["kind"], "cannotSave");
     assert!(disk.injected() > 0, "the disk failed no operation");
     assert_eq!(count(&editor, "session/banner", &banner_id), 1, "told once");
+    // The editor's own saves fail too, more than three times in a row (R-STORE-11's
+    // switch-off), each with the I/O error; saving is not switched off.
+    let persist = |trigger: &str| {
+        let snapshot = json!({
+            "chatTurns": [{"id": "t1", "role": "user", "text": "notes", "timestampUtc": "2026-11-26T01:00:00Z", "complete": true}],
+            "execTurns": [], "diffSessions": [], "approvals": {"pending": []},
+            "uiState": {"isStreamErrorVisible": false}, "context": {"workingDir": world.workspace}
+        });
+        editor.request(
+            "session/persist",
+            json!({"sessionId": "editor-1", "workspace": world.ws(), "trigger": trigger, "snapshot": snapshot}),
+        )
+    };
+    for _ in 0..4 {
+        let err = persist("turnFinalized")
+            .await
+            .expect_err("a save on a failing disk");
+        let text = format!("{err:?}");
+        assert!(
+            text.contains("-32803") && text.contains("Input/output error"),
+            "{text}"
+        );
+        assert!(!text.contains("persistenceDisabled"), "{text}");
+    }
     assert_eq!(
         count(&editor, "session/banner", "persistenceDisabled"),
         0,
@@ -121,6 +145,10 @@ async fn an_io_error_while_an_agent_streams_is_told_once_and_cleared_when_the_di
     );
 
     disk.heal();
+    let saved = persist("turnFinalized")
+        .await
+        .expect("a save once the disk heals");
+    assert_eq!(saved["saved"], true, "{saved}");
     let mark = editor.mark();
     assert_eq!(prompt(&editor, &sid, "six").await["stopReason"], "end_turn");
     banner_event(&editor, mark, "session/bannerCleared", &banner_id).await;
