@@ -21,6 +21,9 @@ use support::{Mode, STEP, World, processes_mentioning, tether_bin};
 use tether::editor::{Answers, Editor, ServerProcess};
 use tether_testkit::faultfs::{FaultFs, Ops};
 
+/// The note a log writes with its first line after lines were lost (R-PROC-8).
+const LOST: &str = "log line(s) lost: the log could not be written";
+
 const BANNER: &str = "Tether cannot save this session: the disk reports an I/O error";
 
 /// Mounts a fault file system on `dir` (its backing folder beside it), private (0700) as
@@ -296,16 +299,15 @@ async fn a_failing_disk_starts_agents_all_the_same_and_the_registry_and_log_catc
 
     // The log says how many lines it lost and why (its writer is a background thread: the
     // note comes with the first line after the disk heals, so it is waited for).
-    const NOTE: &str = "log line(s) lost: the log could not be written";
     let deadline = Instant::now() + STEP;
     let mut log = read_all(&log_dir);
-    while !log.contains(NOTE) && Instant::now() < deadline {
+    while !log.contains(LOST) && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(100)).await;
         log = read_all(&log_dir);
     }
     let note = log
         .lines()
-        .find(|l| l.contains(NOTE))
+        .find(|l| l.contains(LOST))
         .unwrap_or_else(|| panic!("no note of the lost lines in the log:\n{log}"));
     assert!(note.contains("Input/output error"), "{note}");
     editor.shutdown(STEP).await.unwrap();
@@ -394,6 +396,28 @@ async fn a_daemon_on_a_failing_disk_serves_and_saves_once_the_disk_heals() {
     assert!(history.to_string().contains("\"five\""), "{history}");
     let (code, status) = support::tether_daemon(&runtime, &["status", "--json"]);
     assert_eq!(code, 0, "the daemon runs: {status}");
+    // The daemon's own log (its stderr, in the runtime folder) lost the lines of the
+    // outage and says so, naming the I/O error, with its first line after it (R-PROC-8).
+    let daemon_log = || -> String {
+        std::fs::read_dir(&runtime)
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".daemon.log"))
+            .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+            .collect()
+    };
+    let deadline = Instant::now() + STEP;
+    let mut log = daemon_log();
+    while !log.contains(LOST) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        log = daemon_log();
+    }
+    let note = log
+        .lines()
+        .find(|l| l.contains(LOST))
+        .unwrap_or_else(|| panic!("no note of the lost lines in the daemon's log:\n{log}"));
+    assert!(note.contains("Input/output error"), "{note}");
     editor.shutdown(STEP).await.unwrap();
     assert_eq!(support::tether_daemon(&runtime, &["stop"]).0, 0);
     drop(disk);
