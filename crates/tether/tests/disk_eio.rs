@@ -81,8 +81,8 @@ fn read_all(dir: &Path) -> String {
         .collect()
 }
 
-/// R-STORE-15: turns the hub caches by itself while the disk answers every write and
-/// `fsync` with `EIO` are told to the editor once (`cannotSave`, naming the I/O error),
+/// R-STORE-15: turns the hub caches by itself while the disk answers `fsync`, then every
+/// write and `fsync`, with `EIO` are told to the editor once (`cannotSave`, naming the I/O error),
 /// the turns themselves complete, more failures than R-STORE-11's three do not switch
 /// saving off, the banner is cleared by the first save once the disk heals, and every
 /// turn saved before and after is read back by a new server.
@@ -101,9 +101,14 @@ async fn an_io_error_while_an_agent_streams_is_told_once_and_cleared_when_the_di
     assert_eq!(prompt(&editor, &sid, "one").await["stopReason"], "end_turn");
     assert_eq!(count(&editor, "session/banner", &banner_id), 0);
 
-    disk.fail(Ops::ALL_CHANGES, libc::EIO);
+    // First only `fsync` fails (the writes land, their durability is unknown: the store
+    // reopens the journal), then every change.
+    disk.fail(Ops::FSYNC, libc::EIO);
     let mark = editor.mark();
     for text in ["two", "three", "four", "five"] {
+        if text == "four" {
+            disk.fail(Ops::ALL_CHANGES, libc::EIO);
+        }
         assert_eq!(
             prompt(&editor, &sid, text).await["stopReason"],
             "end_turn",
