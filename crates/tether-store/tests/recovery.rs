@@ -421,6 +421,46 @@ fn a_failing_disk_loses_nothing_acknowledged_and_saving_works_again() {
     }
 }
 
+/// A store opened on a disk that fails (EIO) or is full before its folder exists still
+/// opens (R-STORE-15: the server starts and tells the editor at its first save); each save
+/// fails with `io` meanwhile, and once the disk works the first save makes the folders and
+/// is read back after a power cut.
+#[test]
+fn a_store_opened_on_a_failing_disk_makes_its_folders_with_the_first_save_that_works() {
+    for full in [false, true] {
+        let fs = SimFs::new();
+        if full {
+            fs.fail_with(Some(std::io::ErrorKind::StorageFull));
+        } else {
+            fs.fail_with_device_error();
+        }
+        let store = Store::open(sim_config(&fs))
+            .unwrap_or_else(|e| panic!("full={full}: opens on a failing disk: {e}"));
+        let ws = Workspace::new("/w").unwrap();
+        let err = store
+            .append_turn(&ws, SID, &expected_turn(0), Instant::now())
+            .unwrap_err();
+        assert_eq!(err.kind(), "io", "full={full}: {err}");
+        assert!(err.is_disk_full() || err.is_device_error(), "{err}");
+        fs.fail_with(None);
+        store
+            .append_turn(&ws, SID, &expected_turn(0), Instant::now())
+            .unwrap_or_else(|e| panic!("full={full}: saving works again: {e}"));
+        drop(store);
+        fs.power_cut(3);
+        let loaded = Store::open(sim_config(&fs))
+            .unwrap()
+            .load(&ws, SID)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            loaded.snapshot.chat_turns,
+            vec![expected_turn(0)],
+            "full={full}"
+        );
+    }
+}
+
 #[test]
 fn three_consecutive_failures_switch_persistence_off_until_re_enabled() {
     let fs = SimFs::new();

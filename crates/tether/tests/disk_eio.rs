@@ -427,3 +427,84 @@ async fn a_daemon_on_a_failing_disk_serves_and_saves_once_the_disk_heals() {
     assert_eq!(support::tether_daemon(&runtime, &["stop"]).0, 0);
     drop(disk);
 }
+
+/// A daemon that cannot start (R-PROC-8, R-STORE-15): the runtime folder, the cache and
+/// the logs on a disk that answers every change with `EIO` before the forwarder starts, so
+/// neither the start lock, the socket nor the daemon's log can be made. The editor is
+/// served all the same (by the daemon or, when none can be reached, in its own process), a
+/// session starts and answers, the editor is told once that it cannot be saved, and once
+/// the disk heals the next turn is saved and the banner cleared.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "mounts a FUSE file system: needs root and /dev/fuse; CI runs it with --ignored"]
+async fn an_editor_is_served_when_the_disk_fails_before_the_daemon_starts() {
+    assert!(
+        std::env::var_os("TETHER_REMOTE").is_none(),
+        "unset TETHER_REMOTE: this test runs a forwarder"
+    );
+    let world = World::new(Mode::Binary);
+    let root = world.path().join("disk");
+    let disk = failing_disk(&root);
+    let runtime = root.join("run");
+    let mut options = world.options();
+    options["storage"]["dir"] = json!(root.join("cache"));
+    disk.fail(Ops::ALL_CHANGES, libc::EIO);
+    let editor = Editor::connect(
+        ServerProcess::Binary {
+            program: tether_bin(),
+            args: vec![
+                "serve".into(),
+                "--stdio".into(),
+                "--log-file".into(),
+                root.join("logs/forwarder.log").display().to_string(),
+            ],
+            env: vec![
+                ("TETHER_RUNTIME_DIR".into(), runtime.display().to_string()),
+                ("TETHER_LOG".into(), "debug".into()),
+                ("TETHER_DAEMON_IDLE_SECS".into(), "30".into()),
+            ],
+            quiet: true,
+        },
+        Answers::default(),
+    )
+    .expect("forwarder starts");
+    editor
+        .initialize(
+            options,
+            json!({"tether": {"recoveryDialog": true, "banners": true, "status": true}}),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("initialize on a failing disk: {e:?}"));
+    let r = editor
+        .request("session/resume", json!({"workspace": world.ws()}))
+        .await
+        .unwrap_or_else(|e| panic!("a new session on a failing disk: {e:?}"));
+    assert_eq!(r["outcome"], "started", "{r}");
+    let sid = r["sessionId"].as_str().unwrap().to_owned();
+    let banner_id = format!("cannotSave:{sid}");
+    assert_eq!(prompt(&editor, &sid, "one").await["stopReason"], "end_turn");
+    let banner = banner_event(&editor, 0, "session/banner", &banner_id).await;
+    assert!(
+        banner["message"].as_str().unwrap().starts_with(BANNER),
+        "{banner}"
+    );
+
+    disk.heal();
+    let mark = editor.mark();
+    assert_eq!(prompt(&editor, &sid, "two").await["stopReason"], "end_turn");
+    banner_event(&editor, mark, "session/bannerCleared", &banner_id).await;
+    assert_eq!(count(&editor, "session/banner", &banner_id), 1, "told once");
+    editor.shutdown(STEP).await.unwrap();
+    // A daemon that did start is stopped; none is left either way.
+    let _ = support::tether_daemon(&runtime, &["stop"]);
+    let runtime_text = runtime.display().to_string();
+    let deadline = Instant::now() + STEP;
+    while !processes_mentioning(&runtime_text).is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        processes_mentioning(&runtime_text),
+        Vec::<i32>::new(),
+        "no daemon left"
+    );
+    drop(disk);
+}
