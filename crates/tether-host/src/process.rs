@@ -494,16 +494,17 @@ impl AgentProcess {
                 command: spec.program.clone(),
                 marker: Some(marker),
             });
-            // A full disk does not stop agents (R-PROC-7): the record is held in memory
-            // and written with the registry's next change once space is back.
+            // A full or failing disk does not stop agents (R-PROC-7): the record is held in
+            // memory and written with the registry's next change once the disk works again.
             process.registry = Some(registry);
             match added {
-                Err(source) if source.is_disk_full() => tracing::warn!(
+                Err(source) if source.is_kept_in_memory() => tracing::warn!(
                     program = %spec.program,
                     pid,
                     error = %source,
-                    "agent started but not yet recorded in the child registry (the disk is \
-                     full): recorded with the registry's next change once space is back"
+                    "agent started but not yet recorded in the child registry ({}): recorded \
+                     with the registry's next change once the disk works again",
+                    source.disk_state()
                 ),
                 Err(source) => {
                     return Err(SpawnError::Registry {

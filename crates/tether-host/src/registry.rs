@@ -143,6 +143,31 @@ impl RegistryError {
             std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
         ))
     }
+
+    /// Whether the file could not be written because the disk failed (`EIO`: a failing
+    /// disk, an `fsync` that could not write back). Like a full disk, the registry then
+    /// goes on in memory and writes what it holds once the disk works again (R-PROC-7).
+    #[must_use]
+    pub fn is_device_error(&self) -> bool {
+        matches!(self, Self::Io { source, .. } if crate::sys::is_device_error(source))
+    }
+
+    /// Whether the registry goes on in memory after this error (a full disk or a failing
+    /// one, R-PROC-7), rather than refusing the agent: the disk's state, not a refusal.
+    #[must_use]
+    pub fn is_kept_in_memory(&self) -> bool {
+        self.is_disk_full() || self.is_device_error()
+    }
+
+    /// What went wrong with the disk, for a log line: "the disk is full" or "an I/O error".
+    #[must_use]
+    pub fn disk_state(&self) -> &'static str {
+        if self.is_disk_full() {
+            "the disk is full"
+        } else {
+            "an I/O error"
+        }
+    }
 }
 
 /// What [`reap_orphans`] did.
@@ -251,8 +276,9 @@ impl ChildRegistry {
     /// # Errors
     /// [`RegistryError::OwnedByLiveServer`] when another live server owns the file (it is
     /// left alone); other [`RegistryError`]s when `/proc/self` is unreadable or the file
-    /// cannot be written, except a full disk: then the registry is kept in memory, a warning
-    /// logged, and the file written by the first change once space is back (R-PROC-7).
+    /// cannot be written, except a full or failing disk (`ENOSPC`, `EIO`): then the registry
+    /// is kept in memory, a warning logged, and the file written by the first change once the
+    /// disk works again (R-PROC-7).
     pub fn create(path: impl Into<PathBuf>) -> Result<Self, RegistryError> {
         let path = path.into();
         let me = ProcessIdentity::current()?;
@@ -278,10 +304,11 @@ impl ChildRegistry {
         };
         let snapshot = registry.lock().clone();
         match registry.write(&snapshot) {
-            Err(e) if e.is_disk_full() => tracing::warn!(
+            Err(e) if e.is_kept_in_memory() => tracing::warn!(
                 error = %e,
-                "the child registry cannot be written (the disk is full): kept in memory, \
-                 written with its next change once space is back"
+                "the child registry cannot be written ({}): kept in memory, written with \
+                 its next change once the disk works again",
+                e.disk_state()
             ),
             r => r?,
         }

@@ -146,6 +146,16 @@ impl StoreError {
         )
     }
 
+    /// Whether the disk itself failed: an I/O error (`EIO` on Unix; `ERROR_CRC` or
+    /// `ERROR_IO_DEVICE` on Windows) from a failing disk, or from an `fsync` that could not
+    /// write back. Like a full disk it does not switch persistence off (R-STORE-15): the
+    /// journal is reopened (and a partial append cut) by the next save, which works again
+    /// by itself once the disk does.
+    #[must_use]
+    pub fn is_device_error(&self) -> bool {
+        matches!(self, StoreError::Io { source, .. } if crate::sys::is_device_error(source))
+    }
+
     /// The path the error is about, when there is one.
     pub fn path(&self) -> Option<&std::path::Path> {
         match self {

@@ -35,6 +35,8 @@ struct State {
     crash_after: Option<u64>,
     /// While set, every operation fails with this kind ([`SimFs::fail_with`]).
     failing: Option<io::ErrorKind>,
+    /// Every operation fails with the device's I/O error (`EIO`).
+    failing_device: bool,
     locks: HashSet<PathBuf>,
 }
 
@@ -86,6 +88,7 @@ impl SimFs {
                 ops: 0,
                 crash_after: None,
                 failing: None,
+                failing_device: false,
                 locks: HashSet::new(),
             })),
         }
@@ -104,10 +107,21 @@ impl SimFs {
     }
 
     /// From now on every operation fails with an error of `kind` (`StorageFull`: a full
-    /// disk; `Other`: an I/O error, `EIO`, which has no kind of its own) and changes
+    /// disk; `Other`: any other error, counted toward R-STORE-11's switch-off) and changes
     /// nothing, until `fail_with(None)`: a disk that fails and comes back without a reboot.
     pub fn fail_with(&self, kind: Option<io::ErrorKind>) {
-        self.lock().failing = kind;
+        let mut s = self.lock();
+        s.failing = kind;
+        s.failing_device = false;
+    }
+
+    /// From now on every operation fails with the device's own I/O error (`EIO` on Unix,
+    /// `ERROR_IO_DEVICE` on Windows: a failing disk) and changes nothing, until
+    /// `fail_with(None)`.
+    pub fn fail_with_device_error(&self) {
+        let mut s = self.lock();
+        s.failing = None;
+        s.failing_device = true;
     }
 
     /// How many operations have run so far.
@@ -151,6 +165,9 @@ impl SimFs {
 
     fn tick(s: &mut State) -> io::Result<()> {
         s.ops += 1;
+        if s.failing_device {
+            return Err(crate::sys::device_error());
+        }
         if let Some(kind) = s.failing {
             return Err(io::Error::new(kind, "simulated I/O error"));
         }

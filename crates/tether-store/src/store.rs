@@ -190,6 +190,7 @@ fn counts_as_failure(e: &StoreError) -> bool {
             | StoreError::InvalidSnapshot { .. }
             | StoreError::InvalidWorkspace { .. }
     ) && !e.is_disk_full()
+        && !e.is_device_error()
 }
 
 fn enc_err(what: &'static str) -> impl FnOnce(serde_json::Error) -> StoreError {
@@ -217,7 +218,9 @@ impl Store {
     ///
     /// # Errors
     /// [`StoreError::NotPrivate`] when the root (or a folder under it) is a symlink, not
-    /// ours, or accessible to group/others; [`StoreError::Io`] when it cannot be created.
+    /// ours, or accessible to group/others; [`StoreError::Io`] when it cannot be created,
+    /// except on a full or failing disk (`ENOSPC`, `EIO`): the store then opens, and the
+    /// first save makes the folders once the disk works again (R-STORE-15).
     pub fn open(cfg: StoreConfig) -> Result<Store, StoreError> {
         let fs: Arc<dyn Fs> = cfg.fs.clone().unwrap_or_else(|| Arc::new(RealFs));
         let keys: Arc<dyn KeyProvider> = cfg
@@ -258,7 +261,16 @@ impl Store {
             store.check(&store.root, true)?;
             return Ok(store);
         }
-        store.ensure_root()?;
+        match store.ensure_root() {
+            // A full or failing disk does not stop the server (R-STORE-15): the folders are
+            // made by the first save once the disk works again (`ensure_workspace`), and
+            // each save fails until then, telling the editor.
+            Err(e) if e.is_disk_full() || e.is_device_error() => tracing::warn!(
+                error = %e,
+                "the session cache's folder cannot be made now; the first save makes it"
+            ),
+            r => r?,
+        }
         if store.cfg.encrypt {
             match store.keys.get_or_create() {
                 Ok(k) => store.key = Some(k),
@@ -400,7 +412,8 @@ impl Store {
     }
 
     fn ensure_workspace(&self, ws: &Workspace) -> Result<(), StoreError> {
-        self.ensure_dir(&self.workspaces_dir())?;
+        // The root too: `open` leaves it to the first save on a full or failing disk.
+        self.ensure_root()?;
         let created = self.ensure_dir(&self.ws_dir(ws))?;
         let info = self.ws_dir(ws).join("workspace.json");
         if created || !self.fs.exists(&info).map_err(io("inspect", &info))? {

@@ -302,17 +302,30 @@ fn sim_config_with(fs: &SimFs, key: Option<&Key>) -> StoreConfig {
 }
 
 /// A disk that fails and comes back, on the simulated file system: a full disk (ENOSPC)
-/// fails each save with `io` and never switches persistence off (R-STORE-15), an I/O
-/// error (EIO) does after 3 (R-STORE-11); either way what was acknowledged before is
-/// readable during the failure, and after it (re-enabled for EIO), saving works again and
-/// everything acknowledged survives a power cut and the next start.
+/// and the device's I/O error (EIO) fail each save with `io` and never switch persistence
+/// off (R-STORE-15), any other error does after 3 (R-STORE-11); either way what was
+/// acknowledged before is readable during the failure, and after it (re-enabled for the
+/// other error), saving works again and everything acknowledged survives a power cut and
+/// the next start.
 #[test]
 fn a_failing_disk_loses_nothing_acknowledged_and_saving_works_again() {
     use std::io::ErrorKind;
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    enum Failure {
+        Full,
+        Device,
+        Other,
+    }
+    let fail = |fs: &SimFs, failure: Failure| match failure {
+        Failure::Full => fs.fail_with(Some(ErrorKind::StorageFull)),
+        Failure::Device => fs.fail_with_device_error(),
+        Failure::Other => fs.fail_with(Some(ErrorKind::Other)),
+    };
     // (the failure, saves that fail, whether persistence switches off: after 3)
     let table = [
-        (ErrorKind::StorageFull, 6, false),
-        (ErrorKind::Other, 4, true),
+        (Failure::Full, 6, false),
+        (Failure::Device, 6, false),
+        (Failure::Other, 4, true),
     ];
     for (kind, failures, disables) in table {
         let fs = SimFs::new();
@@ -329,7 +342,7 @@ fn a_failing_disk_loses_nothing_acknowledged_and_saving_works_again() {
                 Instant::now(),
             )
             .unwrap();
-        fs.fail_with(Some(kind));
+        fail(&fs, kind);
         // Saves alternate: a whole snapshot, then one turn appended (a turn the hub caches).
         for call in 1..=failures {
             let result = if call % 2 == 1 {
@@ -353,9 +366,10 @@ fn a_failing_disk_loses_nothing_acknowledged_and_saving_works_again() {
             };
             assert_eq!(err.kind(), want, "{kind:?} call {call}: {err}");
             if want == "io" {
+                assert_eq!(err.is_disk_full(), kind == Failure::Full, "{kind:?}: {err}");
                 assert_eq!(
-                    err.is_disk_full(),
-                    kind == ErrorKind::StorageFull,
+                    err.is_device_error(),
+                    kind == Failure::Device,
                     "{kind:?}: {err}"
                 );
             }
@@ -375,7 +389,7 @@ fn a_failing_disk_loses_nothing_acknowledged_and_saving_works_again() {
                     assert_eq!(*t, expected_turn(k), "{kind:?} call {call}");
                 }
             }
-            fs.fail_with(Some(kind));
+            fail(&fs, kind);
         }
         assert_eq!(store.persistence_disabled(), disables, "{kind:?}");
         fs.fail_with(None);
@@ -404,6 +418,46 @@ fn a_failing_disk_loses_nothing_acknowledged_and_saving_works_again() {
         for (k, t) in loaded.snapshot.chat_turns.iter().enumerate() {
             assert_eq!(*t, expected_turn(base + k as u64), "{kind:?}");
         }
+    }
+}
+
+/// A store opened on a disk that fails (EIO) or is full before its folder exists still
+/// opens (R-STORE-15: the server starts and tells the editor at its first save); each save
+/// fails with `io` meanwhile, and once the disk works the first save makes the folders and
+/// is read back after a power cut.
+#[test]
+fn a_store_opened_on_a_failing_disk_makes_its_folders_with_the_first_save_that_works() {
+    for full in [false, true] {
+        let fs = SimFs::new();
+        if full {
+            fs.fail_with(Some(std::io::ErrorKind::StorageFull));
+        } else {
+            fs.fail_with_device_error();
+        }
+        let store = Store::open(sim_config(&fs))
+            .unwrap_or_else(|e| panic!("full={full}: opens on a failing disk: {e}"));
+        let ws = Workspace::new("/w").unwrap();
+        let err = store
+            .append_turn(&ws, SID, &expected_turn(0), Instant::now())
+            .unwrap_err();
+        assert_eq!(err.kind(), "io", "full={full}: {err}");
+        assert!(err.is_disk_full() || err.is_device_error(), "{err}");
+        fs.fail_with(None);
+        store
+            .append_turn(&ws, SID, &expected_turn(0), Instant::now())
+            .unwrap_or_else(|e| panic!("full={full}: saving works again: {e}"));
+        drop(store);
+        fs.power_cut(3);
+        let loaded = Store::open(sim_config(&fs))
+            .unwrap()
+            .load(&ws, SID)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            loaded.snapshot.chat_turns,
+            vec![expected_turn(0)],
+            "full={full}"
+        );
     }
 }
 

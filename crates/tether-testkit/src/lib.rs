@@ -7,6 +7,8 @@ pub mod acp;
 pub mod agents;
 pub mod capture;
 pub mod fake_model;
+#[cfg(target_os = "linux")]
+pub mod faultfs;
 pub mod procs;
 
 pub use fake_model::{

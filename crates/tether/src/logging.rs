@@ -21,36 +21,48 @@ pub const LOG_QUEUE_LINES: usize = 4096;
 /// private to the user; the file name gets a date suffix as it rotates). Returns the guard
 /// that flushes the file writer on drop: keep it alive for the life of the process.
 ///
+/// A log file whose folder cannot be created or that cannot be opened (a failing or
+/// read-only disk) does not stop the server (R-PROC-8): it logs to stderr only, and its
+/// first line says why.
+///
 /// # Errors
-/// The log folder cannot be created, or a global subscriber is already installed.
+/// A global subscriber is already installed.
 pub fn init(file: Option<&Path>) -> Result<Option<WorkerGuard>, String> {
     let filter = EnvFilter::try_from_env("TETHER_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     let stderr = std::io::stderr.with_max_level(tracing::Level::TRACE);
-    match file {
+    let opened = file.map(|path| {
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        create_private_dir(dir)?;
+        let name = path
+            .file_name()
+            .map_or_else(|| "tether.log".into(), |n| n.to_string_lossy().into_owned());
+        PrivateLogFiles::open(dir, &name)
+    });
+    match opened {
         // The daemon started by a forwarder logs here: its stderr is a file in its runtime
         // folder, which may be on a full disk (R-PROC-8). Lines it does not take are
         // counted, never reported with `eprintln!` (which panics when stderr fails).
-        None => tracing_subscriber::fmt()
-            .with_env_filter(filter)
-            .with_writer(std::sync::Mutex::new(LossyLines::new(
-                std::io::stderr(),
-                None,
-            )))
-            .with_ansi(false)
-            .log_internal_errors(false)
-            .try_init()
-            .map(|()| None)
-            .map_err(|e| e.to_string()),
-        Some(path) => {
-            let dir = path
-                .parent()
-                .filter(|d| !d.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            create_private_dir(dir)?;
-            let name = path
-                .file_name()
-                .map_or_else(|| "tether.log".into(), |n| n.to_string_lossy().into_owned());
-            let appender = PrivateLogFiles::open(dir, &name)?;
+        None | Some(Err(_)) => {
+            let installed = tracing_subscriber::fmt()
+                .with_env_filter(filter)
+                .with_writer(std::sync::Mutex::new(LossyLines::new(
+                    std::io::stderr(),
+                    None,
+                )))
+                .with_ansi(false)
+                .log_internal_errors(false)
+                .try_init()
+                .map(|()| None)
+                .map_err(|e| e.to_string());
+            if let Some(Err(error)) = &opened {
+                tracing::warn!(%error, "logging to stderr only: the log file cannot be opened");
+            }
+            installed
+        }
+        Some(Ok(appender)) => {
             // tracing-appender's default queue (128,000 lines) is a bounded channel whose
             // slots are all initialised up front: 4 MB resident from the first instant, a
             // third of an idle server's memory (benches/server.rs). The writer thread empties

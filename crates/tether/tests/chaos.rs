@@ -21,14 +21,15 @@
 //! Bounded and reproducible: `TETHER_CHAOS_SEED` (default 1, printed), `TETHER_CHAOS_STEPS`
 //! (default 16: the plan's first steps are every fault of the table once, in an order drawn
 //! from the seed, so that the default run injects each; then faults drawn at random), `TETHER_CHAOS_SECS` (default 60: no new step starts after it),
-//! `TETHER_CHAOS_SESSIONS` (default 3), `TETHER_CHAOS_DISK_FULL=1` (the cache on a 4 MiB
-//! tmpfs, and a full disk among the faults: needs root and mount(8)). Timing still varies (a retry may take the fault
+//! `TETHER_CHAOS_SESSIONS` (default 3), `TETHER_CHAOS_DISK_FULL=1` (the cache on a fault
+//! file system, `tether_testkit::faultfs`, over a 4 MiB tmpfs, and a full disk and a
+//! failing one, `EIO`, among the faults: needs root, mount(8) and `/dev/fuse`). Timing still varies (a retry may take the fault
 //! planned for the next call), so a seed reproduces the same faults on the same sessions in
 //! the same order. A long run: `TETHER_CHAOS_SECS=3600 TETHER_CHAOS_STEPS=100000 cargo test
 //! -p tether --test chaos -- --nocapture`.
 
-// Unix only: signals, /proc and the daemon's Unix socket.
-#![cfg(unix)]
+// Linux only: signals, /proc, the daemon's Unix socket and FUSE.
+#![cfg(target_os = "linux")]
 
 mod support;
 
@@ -40,6 +41,7 @@ use serde_json::{Value, json};
 use support::{FaultShim, Mode, STEP, Tmpfs, World, processes_mentioning, tether_bin};
 use tether::editor::{Answers, Editor, ServerProcess};
 use tether::lsp_client::RpcError;
+use tether_testkit::faultfs::{FaultFs, Ops};
 
 /// What a step does to the session it picks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +77,11 @@ enum Fault {
     /// next save (R-STORE-15). Drawn only with `TETHER_CHAOS_DISK_FULL=1` (mounting needs
     /// root and mount(8)).
     DiskFull,
+    /// The session cache's disk fails during a turn: every write, `fsync` and rename
+    /// answers `EIO` (the fault file system), then it heals: the editor is told once
+    /// (`cannotSave`, the I/O error) and the banner is cleared by the next save
+    /// (R-STORE-15). Drawn only with `TETHER_CHAOS_DISK_FULL=1`.
+    DiskError,
 }
 
 /// The table faults are drawn from (each equally likely).
@@ -96,7 +103,7 @@ const FAULTS: [Fault; 12] = [
 /// What the agent does on the prompt a step sends (a scripted fault, `None` for an echo).
 fn agent_action(fault: Fault) -> Option<Value> {
     match fault {
-        Fault::None | Fault::DiskFull | Fault::SlowDisk => None,
+        Fault::None | Fault::DiskFull | Fault::DiskError | Fault::SlowDisk => None,
         Fault::AgentKill => Some(json!({"kind": "crashMidPrompt"})),
         Fault::RateLimit | Fault::ClockJump => Some(json!({"kind": "error", "code": 429,
             "message": "Resource has been exhausted (e.g. check quota). Please retry in 1.0s."})),
@@ -131,13 +138,20 @@ fn secret() -> String {
     format!("sk-ant-api03-{}AA", "C".repeat(93))
 }
 
+/// The cache's disk during a step: full (the filler file to remove), or failing (to heal).
+enum Outage<'a> {
+    Full(PathBuf),
+    Failing(&'a FaultFs),
+}
+
 struct Chaos {
     world: World,
     runtime: PathBuf,
     seed: u64,
     sessions: usize,
-    /// The cache's small disk, with `TETHER_CHAOS_DISK_FULL=1`.
-    disk: Option<Tmpfs>,
+    /// The cache's fault file system and the small disk beneath it, with
+    /// `TETHER_CHAOS_DISK_FULL=1` (the file system first: it is unmounted first).
+    disk: Option<(FaultFs, Tmpfs)>,
     /// The slow disk and the clock steps, in every forwarder, daemon and agent.
     shim: FaultShim,
 }
@@ -330,7 +344,16 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
     eprintln!("chaos: TETHER_CHAOS_DISK_FULL={}", u8::from(disk_full));
     let world = World::new(Mode::Binary);
     let runtime = world.path().join("run");
-    let disk = disk_full.then(|| Tmpfs::mount(&world.path().join("cache"), "4m"));
+    let disk = disk_full.then(|| {
+        let small = Tmpfs::mount(&world.path().join("disk"), "4m");
+        let backing = world.path().join("disk/cache");
+        std::fs::create_dir_all(&backing).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&backing, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let failing =
+            FaultFs::mount(&backing, &world.path().join("cache")).unwrap_or_else(|e| panic!("{e}"));
+        (failing, small)
+    });
     let shim = FaultShim::build(&world.path().join("shim"));
     let chaos = Chaos {
         world,
@@ -343,6 +366,7 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
     let mut table = FAULTS.to_vec();
     if disk_full {
         table.push(Fault::DiskFull);
+        table.push(Fault::DiskError);
     }
 
     // The plan, all drawn from the seed before anything runs: (session, fault) per step;
@@ -412,11 +436,15 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
         eprintln!("chaos: {ctx}");
         *faults_run.entry(format!("{fault:?}")).or_default() += 1;
         let mut text = format!("ack {i} {step}");
-        let filler = match (fault, &chaos.disk) {
-            (Fault::DiskFull, Some(disk)) => {
+        let outage = match (fault, &chaos.disk) {
+            (Fault::DiskFull, Some((_, small))) => {
                 // A turn larger than a page needs space the disk no longer has.
                 text = format!("{text} {}", "x".repeat(16 * 1024));
-                Some(disk.fill(".filler"))
+                Some(Outage::Full(small.fill(".filler")))
+            }
+            (Fault::DiskError, Some((failing, _))) => {
+                failing.fail(Ops::ALL_CHANGES, libc::EIO);
+                Some(Outage::Failing(failing))
             }
             _ => None,
         };
@@ -501,7 +529,7 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
             (Ok(result), Some(_)) => {
                 let stop = result["stopReason"].as_str().unwrap_or_default();
                 assert!(!stop.is_empty(), "{ctx}: {result}");
-                if stop == "end_turn" && filler.is_none() {
+                if stop == "end_turn" && outage.is_none() {
                     run.acked.push(text.clone());
                 }
             }
@@ -556,14 +584,23 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
                 editor
             }
         });
-        if let Some(filler) = filler {
+        if let Some(outage) = outage {
             let editor = run.editor.as_ref().expect("an editor");
             let id = format!("cannotSave:{}", run.sid);
-            editor
+            let banner = editor
                 .wait_for(mark, "session/banner", |p| p["id"] == id.as_str(), STEP)
                 .await
                 .unwrap_or_else(|| panic!("{ctx}: the editor is told saving fails"));
-            std::fs::remove_file(&filler).unwrap();
+            let message = banner.params()["message"].as_str().unwrap_or_default();
+            let says = match &outage {
+                Outage::Full(_) => "the disk is full",
+                Outage::Failing(_) => "the disk reports an I/O error",
+            };
+            assert!(message.contains(says), "{ctx}: {message}");
+            match outage {
+                Outage::Full(filler) => std::fs::remove_file(&filler).unwrap(),
+                Outage::Failing(failing) => failing.heal(),
+            }
             let freed = editor.mark();
             let again = format!("ack {i} {step} again");
             let answer = editor

@@ -16,6 +16,7 @@
 //! | [`create_private_dir_all`] | mode 0700 | an owner-only DACL, inherited by the files inside (`tether_sys`) |
 //! | [`replace`] | `rename(2)` | `MoveFileExW` write-through, retried while another process holds the file (`tether_sys`) |
 //! | [`executable_extensions`] | none (the exec bit decides) | `PATHEXT` |
+//! | [`is_device_error`] | `EIO` | `ERROR_CRC`, `ERROR_IO_DEVICE` |
 
 #[cfg(unix)]
 pub mod procs;

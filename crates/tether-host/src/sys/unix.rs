@@ -338,6 +338,12 @@ pub fn ignore_terminate() {
     }
 }
 
+/// Whether `e` is the device's own I/O error (`EIO`: a failing disk, an `fsync` that could
+/// not write back), as opposed to a refusal (permissions, a missing folder).
+pub fn is_device_error(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EIO)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

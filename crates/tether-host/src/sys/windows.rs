@@ -450,6 +450,12 @@ pub fn crash_now() -> ! {
 /// Nothing to do: Windows sends a pipe-driven program no polite end request to ignore.
 pub fn ignore_terminate() {}
 
+/// Whether `e` is the device's own I/O error: `ERROR_CRC` (23, a bad sector) or
+/// `ERROR_IO_DEVICE` (1117), Windows' `EIO`.
+pub fn is_device_error(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(23 | 1117))
+}
+
 #[cfg(test)]
 mod tests {
     use windows_sys::Win32::System::JobObjects::{

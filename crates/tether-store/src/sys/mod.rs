@@ -10,6 +10,7 @@
 //! | [`rename`] | `rename(2)` | `MoveFileExW` write-through, retried while another process holds the file (`tether_sys`) |
 //! | [`os_bytes`] | the raw `OsStr` bytes | UTF-8 of the (UTF-16) name |
 //! | [`ROOT`] | `/` | `C:\` (a drive: `\x` alone is relative to the current drive) |
+//! | [`is_device_error`], [`device_error`] | `EIO` | `ERROR_CRC`, `ERROR_IO_DEVICE` |
 //!
 //! `File::sync_data`/`sync_all` are `fdatasync`/`fsync` on Unix and `FlushFileBuffers` on
 //! Windows (std), so the journal needs nothing here.

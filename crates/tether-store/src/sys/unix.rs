@@ -74,3 +74,16 @@ pub fn os_bytes(s: &std::ffi::OsStr) -> Vec<u8> {
 
 /// The root of an absolute path: `/`.
 pub const ROOT: &str = "/";
+
+/// Whether `e` is the device's own I/O error (`EIO`: a failing disk, or an `fsync` that
+/// could not write back), as opposed to a refusal (permissions, a missing folder).
+#[must_use]
+pub fn is_device_error(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EIO)
+}
+
+/// The device's own I/O error (`EIO`), for the simulated file system.
+#[must_use]
+pub fn device_error() -> io::Error {
+    io::Error::from_raw_os_error(libc::EIO)
+}

@@ -79,3 +79,20 @@ pub fn os_bytes(s: &std::ffi::OsStr) -> Vec<u8> {
 /// The root of an absolute path: a drive's (`C:\\`; a path without one, `\\x`, is relative
 /// to the current drive on Windows).
 pub const ROOT: &str = "C:\\";
+
+/// `ERROR_CRC` (23, data error: a bad sector) and `ERROR_IO_DEVICE` (1117, "the request
+/// could not be performed because of an I/O device error"): Windows' `EIO`.
+const DEVICE_ERRORS: [i32; 2] = [23, 1117];
+
+/// Whether `e` is the device's own I/O error (a failing disk), as opposed to a refusal
+/// (permissions, a missing folder).
+#[must_use]
+pub fn is_device_error(e: &io::Error) -> bool {
+    e.raw_os_error().is_some_and(|c| DEVICE_ERRORS.contains(&c))
+}
+
+/// The device's own I/O error (`ERROR_IO_DEVICE`), for the simulated file system.
+#[must_use]
+pub fn device_error() -> io::Error {
+    io::Error::from_raw_os_error(DEVICE_ERRORS[1])
+}

@@ -23,7 +23,7 @@ impl Hub {
         outcome: std::result::Result<(), &StoreError>,
     ) {
         if let Err(err) = outcome {
-            tracing::warn!(session = session_id, error = %err, disk_full = err.is_disk_full(), "a save failed");
+            tracing::warn!(session = session_id, error = %err, disk_full = err.is_disk_full(), device_error = err.is_device_error(), "a save failed");
         }
         if let Some(event) = self.saving.record(session_id, outcome) {
             self.emit(Some(session_id), event).await;
@@ -95,15 +95,19 @@ impl Hub {
 }
 
 /// The banner's text: "Tether cannot save this session: the disk is full" (and where),
+/// "…: the disk reports an I/O error" (with the error, which says where: a failing disk,
+/// `EIO`),
 /// or the error itself.
 fn message(err: &StoreError) -> String {
     let kept = "What was saved before is kept; saving resumes by itself once it works again.";
+    let at = err
+        .path()
+        .map(|p| format!(" ({})", p.display()))
+        .unwrap_or_default();
     if err.is_disk_full() {
-        let at = err
-            .path()
-            .map(|p| format!(" ({})", p.display()))
-            .unwrap_or_default();
         format!("Tether cannot save this session: the disk is full{at}. {kept}")
+    } else if err.is_device_error() {
+        format!("Tether cannot save this session: the disk reports an I/O error ({err}). {kept}")
     } else {
         format!("Tether cannot save this session: {err}. {kept}")
     }
@@ -170,6 +174,18 @@ mod tests {
             "{full}"
         );
         assert!(io(std::io::ErrorKind::QuotaExceeded).is_disk_full());
+        let eio = StoreError::Io {
+            op: "fsync",
+            path: "/cache/s/journal".into(),
+            source: tether_store::sys::device_error(),
+        };
+        let failing = message(&eio);
+        assert!(
+            failing.starts_with(
+                "Tether cannot save this session: the disk reports an I/O error (fsync failed for /cache/s/journal: "
+            ),
+            "{failing}"
+        );
         let other = message(&io(std::io::ErrorKind::PermissionDenied));
         assert!(!io(std::io::ErrorKind::PermissionDenied).is_disk_full());
         assert!(
