@@ -281,8 +281,11 @@ suite_rust() {
   # they run (--run-ignored all) and can never pass without running.
   phase "  rust: install the real agents" run tests/agents/install.sh
   export TETHER_REAL_AGENTS=1
-  # The disk-full tests (tests/disk_full.rs, #[ignore]d for plain cargo test) and the chaos
-  # harness's disk-full fault mount small tmpfs file systems: they need root, which CI has.
+  # The disk-full tests (tests/disk_full.rs, #[ignore]d for plain cargo test), the failing-disk
+  # tests (tests/disk_eio.rs, the test kit's faultfs) and the chaos harness's disk faults mount
+  # small tmpfs and FUSE file systems: they need root and /dev/fuse, which CI has.
+  [ "$(id -u)" -eq 0 ] || die "rust: the disk-full and failing-disk tests mount file systems: run as root"
+  [ -c /dev/fuse ] || die "rust: /dev/fuse is missing: the failing-disk tests mount a FUSE file system (a container needs --device /dev/fuse)"
   export TETHER_CHAOS_DISK_FULL=1
   # Every test in its own process, two at a time, each with a time limit
   # (.config/nextest.toml); every failure is reported, then the slowest tests are named.
