@@ -5,8 +5,11 @@
 #   2. the agent forgets the session (its session file removed, as a real agent's store is
 #      lost or expires) and acpx's next prompt goes on with the history: the prompt the agent
 #      receives carries the earlier turn, and the session acpx knows keeps its id;
-#   3. a rate limit (429 with Retry-After 1 s) is waited out inside one acpx prompt.
-# Each step runs `tether acp` both ways: through a private daemon (the default) and in
+#   3. a rate limit (429 with Retry-After 1 s) is waited out inside one acpx prompt;
+#   4. (through the daemon) acpx is killed mid-turn (SIGKILL: acpx, its queue owner and its
+#      `tether acp`); the turn goes on in the daemon and is cached once it ends; acpx's next
+#      prompt goes on in the same agent session (R-ACP-7).
+# Steps 1 to 3 run `tether acp` both ways: through a private daemon (the default) and in
 # process (`--remote off`).
 #
 # Usage: tests/acpx/run.sh [path/to/tether]   (default: cargo build -p tether, then its binary)
@@ -76,6 +79,54 @@ run_case() {
   out="$(ax 'slow down')" || die "acpx prompt 3 (remote=$remote): $out"
   grep -q 'echo: ' <<<"$out" || die "turn 3 answer missing (remote=$remote): $out"
   [ $(( ($(date +%s%N) - t0) / 1000000 )) -ge 950 ] || die "the rate limit was not waited out (remote=$remote)"
+  if [ "$remote" = auto ]; then
+    echo "--- remote=$remote: acpx killed mid-turn; the next prompt goes on in the same session"
+    # Every turn streams 10 updates, then holds until $world/go exists; the daemon is stopped
+    # so that the agent starts again with this script.
+    scripted_faults "$world" "[{\"method\": \"session/prompt\", \"action\": {\"kind\": \"stream\", \"count\": 20, \"perSecond\": 1000, \"hold\": {\"after\": 10, \"until\": \"$world/go\"}}}]"
+    stop_daemon
+    ax 'a long turn' >"$world/long.out" 2>&1 &
+    local client=$! n=0
+    until grep -qs 'a long turn' "$world/agent/prompts.jsonl"; do
+      [ $n -lt 600 ] || die "the agent never received the long turn (remote=$remote)"
+      sleep 0.1; n=$((n + 1))
+    done
+    # The client side dies at once: every process of this case but the daemon and its agent.
+    python3 - "$world/home" <<'PY'
+import os, signal, sys
+home = f"HOME={sys.argv[1]}".encode()
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        env = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+        cmd = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+    except OSError:
+        continue
+    if home in env and b"daemon" not in cmd and b"scripted-agent" not in cmd and int(pid) != os.getpid():
+        os.kill(int(pid), signal.SIGKILL)
+PY
+    wait "$client" 2>/dev/null && die "acpx survived its SIGKILL (remote=$remote)"
+    touch "$world/go"
+    # The turn ends in the daemon, with no client: Tether's cache holds its answer.
+    cached() {
+      local id
+      for id in $("$tether" sessions list --workspace "$world/ws" --dir "$world/cache" --json 2>/dev/null \
+          | python3 -c 'import json,sys; [print(s.get("sessionId", s.get("session_id", ""))) for s in json.load(sys.stdin)["sessions"]]'); do
+        "$tether" sessions show --workspace "$world/ws" --dir "$world/cache" "$id" 2>/dev/null | grep -qF "$1" && return 0
+      done
+      return 1
+    }
+    n=0
+    until cached 'echo: a long turn'; do
+      [ $n -lt 600 ] || die "the long turn never ended in the daemon (remote=$remote)"
+      sleep 0.1; n=$((n + 1))
+    done
+    local long_sid; long_sid="$(grep 'a long turn' "$world/agent/prompts.jsonl" | tail -1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["sessionId"])')"
+    out="$(ax 'after the kill')" || die "acpx prompt after the kill (remote=$remote): $out"
+    grep -q 'echo: after the kill' <<<"$out" || die "the prompt after the kill has no answer (remote=$remote): $out"
+    last="$(tail -1 "$world/agent/prompts.jsonl")"
+    grep -q 'after the kill' <<<"$last" || die "the agent never received the prompt after the kill (remote=$remote)"
+    grep -q "\"sessionId\":\"$long_sid\"" <<<"$last" || die "the prompt after the kill went to another agent session than the long turn's (remote=$remote): $last"
+  fi
   # The queue owner and its `tether acp` end by themselves (--ttl 2).
   local waited=0
   while pgrep -f -- "--config $world/tether.json" >/dev/null && [ $waited -lt 30 ]; do
