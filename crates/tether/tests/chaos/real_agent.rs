@@ -175,34 +175,29 @@ impl RealSession {
         true
     }
 
-    /// Whether the turn that ended `end_turn` answered its own prompt `text` (the fake
+    /// Asserts that a turn that ended `end_turn` answered its own prompt `text` (the fake
     /// echoes it), by the message chunks of session `sid` the editor received since `mark`.
-    /// When it did not: reported (returns false) for an agent known to answer late
-    /// ([`answers_late_after_errors`]).
+    /// (claude-agent-acp 0.23.1, after a turn failed on a model error, answers each next
+    /// prompt with the turn before's answer, upstream agentclientprotocol/claude-agent-acp#654;
+    /// Tether reloads such an agent's session in a fresh process before answering the
+    /// failed turn, as its quirks row says.)
     ///
     /// # Panics
-    /// When it did not, for any other agent.
-    pub fn answered_own_turn(
+    /// When it did not.
+    pub fn assert_own_answer(
         &self,
         editor: &Editor,
         mark: usize,
         sid: &str,
         text: &str,
         ctx: &str,
-    ) -> bool {
+    ) {
         let said = said(editor, mark, sid);
-        if said.contains(text) {
-            return true;
-        }
         assert!(
-            answers_late_after_errors(self.agent),
-            "{ctx}: the turn ended end_turn with another turn's answer: {said:?}"
-        );
-        eprintln!(
-            "chaos: {ctx}: FOUND (known, {}): the turn ended end_turn with another turn's answer {said:?}",
+            said.contains(text),
+            "{ctx}: {} ended the turn end_turn with another turn's answer: {said:?}",
             self.agent.name()
         );
-        false
     }
 
     /// Ends the step's fault: the rules removed, the plain reply back, any stall released.
@@ -279,17 +274,6 @@ fn said(editor: &Editor, mark: usize, sid: &str) -> String {
                 .map(str::to_owned)
         })
         .collect()
-}
-
-/// Whether `agent`, after a prompt turn that failed on a model error, answers the next
-/// prompts one turn late: each ends `end_turn` at once with the answer (or the error) of the
-/// turn before. Observed here with claude-agent-acp 0.23.1 (the pinned version) after a
-/// 529 or a 429 it reported as a JSON-RPC error; upstream
-/// agentclientprotocol/claude-agent-acp#654, "Responses out-of-order when API error
-/// occurs", fixed in a later release. The harness reports such turns for these agents and
-/// fails on them for any other.
-pub fn answers_late_after_errors(agent: RealAgent) -> bool {
-    agent == RealAgent::ClaudeAcp
 }
 
 /// The real agents the harness plays, by `TETHER_CHAOS_REAL_AGENTS` (comma-separated test
