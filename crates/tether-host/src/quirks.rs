@@ -30,7 +30,8 @@ pub struct Quirks {
     pub unknown_session: &'static str,
     /// After a prompt turn failed with a model API error (a 429, a 401), the same process
     /// answers the next prompt correctly. When `false` Tether resumes the session in a fresh
-    /// process (stop, start, `session/load`) before re-prompting.
+    /// process (stop, start, `session/load`) before re-prompting, and before answering a
+    /// failed turn it does not retry (so the user's next prompt gets its own answer).
     pub survives_api_error: bool,
     /// `session/load` of a session that ran in an earlier process replays its conversation.
     pub load_replays: bool,

@@ -1,4 +1,5 @@
-//! The chaos harness: several sessions on the scripted agent, each behind its own editor
+//! The chaos harness: several sessions on the scripted agent (and, with
+//! `TETHER_REAL_AGENTS=1`, on real agents), each behind its own editor
 //! and forwarder (`tether serve --stdio`) reaching one daemon (a private runtime folder),
 //! with faults drawn from [`FAULTS`] by a seeded generator, and invariants checked after
 //! every step and at the end:
@@ -11,8 +12,19 @@
 //!   transcript after the daemon stops and a new one starts (R-STORE-13);
 //! - no session is stuck: each answers a last prompt;
 //! - no daemon and no agent process is left after shutdown (R-PROC-1);
+//! - a real agent's completed turn answers its own prompt, not an earlier one's;
 //! - no secret (a fake Anthropic API key planted in every forwarder's environment, which the
 //!   agents inherit, and in a prompt) in any log or in the cache (R-PRIV-1).
+//!
+//! With `TETHER_REAL_AGENTS=1` (set by `tests/run-all.sh` after `tests/agents/install.sh`),
+//! the first sessions run real agents instead, each against its own fake model API:
+//! `TETHER_CHAOS_REAL_AGENTS` (default `claude-acp`; `claude-acp,codex-acp` for both;
+//! installed under `tests/agents`, or `TETHER_AGENTS_DIR`). A
+//! fault drawn for such a session is applied the way that fits a real agent (the model's
+//! faults through the fake model API, the kill by `SIGKILL` of the agent's processes): the
+//! table is in `chaos/real_agent.rs`. Each real agent meets every fault of the table once on
+//! its session, after the first pass (12 more steps each, 14 with the disk faults). The
+//! invariants are the same.
 //!
 //! The slow disk and the clock jumps reach the forwarders, the daemon and the agents
 //! through a fault shim loaded with `LD_PRELOAD` (`support/fault_shim.c`, built with `cc`):
@@ -31,12 +43,15 @@
 // Linux only: signals, /proc, the daemon's Unix socket and FUSE.
 #![cfg(target_os = "linux")]
 
+#[path = "chaos/real_agent.rs"]
+mod real_agent;
 mod support;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
+use real_agent::RealSession;
 use serde_json::{Value, json};
 use support::{FaultShim, Mode, STEP, Tmpfs, World, processes_mentioning, tether_bin};
 use tether::editor::{Answers, Editor, ServerProcess};
@@ -154,6 +169,8 @@ struct Chaos {
     disk: Option<(FaultFs, Tmpfs)>,
     /// The slow disk and the clock steps, in every forwarder, daemon and agent.
     shim: FaultShim,
+    /// Session `i`'s real agent, when it runs one (`TETHER_REAL_AGENTS=1`).
+    reals: Vec<Option<RealSession>>,
 }
 
 impl Chaos {
@@ -192,15 +209,25 @@ impl Chaos {
         let mut options = self.world.options();
         let mut agents = serde_json::Map::new();
         for i in 0..self.sessions {
-            agents.insert(
-                format!("scripted{i}"),
-                json!({"command": tether_bin(), "protocol": "acp",
-                       "args": ["scripted-agent", "--script", self.script_path(i)]}),
-            );
+            let entry = match &self.reals[i] {
+                Some(real) => real.agent_entry(&self.ws(i)["root"]),
+                None => json!({"command": tether_bin(), "protocol": "acp",
+                               "args": ["scripted-agent", "--script", self.script_path(i)]}),
+            };
+            agents.insert(self.agent_name(i), entry);
         }
         options["agents"] = Value::Object(agents);
-        options["defaultAgent"] = json!("scripted0");
+        options["defaultAgent"] = json!(self.agent_name(0));
         options
+    }
+
+    /// Session `i`'s agent in `initializationOptions.agents`: `scripted{i}`, or the real
+    /// agent's name and `i` (`claude-acp0`).
+    fn agent_name(&self, i: usize) -> String {
+        match &self.reals[i] {
+            Some(real) => format!("{}{i}", real.agent.name()),
+            None => format!("scripted{i}"),
+        }
     }
 
     async fn editor(&self) -> Editor {
@@ -265,8 +292,20 @@ impl Chaos {
             .collect()
     }
 
+    /// Session `i`'s agent processes (a real agent's own, not its children).
     fn agents_of(&self, i: usize) -> Vec<i32> {
-        processes_mentioning(&self.script_path(i).display().to_string())
+        match &self.reals[i] {
+            Some(real) => real.agent_processes(),
+            None => processes_mentioning(&self.script_path(i).display().to_string()),
+        }
+    }
+
+    /// Every process left of session `i`'s agent (a real agent's children included).
+    fn left_of(&self, i: usize) -> Vec<i32> {
+        match &self.reals[i] {
+            Some(real) => real.processes().iter().map(|p| p.pid).collect(),
+            None => self.agents_of(i),
+        }
     }
 
     /// Every file under the logs, the runtime folder and the cache that holds the secret.
@@ -335,13 +374,28 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
     );
     let seed = env_number("TETHER_CHAOS_SEED", 1);
     let steps = env_number("TETHER_CHAOS_STEPS", 16);
-    let secs = env_number("TETHER_CHAOS_SECS", 60);
-    let sessions = env_number("TETHER_CHAOS_SESSIONS", 3).max(1) as usize;
+    let real_agents = real_agent::chosen();
+    // Each real agent adds about 20 s (its pass over the table) and its slow starts.
+    let secs = env_number("TETHER_CHAOS_SECS", 60 + 45 * real_agents.len() as u64);
+    // At least one session stays on the scripted agent.
+    let sessions =
+        (env_number("TETHER_CHAOS_SESSIONS", 3).max(1) as usize).max(real_agents.len() + 1);
     eprintln!(
         "chaos: TETHER_CHAOS_SEED={seed} TETHER_CHAOS_STEPS={steps} TETHER_CHAOS_SECS={secs} TETHER_CHAOS_SESSIONS={sessions}"
     );
     let disk_full = env_number("TETHER_CHAOS_DISK_FULL", 0) == 1;
     eprintln!("chaos: TETHER_CHAOS_DISK_FULL={}", u8::from(disk_full));
+    eprintln!(
+        "chaos: real agents {:?} (TETHER_REAL_AGENTS, TETHER_CHAOS_REAL_AGENTS)",
+        real_agents.iter().map(|a| a.name()).collect::<Vec<_>>()
+    );
+    let mut reals = Vec::new();
+    for i in 0..sessions {
+        reals.push(match real_agents.get(i) {
+            Some(&agent) => Some(RealSession::start(agent, i).await),
+            None => None,
+        });
+    }
     let world = World::new(Mode::Binary);
     let runtime = world.path().join("run");
     let disk = disk_full.then(|| {
@@ -362,6 +416,7 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
         sessions,
         disk,
         shim,
+        reals,
     };
     let mut table = FAULTS.to_vec();
     if disk_full {
@@ -376,7 +431,7 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
     for k in (1..first.len()).rev() {
         first.swap(k, rng.random_range(0..=k));
     }
-    let plan: Vec<(usize, Fault)> = (0..steps as usize)
+    let mut plan: Vec<(usize, Fault)> = (0..steps as usize)
         .map(|step| {
             let fault = first
                 .get(step)
@@ -385,6 +440,9 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
             (rng.random_range(0..sessions), fault)
         })
         .collect();
+    // Each real agent meets every fault of the table once more, after the first pass.
+    let at = table.len().min(plan.len());
+    plan.splice(at..at, real_agent::passes(seed, &table, real_agents.len()));
     // Each session's agent script: the fault of its k-th prompt at call k (the first
     // prompt of each session, below, is the planted secret, a plain turn).
     for i in 0..sessions {
@@ -403,7 +461,7 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
         let r = editor
             .request(
                 "session/resume",
-                json!({"workspace": chaos.ws(i), "agent": format!("scripted{i}")}),
+                json!({"workspace": chaos.ws(i), "agent": chaos.agent_name(i)}),
             )
             .await
             .expect("a new session");
@@ -414,7 +472,7 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
             .request("session/prompt", prompt_params(&sid, &text))
             .await
             .expect("the first turn");
-        assert_eq!(answer["stopReason"], "end_turn");
+        assert_eq!(answer["stopReason"], "end_turn", "session {i}'s first turn");
         runs.push(Run {
             editor: Some(editor),
             sid,
@@ -424,6 +482,7 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
 
     let started = Instant::now();
     let mut faults_run = std::collections::BTreeMap::<String, u32>::new();
+    let mut real_faults = std::collections::BTreeMap::<String, u32>::new();
     // The wall clock's offset (seconds): each clock jump steps it an hour back, or forward
     // to the real time again.
     let mut clock_offset = 0i64;
@@ -433,7 +492,7 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
             break;
         }
         let ctx = format!("seed {seed}, step {step}, session {i}, {fault:?}");
-        eprintln!("chaos: {ctx}");
+        eprintln!("chaos: {ctx} (at {:.1} s)", started.elapsed().as_secs_f64());
         *faults_run.entry(format!("{fault:?}")).or_default() += 1;
         let mut text = format!("ack {i} {step}");
         let outage = match (fault, &chaos.disk) {
@@ -451,29 +510,42 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
         if fault == Fault::SlowDisk {
             chaos.shim.slow_disk(1000);
         }
+        let real = chaos.reals[i].as_ref();
+        if let Some(real) = real {
+            real.arm(fault, &text);
+            *real_faults
+                .entry(format!("{}: {fault:?}", real.agent.name()))
+                .or_default() += 1;
+        }
         let run = &mut runs[i];
         let editor = run.editor.take().expect("an editor");
         let mark = editor.mark();
         let client = editor.client().clone();
         let params = prompt_params(&run.sid, &text);
-        let asked = tokio::spawn(async move { client.request("session/prompt", params).await });
+        let mut asked = tokio::spawn(async move { client.request("session/prompt", params).await });
+        // The turn's answer when it came while the step waited for something in the turn.
+        let mut early = None;
+        // A real agent is killed mid-stream too (the scripted one kills itself).
         let cut = matches!(
             fault,
             Fault::DaemonKill | Fault::ForwarderKill | Fault::EditorVanish
-        );
+        ) || (real.is_some() && fault == Fault::AgentKill);
         // The cut lands mid-stream; when a retry took the streaming call planned for this
         // prompt (the agent's faults are keyed by call number), the turn ends first and
         // there is nothing to cut.
         let streaming = cut
-            && editor
-                .wait_for(
+            && tokio::select! {
+                chunk = editor.wait_for(
                     mark,
                     "session/update",
                     |p| p["update"]["sessionUpdate"] == "agent_message_chunk",
                     STEP,
-                )
-                .await
-                .is_some();
+                ) => chunk.is_some(),
+                answer = &mut asked => {
+                    early = Some(answer);
+                    false
+                }
+            };
         let fault = if cut && !streaming {
             eprintln!("chaos: {ctx}: no stream to cut, a plain turn");
             Fault::None
@@ -483,15 +555,18 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
         if fault == Fault::ClockJump {
             // While the hub waits out the 429 (when a retry took this prompt's call, there
             // is no wait: the clock steps all the same).
-            let waiting = editor
-                .wait_for(
+            let waiting = tokio::select! {
+                status = editor.wait_for(
                     mark,
                     "session/status",
                     |p| p["sessionId"] == run.sid.as_str() && p["state"] == "rateLimited",
                     STEP,
-                )
-                .await
-                .is_some();
+                ) => status.is_some(),
+                answer = &mut asked, if early.is_none() => {
+                    early = Some(answer);
+                    false
+                }
+            };
             clock_offset = if clock_offset == 0 { -3600 } else { 0 };
             chaos.shim.clock_offset(clock_offset);
             eprintln!(
@@ -503,7 +578,16 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
                 }
             );
         }
+        if let (Some(real), Fault::Stall) = (real, fault) {
+            let stalled = real.release_stall(STEP).await;
+            eprintln!("chaos: {ctx}: the model stalled: {stalled}");
+        }
         let editor = match fault {
+            Fault::AgentKill if real.is_some() => {
+                let groups = real.map_or(0, RealSession::kill);
+                eprintln!("chaos: {ctx}: SIGKILL to the agent's {groups} process groups");
+                Some(editor)
+            }
             Fault::DaemonKill => {
                 let daemon = chaos.daemon_pid();
                 // SAFETY: a signal to the pid the daemon's status gave.
@@ -520,11 +604,18 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
             }
             _ => Some(editor),
         };
-        let answer = tokio::time::timeout(STEP * 3, asked)
-            .await
-            .unwrap_or_else(|_| panic!("{ctx}: the turn is stuck"))
-            .unwrap();
+        let answer = match early {
+            Some(answer) => answer,
+            None => tokio::time::timeout(STEP * 3, asked)
+                .await
+                .unwrap_or_else(|_| panic!("{ctx}: the turn is stuck")),
+        }
+        .unwrap();
         chaos.shim.slow_disk(0);
+        if let Some(real) = real {
+            let model = real.disarm(&text);
+            eprintln!("chaos: {ctx}: the model answered [{model}]; the turn: {answer:?}");
+        }
         match (&answer, &editor) {
             (Ok(result), Some(_)) => {
                 let stop = result["stopReason"].as_str().unwrap_or_default();
@@ -539,6 +630,14 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
             }
             (Err(e), Some(_)) => panic!("{ctx}: not an error answer: {e:?}"),
             (_, None) => {}
+        }
+        // A real agent's completed turn answers its own prompt (the fake model echoes it),
+        // not an earlier one's.
+        if let (Some(real), Ok(result), Some(editor)) = (real, &answer, &editor)
+            && result["stopReason"] == "end_turn"
+            && fault != Fault::DaemonKill
+        {
+            real.assert_own_answer(editor, mark, &run.sid, &text, &ctx);
         }
         run.editor = Some(match editor {
             Some(editor) => {
@@ -648,6 +747,7 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
         }
     }
     eprintln!("chaos: faults run {faults_run:?}");
+    eprintln!("chaos: faults on real agents {real_faults:?}");
 
     // No session is stuck: each answers a last turn.
     for (i, run) in runs.iter_mut().enumerate() {
@@ -677,7 +777,7 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
     assert_eq!(chaos.daemon(&["stop"]).0, 0, "seed {seed}: daemon stop");
     let deadline = Instant::now() + STEP;
     while (!chaos.daemon_processes().is_empty()
-        || (0..sessions).any(|i| !chaos.agents_of(i).is_empty()))
+        || (0..sessions).any(|i| !chaos.left_of(i).is_empty()))
         && Instant::now() < deadline
     {
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -687,9 +787,10 @@ async fn chaos_many_sessions_faults_together_nothing_lost() {
         "seed {seed}: no daemon is left"
     );
     for i in 0..sessions {
+        let left = chaos.left_of(i);
         assert!(
-            chaos.agents_of(i).is_empty(),
-            "seed {seed}: session {i}'s agent is left"
+            left.is_empty(),
+            "seed {seed}: session {i}'s agent is left: {left:?}"
         );
     }
 

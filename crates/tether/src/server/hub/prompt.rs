@@ -5,11 +5,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::error::Result;
+use super::error::{HubError, Result};
 use serde_json::{Value, json};
 use tether_host::acp::AcpConnection;
 use tether_recovery::rate_limit::{RateLimitDecision, RateLimitWaiter};
-use tether_recovery::{ErrorKind, Observation};
+use tether_recovery::{ClassifiedError, ErrorKind, Observation};
 use tether_store::ChatRole;
 
 use super::invalid_params;
@@ -359,7 +359,7 @@ impl Hub {
                             self.after_api_error(live, &observation).await?;
                             continue;
                         }
-                        _ => return Err(prompt_error(&error)),
+                        _ => return Err(self.fail_turn(live, &observation, &error).await),
                     }
                 }
                 ErrorKind::AgentCrashed => {
@@ -380,9 +380,56 @@ impl Hub {
                     };
                     return Err(err);
                 }
-                _ => return Err(prompt_error(&error)),
+                _ => return Err(self.fail_turn(live, &observation, &error).await),
             }
         }
+    }
+
+    /// The error a prompt turn that failed, and is not retried, answers with. When the
+    /// agent answered the failure itself (its process lives) on a model API error and its
+    /// row of the quirks table says it does not survive such a turn
+    /// (`survives_api_error: false`: claude-agent-acp then answers each next prompt with the
+    /// turn before's answer), the session is first reloaded in a fresh process, as before a
+    /// rate-limit retry ([`Hub::after_api_error`]), so the user's next prompt gets its own
+    /// answer, not an earlier one's (observed with claude-agent-acp 0.23.1 by the chaos
+    /// harness, `tests/chaos.rs`; upstream agentclientprotocol/claude-agent-acp#654).
+    async fn fail_turn(
+        &self,
+        live: &Arc<Live>,
+        observation: &Observation,
+        error: &ClassifiedError,
+    ) -> HubError {
+        let mut err = prompt_error(error);
+        let api_error = matches!(
+            error.kind,
+            ErrorKind::Network
+                | ErrorKind::ServerError
+                | ErrorKind::RateLimited
+                | ErrorKind::QuotaExceeded
+                | ErrorKind::Authentication
+                | ErrorKind::Unknown
+        );
+        if !api_error
+            || !matches!(observation, Observation::Acp { .. })
+            || self.quirks_of(live).survives_api_error
+        {
+            return err;
+        }
+        match self.after_api_error(live, observation).await {
+            Ok(()) => {
+                err.message = format!(
+                    "{}; the session was reloaded in a fresh process",
+                    err.message
+                )
+            }
+            Err(e) => {
+                err.message = format!(
+                    "{}; the session could not be reloaded in a fresh process: {}",
+                    err.message, e.message
+                );
+            }
+        }
+        err
     }
 
     /// Readies a session to be re-prompted after a turn that failed with a model API error
