@@ -17,6 +17,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use support::disk::{banner_event, banners, prompt, serve_on};
 use support::{Mode, STEP, World, processes_mentioning, tether_bin};
 use tether::editor::{Answers, Editor, ServerProcess};
 use tether_testkit::faultfs::{FaultFs, Ops};
@@ -34,41 +35,6 @@ fn failing_disk(dir: &Path) -> FaultFs {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&backing, std::fs::Permissions::from_mode(0o700)).unwrap();
     FaultFs::mount(&backing, dir).unwrap_or_else(|e| panic!("{e}"))
-}
-
-async fn prompt(editor: &Editor, sid: &str, text: &str) -> Value {
-    editor
-        .request(
-            "session/prompt",
-            json!({"sessionId": sid, "prompt": [{"type": "text", "text": text}]}),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("prompt {text:?}: {e:?}"))
-}
-
-fn count(editor: &Editor, method: &str, id: &str) -> usize {
-    editor
-        .received()
-        .iter()
-        .filter(|r| r.method() == method && r.params()["id"] == id)
-        .count()
-}
-
-/// Waits (after `mark`) for `method` with banner id `id`; panics with what was received.
-async fn banner_event(editor: &Editor, mark: usize, method: &str, id: &str) -> Value {
-    match editor.wait_for(mark, method, |p| p["id"] == id, STEP).await {
-        Some(m) => m.params().clone(),
-        None => {
-            let seen: Vec<String> = editor
-                .received()
-                .iter()
-                .skip(mark)
-                .filter(|r| r.method() != "session/update")
-                .map(|r| format!("{} {}", r.method(), r.params()))
-                .collect();
-            panic!("no {method} {id}; received: {seen:#?}")
-        }
-    }
 }
 
 /// The text of every file under `dir`.
@@ -99,7 +65,7 @@ async fn an_io_error_while_an_agent_streams_is_told_once_and_cleared_when_the_di
     let sid = r["sessionId"].as_str().expect("session id").to_owned();
     let banner_id = format!("cannotSave:{sid}");
     assert_eq!(prompt(&editor, &sid, "one").await["stopReason"], "end_turn");
-    assert_eq!(count(&editor, "session/banner", &banner_id), 0);
+    assert_eq!(banners(&editor, "session/banner", &banner_id), 0);
 
     // First only `fsync` fails (the writes land, their durability is unknown: the store
     // reopens the journal), then every change.
@@ -121,7 +87,11 @@ async fn an_io_error_while_an_agent_streams_is_told_once_and_cleared_when_the_di
     assert!(message.contains("Input/output error"), "{message}");
     assert_eq!(banner["kind"], "cannotSave");
     assert!(disk.injected() > 0, "the disk failed no operation");
-    assert_eq!(count(&editor, "session/banner", &banner_id), 1, "told once");
+    assert_eq!(
+        banners(&editor, "session/banner", &banner_id),
+        1,
+        "told once"
+    );
     // The editor's own saves fail too, more than three times in a row (R-STORE-11's
     // switch-off), each with the I/O error; saving is not switched off.
     let persist = |trigger: &str| {
@@ -147,7 +117,7 @@ async fn an_io_error_while_an_agent_streams_is_told_once_and_cleared_when_the_di
         assert!(!text.contains("persistenceDisabled"), "{text}");
     }
     assert_eq!(
-        count(&editor, "session/banner", "persistenceDisabled"),
+        banners(&editor, "session/banner", "persistenceDisabled"),
         0,
         "an I/O error does not switch saving off"
     );
@@ -194,37 +164,8 @@ async fn a_failing_disk_starts_agents_all_the_same_and_the_registry_and_log_catc
     // The agent's second prompt crashes it mid-tool-call (the hub restarts it).
     world.script(json!([{"method": "session/prompt", "calls": [2],
                          "action": {"kind": "crashMidPrompt"}}]));
-    let mut options = world.options();
-    options["storage"]["dir"] = json!(root.join("cache"));
     let log_dir = root.join("logs");
-    let editor = Editor::connect(
-        ServerProcess::Binary {
-            program: tether_bin(),
-            args: vec![
-                "serve".into(),
-                "--stdio".into(),
-                "--remote=off".into(),
-                "--log-file".into(),
-                log_dir.join("tether.log").display().to_string(),
-            ],
-            env: vec![("TETHER_LOG".into(), "debug".into())],
-            quiet: true,
-        },
-        Answers::default(),
-    )
-    .expect("tether serve starts");
-    editor
-        .initialize(
-            options,
-            json!({"tether": {"recoveryDialog": true, "banners": true, "status": true}}),
-        )
-        .await
-        .expect("initialize");
-    let r = editor
-        .request("session/resume", json!({"workspace": world.ws()}))
-        .await
-        .expect("resume");
-    let sid = r["sessionId"].as_str().expect("session id").to_owned();
+    let (editor, sid) = serve_on(&world, &root).await;
     assert_eq!(prompt(&editor, &sid, "one").await["stopReason"], "end_turn");
 
     disk.fail(Ops::ALL_CHANGES, libc::EIO);
@@ -390,7 +331,11 @@ async fn a_daemon_on_a_failing_disk_serves_and_saves_once_the_disk_heals() {
         "end_turn"
     );
     banner_event(&editor, mark, "session/bannerCleared", &banner_id).await;
-    assert_eq!(count(&editor, "session/banner", &banner_id), 1, "told once");
+    assert_eq!(
+        banners(&editor, "session/banner", &banner_id),
+        1,
+        "told once"
+    );
     let history = editor
         .request(
             "session/history",
@@ -492,7 +437,11 @@ async fn an_editor_is_served_when_the_disk_fails_before_the_daemon_starts() {
     let mark = editor.mark();
     assert_eq!(prompt(&editor, &sid, "two").await["stopReason"], "end_turn");
     banner_event(&editor, mark, "session/bannerCleared", &banner_id).await;
-    assert_eq!(count(&editor, "session/banner", &banner_id), 1, "told once");
+    assert_eq!(
+        banners(&editor, "session/banner", &banner_id),
+        1,
+        "told once"
+    );
     editor.shutdown(STEP).await.unwrap();
     // A daemon that did start is stopped; none is left either way.
     let _ = support::tether_daemon(&runtime, &["stop"]);

@@ -13,34 +13,9 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use support::disk::{banner_event, banners, prompt, serve_on};
 use support::{Mode, STEP, Tmpfs, World, processes_mentioning, tether_bin};
 use tether::editor::{Answers, Editor, ServerProcess};
-
-async fn prompt(editor: &Editor, sid: &str, text: &str) -> Value {
-    editor
-        .request(
-            "session/prompt",
-            json!({"sessionId": sid, "prompt": [{"type": "text", "text": text}]}),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("prompt {text:?}: {e:?}"))
-}
-
-/// Waits (after `mark`) for the banner `id` to be cleared, as it is once saving works again.
-async fn banner_cleared(editor: &Editor, mark: usize, id: &str) {
-    editor
-        .wait_for(mark, "session/bannerCleared", |p| p["id"] == id, STEP)
-        .await
-        .expect("the banner is cleared once saving works again");
-}
-
-fn banners(editor: &Editor, method: &str, id: &str) -> usize {
-    editor
-        .received()
-        .iter()
-        .filter(|r| r.method() == method && r.params()["id"] == id)
-        .count()
-}
 
 /// R-STORE-15: turns the hub caches by itself while the disk is full are told to the
 /// editor once (`cannotSave`, "the disk is full"), the turns themselves go on, the banner
@@ -109,7 +84,7 @@ async fn a_full_disk_while_an_agent_streams_is_told_once_and_cleared_when_space_
         prompt(&editor, &sid, "four").await["stopReason"],
         "end_turn"
     );
-    banner_cleared(&editor, mark, &banner_id).await;
+    banner_event(&editor, mark, "session/bannerCleared", &banner_id).await;
 
     let listed = editor
         .request("session/list", json!({"workspace": world.ws()}))
@@ -140,37 +115,8 @@ async fn a_full_disk_starts_agents_all_the_same_and_the_registry_and_log_catch_u
     // The agent's second prompt crashes it mid-tool-call (the hub restarts it).
     world.script(json!([{"method": "session/prompt", "calls": [2],
                          "action": {"kind": "crashMidPrompt"}}]));
-    let mut options = world.options();
-    options["storage"]["dir"] = json!(root.join("cache"));
     let log_dir = root.join("logs");
-    let editor = Editor::connect(
-        ServerProcess::Binary {
-            program: tether_bin(),
-            args: vec![
-                "serve".into(),
-                "--stdio".into(),
-                "--remote=off".into(),
-                "--log-file".into(),
-                log_dir.join("tether.log").display().to_string(),
-            ],
-            env: vec![("TETHER_LOG".into(), "debug".into())],
-            quiet: true,
-        },
-        Answers::default(),
-    )
-    .expect("tether serve starts");
-    editor
-        .initialize(
-            options,
-            json!({"tether": {"recoveryDialog": true, "banners": true, "status": true}}),
-        )
-        .await
-        .expect("initialize");
-    let r = editor
-        .request("session/resume", json!({"workspace": world.ws()}))
-        .await
-        .expect("resume");
-    let sid = r["sessionId"].as_str().expect("session id").to_owned();
+    let (editor, sid) = serve_on(&world, &root).await;
     assert_eq!(prompt(&editor, &sid, "one").await["stopReason"], "end_turn");
 
     let filler = disk.fill(".filler");
@@ -354,7 +300,7 @@ async fn a_daemon_started_on_a_full_disk_serves_and_saves_once_space_returns() {
     std::fs::remove_file(&filler).unwrap();
     let mark = editor.mark();
     assert_eq!(prompt(&editor, &sid, "two").await["stopReason"], "end_turn");
-    banner_cleared(&editor, mark, &banner_id).await;
+    banner_event(&editor, mark, "session/bannerCleared", &banner_id).await;
     assert_eq!(
         banners(&editor, "session/banner", &banner_id),
         1,

@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tether::editor::{Answers, Editor, ServerProcess};
 
+pub mod disk;
 mod shim;
 #[allow(unused_imports)]
 pub use shim::FaultShim;
