@@ -403,14 +403,23 @@ impl AgentLaunch {
                 cmd.env(var, v);
             }
         }
-        for (k, v) in &self.env {
-            if k == MARKER_VAR {
-                cmd.env(k, &marker);
-            } else {
-                cmd.env(k, v);
-            }
-        }
+        cmd.envs(self.env_marked(&marker));
         (cmd, marker)
+    }
+
+    /// The agent's environment ([`AgentLaunch::env`]) with `marker` as the value of
+    /// [`MARKER_VAR`], for a host that starts the agent itself (an `agents` entry of
+    /// Tether's configuration).
+    pub fn env_marked<'a>(
+        &'a self,
+        marker: &'a str,
+    ) -> impl Iterator<Item = (&'a str, &'a str)> + 'a {
+        self.env.iter().map(move |(k, v)| {
+            (
+                k.as_str(),
+                if k == MARKER_VAR { marker } else { v.as_str() },
+            )
+        })
     }
 
     /// Starts the agent as an ACP process.

@@ -102,16 +102,8 @@ impl Real {
         args.extend(self.launch.args.iter().map(|a| json!(a)));
         let env: serde_json::Map<String, Value> = self
             .launch
-            .env
-            .iter()
-            .map(|(k, v)| {
-                let v = if k == procs::MARKER_VAR {
-                    self.marker.clone()
-                } else {
-                    v.clone()
-                };
-                (k.clone(), json!(v))
-            })
+            .env_marked(&self.marker)
+            .map(|(k, v)| (k.to_owned(), json!(v)))
             .collect();
         json!({"command": "sh", "args": args, "env": env, "cwd": self.launch.workspace, "protocol": "acp"})
     }

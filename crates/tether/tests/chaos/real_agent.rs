@@ -90,16 +90,8 @@ impl RealSession {
     pub fn agent_entry(&self, cwd: &Value) -> Value {
         let env: serde_json::Map<String, Value> = self
             .launch
-            .env
-            .iter()
-            .map(|(k, v)| {
-                let v = if k == procs::MARKER_VAR {
-                    self.marker.clone()
-                } else {
-                    v.clone()
-                };
-                (k.clone(), json!(v))
-            })
+            .env_marked(&self.marker)
+            .map(|(k, v)| (k.to_owned(), json!(v)))
             .collect();
         json!({"command": self.launch.program, "args": self.launch.args, "env": env,
                "cwd": cwd, "protocol": "acp"})
