@@ -200,16 +200,12 @@ async fn reload(launch: &AgentLaunch, session: &str) -> Reload {
                 json!({"ok": true, "replayUserText": user_text, "updatesBefore": answer.updates_before})
             }
             Err(AcpError::Rpc { error, .. }) => {
-                let details = error.data.as_ref().and_then(|d| d["details"].as_str());
-                let lost = details.is_some_and(|d| {
-                    d == "No previous sessions found for this project."
-                        || d.starts_with(&format!("Invalid session identifier \"{session}\""))
-                });
+                let error = serde_json::to_value(error).expect("serialises");
                 assert!(
-                    error.code == -32603 && lost,
-                    "{name}: session/load failed otherwise than by losing the session: {error:?}"
+                    gemini_lost_session(&error, session),
+                    "{name}: session/load failed otherwise than by losing the session: {error:#}"
                 );
-                serde_json::to_value(error).expect("serialises")
+                error
             }
             Err(other) => panic!("{name} session/load: {other}"),
         };
@@ -699,9 +695,12 @@ async fn opencode() {
 #[ignore = "real agents: tests/run-all.sh runs these (TETHER_REAL_AGENTS=1)"]
 async fn gemini() {
     let c = run_acp(RealAgent::Gemini).await;
-    assert_eq!(
-        c.unknown_load,
-        json!({"code": -32603, "message": "Internal error", "data": {"details": "No previous sessions found for this project."}})
+    // Which of its two answers Gemini gives depends on whether the project has any session
+    // file yet, and the load bug above may or may not have written one by now.
+    assert!(
+        gemini_lost_session(&c.unknown_load, UNKNOWN_SESSION),
+        "{:#}",
+        c.unknown_load
     );
     // Gemini uses the HTTP status as the JSON-RPC code.
     expect_error("429", &c.rate_limited, 429, "Quota exceeded", None);
@@ -903,4 +902,15 @@ async fn claude_cli() {
             total_ms: started.elapsed().as_millis(),
         },
     );
+}
+
+/// Whether `error` (a JSON-RPC error object) is Gemini CLI's answer to `session/load` for a
+/// session it does not have: `-32603` with `data.details` "No previous sessions found for this
+/// project." when the project has no session file (seen in 0.60.0 and 0.61.0), else "Invalid
+/// session identifier \"<id>\". Searched for sessions in …" (0.61.0).
+fn gemini_lost_session(error: &Value, session: &str) -> bool {
+    let details = error["data"]["details"].as_str().unwrap_or_default();
+    error["code"] == -32603
+        && (details == "No previous sessions found for this project."
+            || details.starts_with(&format!("Invalid session identifier \"{session}\"")))
 }
