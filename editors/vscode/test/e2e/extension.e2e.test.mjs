@@ -161,13 +161,33 @@ function scriptedAgent(name, fields = {}) {
 
 /**
  * A scripted agent whose first prompt streams `total` numbered chunks ("1\n", "2\n", …) at
- * `rate` a second, then replies "the end" (no digits): its script and folder.
+ * `rate` a second, then replies "the end" (no digits): its script and folder. With
+ * `holdAfter`, the stream pauses once that many chunks are sent until `release()` is called
+ * (the scripted agent's `hold`, which gives up after 120 s): the turn outlasts whatever the
+ * test does meanwhile however slow the machine, and ends as soon as the test lets it.
  */
-function streamingAgent(name, total, rate) {
-  return scriptedAgent(name, {
+function streamingAgent(name, total, rate, holdAfter) {
+  const until = path.join(tempDir(`${name}-gate`), 'release');
+  const hold = holdAfter === undefined ? {} : { hold: { after: holdAfter, until } };
+  const agent = scriptedAgent(name, {
     reply: 'the end',
-    faults: [{ method: 'session/prompt', calls: [1], action: { kind: 'stream', count: total, perSecond: rate } }],
+    faults: [{ method: 'session/prompt', calls: [1], action: { kind: 'stream', count: total, perSecond: rate, ...hold } }],
   });
+  return { ...agent, release: () => writeFileSync(until, '') };
+}
+
+/**
+ * Waits until `read()` (a log's text) matches `re`, checking every 100 ms, for at most
+ * `timeout` ms; the error gives the text last read.
+ */
+async function waitForText(what, read, re, timeout = 60_000) {
+  const deadline = Date.now() + timeout;
+  let text = read();
+  while (!re.test(text)) {
+    if (Date.now() > deadline) throw new Error(`${what}: ${re} never appeared in:\n${text}`);
+    await new Promise((r) => setTimeout(r, 100));
+    text = read();
+  }
 }
 
 /**
@@ -554,11 +574,13 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
   e2e('Developer: Reload Window mid-turn through the daemon: re-attached, the rest of the turn and its end arrive, same agent process', async () => {
     await requireHarness();
     requireServerAndAgent();
-    // The first prompt streams TOTAL numbered chunks at RATE a second: a turn long enough to
-    // outlast a window reload on a loaded machine.
-    const TOTAL = 3000;
+    // The first prompt streams TOTAL numbered chunks at RATE a second, so chunks flow while
+    // the window reloads; it holds at HOLD until the reloaded window has re-attached, so the
+    // turn outlasts the reload however slow the machine.
+    const TOTAL = 600;
     const RATE = 50;
-    const { agentDir, script } = streamingAgent('agent-daemon', TOTAL, RATE);
+    const HOLD = 550;
+    const { agentDir, script, release } = streamingAgent('agent-daemon', TOTAL, RATE, HOLD);
     const { cs, page, daemonEnv, status } = await launchWithDaemon('daemon-reload', script);
     let daemonPid;
     const agentPids = () => pidsWithArg(script);
@@ -595,8 +617,10 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     await reloaded;
     await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
     const view2 = await sessionViewFrame(page, 90_000);
-    // The turn's last chunk and its reply reach the reloaded view, then the turn's end opens
-    // the prompt box.
+    // Once the new extension host has resumed the session, the rest of the turn: its last
+    // chunk and its reply reach the reloaded view, then the turn's end opens the prompt box.
+    await waitForText('the reloaded window', () => extLogs()[1] ?? '', new RegExp(`result: resumed session=${sid} `), 90_000);
+    release();
     await streamEnded(view2, TOTAL);
     await screenshot(page, '21-daemon-reload-turn-ended');
 
@@ -635,12 +659,13 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
   e2e('the forwarder alone is killed mid-turn: the turn goes on in the daemon, the restarted server re-attaches, every chunk once, no error', async () => {
     await requireHarness();
     requireServerAndAgent();
-    // The first prompt streams TOTAL numbered chunks at RATE a second (20 s): long enough to
-    // outlast the language client's restart of the server on a loaded machine. If it ends
-    // first, the re-attach replays its end: the checks below hold either way.
-    const TOTAL = 1000;
+    // The first prompt streams TOTAL numbered chunks at RATE a second, and holds at HOLD
+    // until the restarted server has re-attached: the turn outlasts the language client's
+    // restart of the server however slow the machine.
+    const TOTAL = 500;
     const RATE = 50;
-    const { agentDir, script } = streamingAgent('agent-fwd', TOTAL, RATE);
+    const HOLD = 450;
+    const { agentDir, script, release } = streamingAgent('agent-fwd', TOTAL, RATE, HOLD);
     const { cs, page, workspace, daemonEnv, status } = await launchWithDaemon('fwd-kill', script);
     const extLog = () => readFileSync(findLogs(cs.dirs.userData, 'Tether.log').at(-1), 'utf8');
     // This window's forwarders: `tether serve --stdio` with its --log-file under this
@@ -685,6 +710,10 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
       //    restarts it; the new one re-attaches after the last event drawn.
       process.kill(fwd[0], 'SIGKILL');
       const drawnAtKill = (await numbersShown(view)).length;
+      //    Once it has resumed the session (the window started it, so this is the first
+      //    resume in the log), the rest of the turn.
+      await waitForText('the restarted server', extLog, new RegExp(`result: resumed session=${sid} `), 90_000);
+      release();
       await streamEnded(view, TOTAL);
       await screenshot(page, '22-forwarder-killed-turn-ended');
       return { agentPgid, agentsBefore, fwd: fwd[0], drawnAtKill };
