@@ -28,7 +28,7 @@ set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
-all_suites="rust platforms windows acp nvim lsp visualstudio vscode dist fuzz"
+all_suites="rust platforms windows acp nvim lsp visualstudio vscode fuzz dist"
 known_suites="$all_suites"
 suites="${TETHER_SUITES:-$all_suites}"
 start_all=$(date +%s)
@@ -200,7 +200,9 @@ run_suite() {
 # Suite dist's release build (`cargo xtask dist --build-only`: four targets with fat LTO, its
 # longest part, about 6 minutes warm) starts before the suites that mostly wait on agents,
 # editors and browsers (acp, nvim, lsp, visualstudio, vscode), at the lowest CPU priority, so it
-# uses the cores they leave idle; suite dist waits for it and then only packages and checks.
+# uses the cores they leave idle; suite fuzz, whose fuzzers run one at a time on one core,
+# comes before suite dist for the same reason. Suite dist waits for the build and then only
+# packages and checks.
 # Its output is printed when suite dist waits for it; a failed build fails suite dist. The
 # times table gives its whole time on a row of its own, marked as overlapped (not counted
 # again in the build share).
@@ -432,7 +434,7 @@ suite_fuzz() {
 
 for s in $suites; do
   case " $suites " in
-    *" dist "*) case "$s" in acp | nvim | lsp | visualstudio | vscode) start_dist_prebuild ;; esac ;;
+    *" dist "*) case "$s" in acp | nvim | lsp | visualstudio | vscode | fuzz) start_dist_prebuild ;; esac ;;
   esac
   case "$s" in
     rust) run_suite rust suite_rust ;;
