@@ -71,6 +71,23 @@ report() {
     printf '[wine]   %-44s %5s\n' "$name" "$secs"
   done
 }
+# `cargo test ARGS…` as the step NAME, its output shown and kept in LOG. When a test program
+# ended before writing a single line (cargo's "Running <program>" directly followed by its
+# "error: test failed"), Wine did not start it: seen once (exit status 1, no output, in a
+# prefix made minutes before), not in 15 runs of the same step since. That one case is run
+# again, once, saying so; a test that fails, or a program that fails having started, is not.
+cargo_test_step() {
+  local name="$1" log="$2" rc=0; shift 2
+  step "$name" cargo test "$@" > >(tee "$log") 2>&1 || rc=$?
+  wait $! 2>/dev/null || true # tee has written everything
+  if [ "$rc" -ne 0 ] && grep -B1 '^error: test failed' "$log" | head -1 | grep -q '^ *Running '; then
+    log "a test program ended under Wine before writing anything ($(grep -B1 '^error: test failed' "$log" | head -1 | sed 's/^ *//')): Wine did not start it; the step runs again, once"
+    rc=0
+    step "$name (again)" cargo test "$@" > >(tee "$log") 2>&1 || rc=$?
+    wait $! 2>/dev/null || true
+  fi
+  return "$rc"
+}
 work="$(mktemp -d)"
 cleanup() { local rc=$?; wine_stop; rm -rf "$work"; report; exit "$rc"; }
 trap cleanup EXIT
@@ -137,11 +154,8 @@ done
 step "build the tests of tether-host, tether-store" cargo test --locked --target "$triple" \
   -p tether-host -p tether-store --no-run || die "the Windows test build failed"
 log "cargo test --target $triple -p tether-host -p tether-store, each test program under Wine"
-rc=0
-step "run the tests under Wine" cargo test --locked --target "$triple" -p tether-host -p tether-store \
-  -- ${skips[@]+"${skips[@]}"} > >(tee "$work/tests.log") 2>&1 || rc=$?
-wait $! 2>/dev/null || true # tee has written everything
-[ "$rc" -eq 0 ] || die "tests failed under Wine (above)"
+cargo_test_step "run the tests under Wine" "$work/tests.log" --locked --target "$triple" \
+  -p tether-host -p tether-store -- ${skips[@]+"${skips[@]}"} || die "tests failed under Wine (above)"
 # The counts of every test program's result line.
 read -r passed failed ignored <<<"$(awk '/^test result:/ {
   for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i; if ($(i+1) ~ /^ignored/) g += $i }
@@ -154,11 +168,9 @@ log "tests under Wine: $passed passed, $failed failed, $ignored ignored (#[ignor
 # where each agent keeps its sessions, from %USERPROFILE% on Windows; Claude Code's folder
 # names of `C:\` roots). Built alone, not the whole server's unit tests for Windows (those
 # still take '/'-rooted paths for their storage folders).
-rc=0
-step "build + run tether-sys's, tether-history's unit tests under Wine" cargo test --locked \
-  --target "$triple" -p tether-sys -p tether-history --lib > >(tee "$work/sys-tests.log") 2>&1 || rc=$?
-wait $! 2>/dev/null || true
-[ "$rc" -eq 0 ] || die "the unit tests of tether-sys or tether-history failed under Wine (above)"
+cargo_test_step "build + run tether-sys's, tether-history's unit tests under Wine" "$work/sys-tests.log" \
+  --locked --target "$triple" -p tether-sys -p tether-history --lib \
+  || die "the unit tests of tether-sys or tether-history failed under Wine (above)"
 sys_passed="$(awk '/^test result:/ { p += $4 } END { print p + 0 }' "$work/sys-tests.log")"
 [ "${sys_passed:-0}" -gt 0 ] || die "no unit test of tether-sys or tether-history ran under Wine"
 log "tether-sys's and tether-history's unit tests under Wine: $sys_passed passed"
