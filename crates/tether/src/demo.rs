@@ -798,21 +798,7 @@ async fn play(args: DemoArgs) -> Result<(), String> {
 
 /// The agent's live message text since `mark`.
 fn agent_text(editor: &Editor, mark: usize) -> String {
-    editor
-        .received()
-        .iter()
-        .skip(mark)
-        .filter(|r| {
-            r.method() == "session/update"
-                && r.params()["replay"] == false
-                && r.params()["update"]["sessionUpdate"] == "agent_message_chunk"
-        })
-        .filter_map(|r| {
-            r.params()["update"]["content"]["text"]
-                .as_str()
-                .map(str::to_owned)
-        })
-        .collect()
+    editor.agent_text_since(mark, |p| p["replay"] == false)
 }
 
 fn now_utc() -> String {

@@ -244,6 +244,24 @@ impl Editor {
         self.log.received.lock().expect("log lock").clone()
     }
 
+    /// The text of the agent's `agent_message_chunk` updates (`session/update`) received at
+    /// or after index `from` whose params satisfy `pred` (e.g. one session's, not replayed),
+    /// joined in arrival order.
+    #[must_use]
+    pub fn agent_text_since(&self, from: usize, pred: impl Fn(&Value) -> bool) -> String {
+        let received = self.log.received.lock().expect("log lock");
+        received
+            .iter()
+            .skip(from)
+            .filter(|r| {
+                r.method() == "session/update"
+                    && r.params()["update"]["sessionUpdate"] == "agent_message_chunk"
+                    && pred(r.params())
+            })
+            .filter_map(|r| r.params()["update"]["content"]["text"].as_str())
+            .collect()
+    }
+
     /// How many messages have been received so far (a mark for [`Self::wait_for`]).
     #[must_use]
     pub fn mark(&self) -> usize {

@@ -53,22 +53,7 @@ async fn editor(world: &World, options: &Value) -> Editor {
 }
 
 fn agent_text(editor: &Editor, from: usize, sid: &str) -> String {
-    editor
-        .received()
-        .iter()
-        .skip(from)
-        .filter(|r| {
-            r.method() == "session/update"
-                && r.params()["sessionId"] == sid
-                && r.params()["replay"] == false
-                && r.params()["update"]["sessionUpdate"] == "agent_message_chunk"
-        })
-        .filter_map(|r| {
-            r.params()["update"]["content"]["text"]
-                .as_str()
-                .map(str::to_owned)
-        })
-        .collect()
+    editor.agent_text_since(from, |p| p["sessionId"] == sid && p["replay"] == false)
 }
 
 /// The agent options for Claude against `fake`, every process marked with `marker`, and the

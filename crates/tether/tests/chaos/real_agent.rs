@@ -251,21 +251,7 @@ pub fn passes(seed: u64, table: &[Fault], count: usize) -> Vec<(usize, Fault)> {
 /// The text of the agent's message chunks for session `sid` the editor received since
 /// `mark`, joined.
 fn said(editor: &Editor, mark: usize, sid: &str) -> String {
-    editor
-        .received()
-        .iter()
-        .skip(mark)
-        .filter(|r| {
-            r.method() == "session/update"
-                && r.params()["sessionId"] == sid
-                && r.params()["update"]["sessionUpdate"] == "agent_message_chunk"
-        })
-        .filter_map(|r| {
-            r.params()["update"]["content"]["text"]
-                .as_str()
-                .map(str::to_owned)
-        })
-        .collect()
+    editor.agent_text_since(mark, |p| p["sessionId"] == sid)
 }
 
 /// The real agents the harness plays, by `TETHER_CHAOS_REAL_AGENTS` (comma-separated test
