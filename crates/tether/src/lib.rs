@@ -1,8 +1,8 @@
-//! The `tether` binary's library: the stdio JSON-RPC server (the only crate that knows LSP
-//! and the editor-facing JSON protocol), the command line, and the demo.
+//! The `tether` binary's library: the front ends on top of the hub (crates/tether-hub) — the
+//! stdio JSON-RPC server (the only crate that knows LSP), the ACP front end (`tether acp`)
+//! and the daemon they forward to — plus the command line and the demo.
 
 pub mod acp_front;
-pub mod carry_over;
 pub mod cli;
 pub mod daemon;
 pub mod demo;
@@ -10,7 +10,9 @@ pub mod editor;
 pub mod logging;
 pub mod lsp_client;
 pub mod params;
-pub mod protocol;
 pub mod server;
+/// The editor protocol's types and the conversation carried into a new session live with
+/// the hub (crates/tether-hub), which answers in them; these paths stay for every caller.
+pub use tether_hub::{carry_over, protocol};
 /// The platform layer (crates/tether-sys): the one place that knows which OS it runs on.
 pub use tether_sys as sys;

@@ -24,13 +24,12 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, BufReader};
 
-use crate::server::ServeOptions;
-use crate::server::config::ServerConfig;
-use crate::server::hub::Hub;
 use aliases::Aliases;
 use render::{Renderer, State};
 use rpc::{Incoming, PARSE_ERROR, Peer, RpcError};
 use session::Front;
+use tether_hub::Hub;
+use tether_hub::config::ServerConfig;
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -128,12 +127,12 @@ where
     W: AsyncWrite + Send + Unpin + 'static,
 {
     let config = check(&settings)?;
-    let hub = Hub::start(config, &ServeOptions::default())
+    let hub = Hub::start(config, tether_hub::HubOptions::default())
         .map_err(|e| AcpStartError::Hub(format!("{}: {}", e.kind, e.message)))?;
     hub.initialized().await;
     tokio::select! {
         () = serve_on(hub.clone(), input, output, settings.agent, None) => {}
-        name = crate::server::transport::first_termination_signal() => {
+        name = crate::sys::TerminationSignals::install().first() => {
             tracing::warn!(signal = name, "received {name}: shutting every agent down");
         }
     }

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use super::aliases::Aliases;
 use super::rpc::Peer;
 use crate::protocol::{CarriedOver, StatusParams, StatusState};
-use crate::server::hub::events::{Delivery, Envelope, Event, Origin, Subscriber};
+use tether_hub::events::{Delivery, Envelope, Event, Origin, Subscriber};
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -392,7 +392,7 @@ pub fn replay_updates(snapshot: &Value) -> Vec<Value> {
                 "assistant" => "agent_message_chunk",
                 "status" => {
                     let meta = &turn["metadata"];
-                    let from = meta[crate::server::hub::CARRIED_FROM].as_str()?;
+                    let from = meta[tether_hub::CARRIED_FROM].as_str()?;
                     let (turns, total) = (&meta["carriedTurns"], &meta["totalTurns"]);
                     let text = carried_notice(from, turns.as_u64()?, total.as_u64()?);
                     return Some(message(&text));

@@ -23,8 +23,8 @@ use crate::protocol::{
     Choice, PromptParams, Recovery, ResumeOutcome, ResumeParams, ResumeResult, SessionRef,
     Workspace, WorkspaceParams,
 };
-use crate::server::hub::Hub;
-use crate::server::hub::error::HubError;
+use tether_hub::Hub;
+use tether_hub::error::HubError;
 
 /// Tries of one prompt the user can make through the recovery question before the error
 /// goes to the client as it is (each try is a full round of the hub's retries).
@@ -83,9 +83,9 @@ impl Front {
         let mcp = hub_id
             .map(|h| self.state.mcp_servers(&self.state.client_id(h)))
             .unwrap_or_default();
-        let call = crate::server::hub::with_client_mcp(mcp, call);
-        let call = crate::server::hub::with_client_terminal(self.state.offers("terminal/"), call);
-        crate::server::hub::with_client_env(self.client_env.clone(), call).await
+        let call = tether_hub::with_client_mcp(mcp, call);
+        let call = tether_hub::with_client_terminal(self.state.offers("terminal/"), call);
+        tether_hub::with_client_env(self.client_env.clone(), call).await
     }
 
     /// Serves one request.
@@ -173,7 +173,7 @@ impl Front {
         let result = self
             .as_client(
                 None,
-                crate::server::hub::with_client_mcp(request.mcp_servers.clone(), started),
+                tether_hub::with_client_mcp(request.mcp_servers.clone(), started),
             )
             .await
             .map_err(hub_error)?;

@@ -27,9 +27,9 @@ use tokio_util::sync::CancellationToken;
 use super::handshake::{Hello, Purpose, Welcome, read_line, write_line};
 use super::paths::{Address, ensure_private_dir, socket_path};
 use crate::server::ServeOptions;
-use crate::server::hub::LiveSummary;
-use crate::server::hubs::Hubs;
 use crate::sys::endpoint::{BindError, Listener, Stream, current_user};
+use tether_hub::LiveSummary;
+use tether_hub::hubs::Hubs;
 
 /// How long a new connection has to say hello.
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(5);

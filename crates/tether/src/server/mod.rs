@@ -7,11 +7,14 @@
 //! the hub, and the rendering of the hub's events for that client; [`transport`] frames
 //! its stdio (the input guard, the outbox, the output pump).
 
-pub mod config;
 pub mod conn;
-pub mod hub;
-pub mod hubs;
 pub mod transport;
+
+/// The hub (crates/tether-hub): every session's state; it depends on no LSP crate, so the
+/// rule "the hub knows no transport" is the crate graph.
+pub use tether_hub as hub;
+/// The editor configuration (`initializationOptions`) and the daemon's hubs, with the hub.
+pub use tether_hub::{config, hubs};
 
 use std::path::PathBuf;
 
@@ -35,6 +38,15 @@ pub struct ServeOptions {
     /// The editor's environment (the daemon: from its forwarder's handshake), for the
     /// agents started for its requests (R-DAEMON-7); `None`: this process's own.
     pub client_env: Option<tether_host::process::BaseEnv>,
+}
+
+impl From<&ServeOptions> for hub::HubOptions {
+    fn from(options: &ServeOptions) -> Self {
+        Self {
+            registry_file: options.registry_file.clone(),
+            shared: options.hubs.is_some(),
+        }
+    }
 }
 
 /// Serves the protocol on this process's stdin and stdout until `exit` or end of input,

@@ -274,7 +274,7 @@ impl Conn {
     /// told so (`window/showMessage`), since the finished turn will be whole in the
     /// transcript but not on its screen.
     ///
-    /// [`EVENT_LOG_CAP`]: crate::server::hub::events::EVENT_LOG_CAP
+    /// [`EVENT_LOG_CAP`]: tether_hub::events::EVENT_LOG_CAP
     async fn attach(
         &self,
         hub: &Arc<Hub>,

@@ -19,8 +19,8 @@ use crate::protocol::{
     BannerClearedParams, BannerKind, BannerParams, Choice, ExpiredParams, HandoffOffer,
     PermissionResolvedParams, ProgressToken, Recovery, TelemetryParams, TurnEndedParams, notify,
 };
-use crate::server::hub::events::{Delivery, Envelope, Event, LogLevel, Origin, Subscriber};
 use crate::server::transport::Outbox;
+use tether_hub::events::{Delivery, Envelope, Event, LogLevel, Origin, Subscriber};
 
 /// `session/requestPermission`, server → client.
 pub(crate) enum RequestPermission {}

@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::events::Event;
 use crate::protocol::{BannerKind, BannerParams, PromptParams, PromptResult, ResumeResult};
+use crate::turn_gate::TurnGate;
 
 use super::{
     Hub, Session, TurnOf, lock, now_ms, prompt_error, prompt_text, request_failed,
@@ -99,9 +100,10 @@ impl Hub {
             agent_session_id: Mutex::new(agent_session_id),
             last_output: Mutex::new(last_output),
             cancel: Mutex::new(CancellationToken::new()),
-            turn_lock: tokio::sync::Mutex::new(()),
+            turn_gate: TurnGate::default(),
         });
-        lock(&self.sessions).insert(id.clone(), Session::Print(session));
+        self.sessions
+            .with(&id, |s| s.live = Some(Session::Print(session)));
         if cached.is_none() {
             self.remember(workspace, &id, agent).await;
         }
@@ -268,6 +270,6 @@ pub(super) struct PrintSession {
     /// The last good answer: the fallback when a run fails (R-ONESHOT-1).
     pub(super) last_output: Mutex<Option<String>>,
     pub(super) cancel: Mutex<CancellationToken>,
-    /// Held while a prompt turn runs: a second prompt meanwhile is refused (R-DAEMON-5).
-    pub(super) turn_lock: tokio::sync::Mutex<()>,
+    /// Whether a prompt turn runs: a second prompt meanwhile is refused (R-DAEMON-5).
+    pub(super) turn_gate: TurnGate,
 }

@@ -10,9 +10,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use super::ServeOptions;
-use super::config::ServerConfig;
-use super::hub::{Hub, StartError};
+use crate::config::ServerConfig;
+use crate::{Hub, HubOptions, StartError};
 
 /// The hubs of one daemon, by configuration.
 #[derive(Default)]
@@ -52,7 +51,7 @@ impl Hubs {
         &self,
         key: &str,
         config: ServerConfig,
-        options: &ServeOptions,
+        options: impl Into<HubOptions>,
     ) -> Result<(Arc<Hub>, bool), StartError> {
         let mut hubs = lock(&self.by_config);
         if let Some(hub) = hubs.get(key) {

@@ -18,6 +18,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::events::{Answer, Bus, Event, LogLevel};
+use crate::turn_gate::TurnGate;
 
 /// One live session.
 pub struct Live {
@@ -36,8 +37,8 @@ pub struct Live {
     conn: Mutex<Option<Arc<AcpConnection>>>,
     barrier: Mutex<mpsc::UnboundedSender<oneshot::Sender<()>>>,
     turn: Arc<Mutex<TurnText>>,
-    /// Serialises prompt turns of this session.
-    pub turn_lock: tokio::sync::Mutex<()>,
+    /// Whether a prompt turn of this session runs; one at a time (R-DAEMON-5).
+    pub turn_gate: TurnGate,
     /// Held while a turn publishes its prompt and appends it to the cache, and while an
     /// attaching editor's transcript is read ([`super::Hub::attach_point`]): the two
     /// agree on which turns the transcript holds.
@@ -96,7 +97,7 @@ impl Live {
             conn: Mutex::new(Some(Arc::new(conn))),
             barrier: Mutex::new(barrier_tx),
             turn: Arc::default(),
-            turn_lock: tokio::sync::Mutex::new(()),
+            turn_gate: TurnGate::default(),
             transcript_lock: tokio::sync::Mutex::new(()),
             cancel: Mutex::new(CancellationToken::new()),
             turn_start: std::sync::atomic::AtomicU64::new(0),

@@ -373,13 +373,12 @@ impl Hub {
                         recovery.message.clone(),
                     )
                     .await;
-                    lock(&self.open).insert(
-                        id.clone(),
-                        Open {
+                    self.sessions.with(&id, |s| {
+                        s.open = Some(Open {
                             breaker,
                             ctx: ctx.clone(),
-                        },
-                    );
+                        });
+                    });
                     self.ask_in_background(id.clone(), recovery);
                     return Ok(result);
                 }

@@ -10,7 +10,7 @@ use tether_recovery::Observation;
 use super::live::{Live, shutdown_conn};
 
 use super::events::Event;
-use super::{Hub, ResumeCtx, Session, lock, spawn_observation};
+use super::{Hub, ResumeCtx, Session, spawn_observation};
 
 impl Hub {
     /// One agent attempt: start the agent and take the session back (load, resume, or a new
@@ -112,7 +112,8 @@ impl Hub {
             session.response,
             self.bus.clone(),
         );
-        lock(&self.sessions).insert(id.clone(), Session::Acp(live));
+        self.sessions
+            .with(&id, |s| s.live = Some(Session::Acp(live)));
         id
     }
 }

@@ -17,7 +17,7 @@ use crate::protocol::{Choice, Reconciliation, RecoveryChoiceParams, ResumeResult
 
 use super::clock::machine_ms;
 use super::events::Event;
-use super::{Hub, Open, ResumeCtx, lock, unknown_session, view, workspace_of};
+use super::{Hub, Open, ResumeCtx, unknown_session, view, workspace_of};
 
 /// How a new session replaces an old one ([`Hub::start_new`]).
 #[derive(Debug, Default)]
@@ -41,14 +41,15 @@ impl Hub {
         let Some(Open {
             mut breaker,
             mut ctx,
-        }) = lock(&self.open).remove(&params.session_id)
+        }) = self.sessions.with(&params.session_id, |s| s.open.take())
         else {
             return Err(unknown_session(&params.session_id));
         };
         ctx.started = Instant::now();
         // A choice the dialog did not offer leaves it open.
         let refuse = |breaker: Breaker, ctx: ResumeCtx, reason: &str| {
-            lock(&self.open).insert(params.session_id.clone(), Open { breaker, ctx });
+            self.sessions
+                .with(&params.session_id, |s| s.open = Some(Open { breaker, ctx }));
             Err(invalid_params("choice", reason))
         };
         match params.choice {

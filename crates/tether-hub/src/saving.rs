@@ -2,11 +2,9 @@
 //! the first save of a session that fails (an editor's `session/persist`, a turn the hub
 //! caches by itself while an agent streams, the session recorded as it opens or resumes)
 //! publishes a `cannotSave` banner under the session; later failures say nothing more; the
-//! next save of the session that works clears it. The decision is [`Saving::record`], pure
-//! but for its set of failing sessions; publishing it is the caller's.
-
-use std::collections::HashMap;
-use std::sync::Mutex;
+//! next save of the session that works clears it. The decision is [`record`], pure: fed the
+//! session's banner slot (its [`crate::sessions::SessionState::cannot_save`]) and the save's
+//! outcome; publishing it is the caller's.
 
 use tether_store::StoreError;
 
@@ -16,7 +14,7 @@ use crate::protocol::{BannerKind, BannerParams};
 
 impl Hub {
     /// Records how a save of `session_id` went and tells its editors when that changes
-    /// what they should see ([`Saving::record`]).
+    /// what they should see ([`record`]).
     pub(super) async fn saved(
         &self,
         session_id: &str,
@@ -25,16 +23,13 @@ impl Hub {
         if let Err(err) = outcome {
             tracing::warn!(session = session_id, error = %err, disk_full = err.is_disk_full(), device_error = err.is_device_error(), "a save failed");
         }
-        if let Some(event) = self.saving.record(session_id, outcome) {
+        let event = self.sessions.with(session_id, |s| {
+            record(&mut s.cannot_save, session_id, outcome)
+        });
+        if let Some(event) = event {
             self.emit(Some(session_id), event).await;
         }
     }
-}
-
-/// The sessions whose last save failed, with the banner that is up for each.
-#[derive(Debug, Default)]
-pub(super) struct Saving {
-    failing: Mutex<HashMap<String, BannerParams>>,
 }
 
 /// The banner id of session `session_id`'s save failures.
@@ -42,46 +37,30 @@ pub(super) fn banner_id(session_id: &str) -> String {
     format!("cannotSave:{session_id}")
 }
 
-impl Saving {
-    /// Records how a save of `session_id` went; returns the event to publish under the
-    /// session, if any: a banner on its first failure, its clearing on the first save that
-    /// works after failures.
-    pub(super) fn record(
-        &self,
-        session_id: &str,
-        outcome: std::result::Result<(), &StoreError>,
-    ) -> Option<Event> {
-        let mut failing = self
-            .failing
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        match outcome {
-            Ok(()) => failing.remove(session_id).map(|_| Event::BannerCleared {
+/// Records how a save of `session_id` went in its banner slot `failing` (the banner up while
+/// its saves fail); returns the event to publish under the session, if any: a banner on its
+/// first failure, its clearing on the first save that works after failures.
+pub(super) fn record(
+    failing: &mut Option<BannerParams>,
+    session_id: &str,
+    outcome: std::result::Result<(), &StoreError>,
+) -> Option<Event> {
+    match outcome {
+        Ok(()) => failing.take().map(|_| Event::BannerCleared {
+            id: banner_id(session_id),
+        }),
+        Err(_) if failing.is_some() => None,
+        Err(err) => {
+            let banner = BannerParams {
                 id: banner_id(session_id),
-            }),
-            Err(_) if failing.contains_key(session_id) => None,
-            Err(err) => {
-                let banner = BannerParams {
-                    id: banner_id(session_id),
-                    session_id: Some(session_id.to_owned()),
-                    kind: BannerKind::CannotSave,
-                    message: message(err),
-                    dismissible: false,
-                };
-                failing.insert(session_id.to_owned(), banner.clone());
-                Some(Event::Banner(banner))
-            }
+                session_id: Some(session_id.to_owned()),
+                kind: BannerKind::CannotSave,
+                message: message(err),
+                dismissible: false,
+            };
+            *failing = Some(banner.clone());
+            Some(Event::Banner(banner))
         }
-    }
-
-    /// The `cannotSave` banner up for `session_id`, if its last save failed: shown to an
-    /// editor that attaches to the session later (R-STORE-15).
-    pub(super) fn banner(&self, session_id: &str) -> Option<BannerParams> {
-        self.failing
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(session_id)
-            .cloned()
     }
 }
 
@@ -90,7 +69,7 @@ impl Hub {
     /// that attaches to it (R-STORE-15).
     #[must_use]
     pub fn cannot_save_banner(&self, session_id: &str) -> Option<BannerParams> {
-        self.saving.banner(session_id)
+        self.sessions.with(session_id, |s| s.cannot_save.clone())
     }
 }
 
@@ -130,7 +109,8 @@ mod tests {
     #[test]
     fn a_banner_once_per_failing_session_cleared_by_the_next_save_that_works() {
         use std::io::ErrorKind::{PermissionDenied, StorageFull};
-        let saving = Saving::default();
+        let mut slots: std::collections::HashMap<&str, Option<BannerParams>> =
+            std::collections::HashMap::new();
         // (session, outcome: None = saved, Some(kind) = failed; what is published)
         let table: &[(&str, Option<std::io::ErrorKind>, &str)] = &[
             ("a", None, "nothing"),
@@ -145,7 +125,8 @@ mod tests {
         ];
         for (i, (session, outcome, want)) in table.iter().enumerate() {
             let err = outcome.map(io);
-            let event = saving.record(session, err.as_ref().map_or(Ok(()), Err));
+            let slot = slots.entry(session).or_default();
+            let event = record(slot, session, err.as_ref().map_or(Ok(()), Err));
             let got = match &event {
                 None => "nothing",
                 Some(Event::Banner(b)) => {

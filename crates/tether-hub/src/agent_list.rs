@@ -80,12 +80,11 @@ impl Hub {
 
     /// Every live ACP session of this hub.
     fn live_acp_sessions(&self) -> Vec<Arc<Live>> {
-        let mut lives: Vec<Arc<Live>> = super::lock(&self.sessions)
-            .values()
-            .filter_map(|s| match s {
-                super::Session::Acp(live) => Some(live.clone()),
-                super::Session::Print(_) => None,
-            })
+        let mut lives: Vec<Arc<Live>> = self
+            .sessions
+            .live_acp()
+            .into_iter()
+            .map(|(_, live)| live)
             .collect();
         // The same agent is asked through the same session every time.
         lives.sort_by(|a, b| a.id.cmp(&b.id));

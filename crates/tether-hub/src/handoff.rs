@@ -89,16 +89,14 @@ impl Hub {
     /// The configured agent of a session the hub runs or has a dialog open for; the default
     /// agent otherwise (the cache's record, when there is one, wins over this).
     fn session_agent(&self, id: &str) -> String {
-        if let Some(session) = lock(&self.sessions).get(id) {
-            return match session {
-                Session::Acp(live) => live.agent.clone(),
-                Session::Print(print) => print.agent.clone(),
-            };
-        }
-        if let Some(open) = lock(&self.open).get(id) {
-            return open.ctx.agent.clone();
-        }
-        self.config.default_agent.clone()
+        self.sessions
+            .with(id, |s| match (&s.live, &s.open) {
+                (Some(Session::Acp(live)), _) => Some(live.agent.clone()),
+                (Some(Session::Print(print)), _) => Some(print.agent.clone()),
+                (None, Some(open)) => Some(open.ctx.agent.clone()),
+                (None, None) => None,
+            })
+            .unwrap_or_else(|| self.config.default_agent.clone())
     }
 
     /// Stops the session `id` after its conversation went on as `new_id`: closes its
@@ -106,18 +104,21 @@ impl Hub {
     /// [`TURN_END_WAIT`] for the turn to end, and shuts its agent down; a resume of it still
     /// waiting answers with `new_id`.
     pub(super) async fn retire(&self, id: &str, new_id: &str) {
-        lock(&self.handed_off).insert(id.to_owned(), new_id.to_owned());
-        lock(&self.open).remove(id);
-        // A carry-over the old session never sent goes nowhere now (the new one has its own).
-        lock(&self.carry).remove(id);
-        let session = lock(&self.sessions).remove(id);
+        let session = self.sessions.with(id, |s| {
+            s.handed_off_to = Some(new_id.to_owned());
+            s.open = None;
+            // A carry-over the old session never sent goes nowhere now (the new one has its
+            // own).
+            s.carry = None;
+            s.live.take()
+        });
         match session {
             Some(Session::Acp(live)) => {
                 lock(&live.cancel).cancel();
                 if let Some(conn) = live.conn() {
                     conn.cancel(&live.id).await;
                 }
-                if tokio::time::timeout(TURN_END_WAIT, live.turn_lock.lock())
+                if tokio::time::timeout(TURN_END_WAIT, live.turn_gate.wait_ended())
                     .await
                     .is_err()
                 {
@@ -139,12 +140,12 @@ impl Hub {
     /// The session a handoff replaced `id` with, if one did (a resume of `id` that was
     /// waiting out a limit meanwhile ends with it).
     pub(super) fn handed_off_to(&self, id: &str) -> Option<String> {
-        lock(&self.handed_off).get(id).cloned()
+        self.sessions.with(id, |s| s.handed_off_to.clone())
     }
 
     /// Forgets that `id` was handed off: the user resumes it again.
     pub(super) fn forget_handoff(&self, id: &str) {
-        lock(&self.handed_off).remove(id);
+        self.sessions.with(id, |s| s.handed_off_to = None);
     }
 
     /// The offer to go on with another agent during a wait of `delay_ms` after `error`

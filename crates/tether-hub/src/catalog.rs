@@ -82,10 +82,10 @@ impl Hub {
         if let Some(live) = self.live(id)
             && live.exited().is_none()
         {
-            return (true, live.turn_lock.try_lock().is_err());
+            return (true, live.turn_gate.is_running());
         }
         match self.print_session(id) {
-            Some(print) => (true, print.turn_lock.try_lock().is_err()),
+            Some(print) => (true, print.turn_gate.is_running()),
             None => (false, false),
         }
     }

@@ -110,16 +110,16 @@ impl Hub {
     ) -> Result<PromptResult> {
         if let Some(print) = self.print_session(&params.session_id) {
             let _turn = print
-                .turn_lock
-                .try_lock()
-                .map_err(|_| turn_running(&print.id, None))?;
+                .turn_gate
+                .try_begin()
+                .ok_or_else(|| turn_running(&print.id, None))?;
             return self.prompt_print(&print, &params).await;
         }
         let live = self
             .live(&params.session_id)
             .ok_or_else(|| unknown_session(&params.session_id))?;
         let mut blocks: Vec<agent_client_protocol::v1::schema::ContentBlock> =
-            crate::params::parse_fields(Value::Array(params.prompt.clone())).map_err(
+            crate::fields::parse_fields(Value::Array(params.prompt.clone())).map_err(
                 |(field, reason)| {
                     let dot = if field.starts_with('[') || field.is_empty() {
                         ""
@@ -132,9 +132,9 @@ impl Hub {
         // R-DAEMON-5: one turn at a time, refused (never queued) so that an editor whose
         // prompt was not taken knows it at once, whichever editor sent the running one.
         let _turn = live
-            .turn_lock
-            .try_lock()
-            .map_err(|_| turn_running(&live.id, live.running_turn()))?;
+            .turn_gate
+            .try_begin()
+            .ok_or_else(|| turn_running(&live.id, live.running_turn()))?;
         // R-CARRY-2: a primed session's first prompt turn carries the conversation over, as
         // one content block before the user's own; the cache records only the user's.
         let carried = self.take_carry(&live.id);

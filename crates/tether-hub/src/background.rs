@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::live::Live;
 
-use super::{Hub, Session, lock};
+use super::Hub;
 
 /// Writes coalesced persists when they fall due (at most one write per 5 s per session).
 pub(super) async fn flusher(store: Arc<Store>, shutdown: CancellationToken) {
@@ -56,13 +56,7 @@ pub(super) async fn idle_reaper(me: Weak<Hub>, ttl: Duration, shutdown: Cancella
         let Some(me) = me.upgrade() else { return };
         let now = Instant::now();
         // The sessions first, then the bus: never both locks at once.
-        let live: Vec<(String, Arc<Live>)> = lock(&me.sessions)
-            .iter()
-            .filter_map(|(id, s)| match s {
-                Session::Acp(l) => Some((id.clone(), l.clone())),
-                Session::Print(_) => None,
-            })
-            .collect();
+        let live: Vec<(String, Arc<Live>)> = me.sessions.live_acp();
         unwatched.retain(|id, _| live.iter().any(|(l, _)| l == id));
         let mut due_now = Vec::new();
         for (id, l) in live {
@@ -71,26 +65,26 @@ pub(super) async fn idle_reaper(me: Weak<Hub>, ttl: Duration, shutdown: Cancella
                 continue;
             }
             let since = *unwatched.entry(id.clone()).or_insert(now);
-            let running = l.turn_lock.try_lock().is_err();
+            let running = l.turn_gate.is_running();
             if due(Some(now - since), l.idle_for(), running, ttl) {
                 due_now.push((id, l));
             }
         }
-        let idle: Vec<Arc<Live>> = {
-            let mut sessions = lock(&me.sessions);
+        let idle: Vec<Arc<Live>> = me.sessions.with_all(|sessions| {
             due_now
                 .into_iter()
                 .filter_map(|(id, l)| {
                     unwatched.remove(&id);
+                    let state = sessions.get_mut(&id)?;
                     // Still the same agent, and no turn started meanwhile.
-                    let same = matches!(sessions.get(&id), Some(Session::Acp(now)) if Arc::ptr_eq(now, &l));
-                    (same && l.turn_lock.try_lock().is_ok()).then(|| {
-                        sessions.remove(&id);
+                    let same = state.acp().is_some_and(|now| Arc::ptr_eq(now, &l));
+                    (same && !l.turn_gate.is_running()).then(|| {
+                        state.live = None;
                         l
                     })
                 })
                 .collect()
-        };
+        });
         for l in idle {
             me.log(
                 &l.id,
@@ -143,7 +137,7 @@ pub(super) async fn memory_trimmer(shutdown: CancellationToken) {
             () = tokio::time::sleep(Duration::from_secs(10)) => {}
             () = shutdown.cancelled() => return,
         }
-        let _ = tokio::task::spawn_blocking(crate::sys::release_free_memory).await;
+        let _ = tokio::task::spawn_blocking(tether_sys::release_free_memory).await;
     }
 }
 

@@ -7,9 +7,13 @@
 //! fresh, fail. Every decision is logged with the session id and attempt (`tracing`, and an
 //! [`events::Event::Log`] that editors show in their log).
 //!
-//! The hub knows no editor and no LSP: it imports nothing from `server::conn`, returns
+//! The hub knows no editor, no LSP and no ACP front end: this crate depends on none of them
+//! (crates/tether's `server` and `acp_front` are two peers on top of it), returns
 //! [`error::HubError`]s, and tells editors what happens by publishing typed events on its
-//! [`events::Bus`], which every editor connection subscribes to.
+//! [`events::Bus`], which every connection subscribes to. It also owns what every front end
+//! shares: the editor protocol's types ([`protocol`]), the editor configuration
+//! ([`config`]), the daemon's set of hubs ([`hubs`]), field-naming params errors
+//! ([`fields`]) and the carry-over builder ([`carry_over`]).
 //!
 //! The flows: [`resume`] (cache first, then the breaker's driver), [`attempt`] (one agent
 //! attempt, shared by resume and crash restart), [`choice`] (`session/recoveryChoice`),
@@ -26,35 +30,40 @@ mod attach;
 mod attempt;
 mod background;
 mod carry;
+pub mod carry_over;
 mod catalog;
 mod choice;
 mod clock;
+pub mod config;
 pub mod error;
 pub mod events;
+pub mod fields;
 mod front;
 mod handoff;
 mod history;
+pub mod hubs;
 mod kept;
 pub mod live;
 mod persist;
 mod print;
 mod prompt;
+pub mod protocol;
 mod report;
 mod resume;
 mod saving;
+mod sessions;
 pub mod silence;
+pub mod turn_gate;
 mod turns;
 
 pub use attach::AttachPoint;
 use attempt::Attached;
 use background::{flusher, idle_reaper};
-use carry::Carry;
 pub use carry::{CARRIED_FROM, MAX_CARRY_CHAIN};
 use print::PrintSession;
 use prompt::prompt_text;
 use turns::TurnOf;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -71,9 +80,8 @@ use tether_recovery::{ClassifiedError, Observation};
 use tether_store::{Store, StoreConfig, Workspace};
 use tokio_util::sync::CancellationToken;
 
+use crate::config::ServerConfig;
 use crate::protocol::{BreakerView, Reconciliation, Recovery, RecoveryAction};
-use crate::server::ServeOptions;
-use crate::server::config::ServerConfig;
 use error::{HubError, Result};
 use events::{Bus, Event, LogLevel, Origin, SubscriberId};
 use live::Live;
@@ -87,6 +95,19 @@ pub struct StartError {
     pub message: String,
     /// The path involved.
     pub path: Option<PathBuf>,
+}
+
+/// How a hub is started, whoever starts it (the editor connection in process, the daemon's
+/// [`hubs::Hubs`], the ACP front end).
+#[derive(Debug, Clone, Default)]
+pub struct HubOptions {
+    /// Where agent process groups are recorded so a later hub can reap orphans; `None` =
+    /// `<cache dir>/children.json`, or nothing recorded when the cache is off.
+    pub registry_file: Option<PathBuf>,
+    /// Editors come and go while the hub lives (the daemon, R-DAEMON-4): the bus keeps each
+    /// session's events for their replay (`afterSeq`). An in-process hub, which ends with its
+    /// only editor, keeps none.
+    pub shared: bool,
 }
 
 /// One session a hub runs, as `tether daemon status` shows it.
@@ -154,16 +175,10 @@ pub struct Hub {
     registry: tokio::sync::OnceCell<std::result::Result<Arc<ChildRegistry>, String>>,
     budget: Mutex<RetryBudget>,
     rng: Mutex<ChaCha8Rng>,
-    /// Every session this hub runs, by Tether's session id.
-    sessions: Mutex<HashMap<String, Session>>,
-    open: Mutex<HashMap<String, Open>>,
-    /// Conversations carried over, waiting for their new session's first prompt turn.
-    carry: Mutex<HashMap<String, Carry>>,
-    /// Sessions handed off to another agent, and the session that went on (R-CARRY-4).
-    handed_off: Mutex<HashMap<String, String>>,
+    /// Every session this hub knows, by Tether's session id: one state each
+    /// ([`sessions::SessionState`]).
+    sessions: sessions::Sessions,
     persist_failures: Mutex<u32>,
-    /// Sessions whose saves fail, and their banners (R-STORE-15).
-    saving: saving::Saving,
     shutdown: CancellationToken,
     /// Set once [`Self::shutdown`] has run; held while it runs, so a second caller waits.
     shutdown_done: tokio::sync::Mutex<bool>,
@@ -276,8 +291,9 @@ impl Hub {
     /// The cache folder is unusable (not ours, a symlink, readable by others).
     pub fn start(
         config: ServerConfig,
-        options: &ServeOptions,
+        options: impl Into<HubOptions>,
     ) -> std::result::Result<Arc<Self>, StartError> {
+        let options: HubOptions = options.into();
         let store_config = StoreConfig {
             dir: config.storage.dir.clone(),
             encrypt: config.storage.encrypt,
@@ -304,7 +320,7 @@ impl Hub {
             config,
             // Only the daemon's editors reattach and need the events kept for replay.
             bus: Arc::new(
-                if options.hubs.is_some() {
+                if options.shared {
                     Bus::default()
                 } else {
                     Bus::without_log()
@@ -316,12 +332,8 @@ impl Hub {
             registry: tokio::sync::OnceCell::new(),
             budget: Mutex::new(RetryBudget::default()),
             rng: Mutex::new(ChaCha8Rng::seed_from_u64(seed)),
-            sessions: Mutex::new(HashMap::new()),
-            open: Mutex::new(HashMap::new()),
-            carry: Mutex::new(HashMap::new()),
-            handed_off: Mutex::new(HashMap::new()),
+            sessions: sessions::Sessions::default(),
             persist_failures: Mutex::new(0),
-            saving: saving::Saving::default(),
             shutdown: CancellationToken::new(),
             shutdown_done: tokio::sync::Mutex::new(false),
         }))
@@ -353,14 +365,19 @@ impl Hub {
     /// The live agent sessions, for `tether daemon status`.
     #[must_use]
     pub fn live_sessions(&self) -> Vec<LiveSummary> {
-        let mut out: Vec<LiveSummary> = lock(&self.sessions)
+        let live: Vec<(String, Session)> = self.sessions.with_all(|all| {
+            all.iter()
+                .filter_map(|(id, s)| s.live.clone().map(|live| (id.clone(), live)))
+                .collect()
+        });
+        let mut out: Vec<LiveSummary> = live
             .iter()
             .map(|(id, s)| match s {
                 Session::Acp(live) => LiveSummary {
                     session_id: id.clone(),
                     agent: live.agent.clone(),
                     workspace: live.workspace.clone(),
-                    turn_running: live.turn_lock.try_lock().is_err(),
+                    turn_running: live.turn_gate.is_running(),
                     clients: self.bus.watchers(id),
                     agent_pgid: live.agent_pgid(),
                 },
@@ -368,7 +385,7 @@ impl Hub {
                     session_id: id.clone(),
                     agent: print.agent.clone(),
                     workspace: print.workspace.clone(),
-                    turn_running: print.turn_lock.try_lock().is_err(),
+                    turn_running: print.turn_gate.is_running(),
                     clients: self.bus.watchers(id),
                     agent_pgid: None,
                 },
@@ -439,13 +456,14 @@ impl Hub {
         }
         *done = true;
         self.shutdown.cancel();
-        let lives: Vec<_> = lock(&self.sessions)
-            .drain()
-            .filter_map(|(_, s)| match s {
-                Session::Acp(live) => Some(live),
-                Session::Print(_) => None,
-            })
-            .collect();
+        let lives: Vec<_> = self.sessions.with_all(|all| {
+            all.values_mut()
+                .filter_map(|s| match s.live.take() {
+                    Some(Session::Acp(live)) => Some(live),
+                    Some(Session::Print(_)) | None => None,
+                })
+                .collect()
+        });
         let count = lives.len();
         // All agents at once: each shutdown may wait 1 s + 2 s (stdin close, SIGTERM).
         let mut stops = tokio::task::JoinSet::new();
@@ -461,18 +479,12 @@ impl Hub {
 
     /// The live ACP session `id`, if the hub runs one.
     fn live(&self, id: &str) -> Option<Arc<Live>> {
-        match lock(&self.sessions).get(id) {
-            Some(Session::Acp(live)) => Some(live.clone()),
-            _ => None,
-        }
+        self.sessions.with(id, |s| s.acp().cloned())
     }
 
     /// The `claude -p` session `id`, if the hub runs one.
     fn print_session(&self, id: &str) -> Option<Arc<PrintSession>> {
-        match lock(&self.sessions).get(id) {
-            Some(Session::Print(print)) => Some(print.clone()),
-            _ => None,
-        }
+        self.sessions.with(id, |s| s.print().cloned())
     }
 
     /// The agent `name`'s configuration (the default agent when `None`) for a process that

@@ -658,7 +658,7 @@ fn replayable(event: &Event) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::hub::kept::OTHER_EVENT_BYTES;
+    use crate::kept::OTHER_EVENT_BYTES;
     use tokio::sync::mpsc;
 
     /// Records `(session, seq)` of every event it takes.

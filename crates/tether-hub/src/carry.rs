@@ -9,7 +9,7 @@ use tether_store::{ChatRole, ChatTurn};
 
 use super::error::Result;
 use super::turns::TurnOf;
-use super::{Hub, lock, store_error, workspace_of};
+use super::{Hub, store_error, workspace_of};
 use crate::carry_over::{self, CarryOver, Transcript};
 use crate::protocol::CarriedOver;
 
@@ -140,7 +140,8 @@ impl Hub {
         workspace: &Path,
         carry: &Carry,
     ) {
-        lock(&self.carry).insert(new_session.to_owned(), carry.clone());
+        self.sessions
+            .with(new_session, |s| s.carry = Some(carry.clone()));
         let turn_of = TurnOf {
             session_id: new_session,
             agent,
@@ -223,13 +224,14 @@ impl Hub {
 
     /// Takes the carry-over waiting for `session`'s first prompt turn, if any.
     pub(super) fn take_carry(&self, session: &str) -> Option<Carry> {
-        lock(&self.carry).remove(session)
+        self.sessions.with(session, |s| s.carry.take())
     }
 
     /// Puts a carry-over back when the prompt turn that took it failed, so the next one
     /// carries it.
     pub(super) fn restore_carry(&self, session: &str, carry: Carry) {
-        lock(&self.carry).entry(session.to_owned()).or_insert(carry);
+        self.sessions
+            .with(session, |s| s.carry.get_or_insert(carry).clone());
     }
 }
 
