@@ -2311,17 +2311,12 @@ fn last_nonempty_line(text: &str) -> &str {
         .unwrap_or("")
 }
 
-static RE_SECRET: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"sk-ant-[A-Za-z0-9_-]{8,}|sk-(?:proj-)?[A-Za-z0-9_-]{16,}|AIza[0-9A-Za-z_-]{30,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|(?i:bearer)\s+[A-Za-z0-9._~+/-]{16,}=*",
-    )
-    .expect("static pattern compiles")
-});
-
-/// Redacts API keys and bearer tokens (gitleaks-style prefixes, R-PRIV-2) and bounds the
-/// length, so a message can be logged.
+/// Redacts secrets with the workspace's one rule set (`tether-redact`: gitleaks-derived
+/// rules plus bearer tokens and other `sk-` keys, R-PRIV-1/R-PRIV-2; each becomes
+/// `[REDACTED:<rule-id>]`) and bounds the length, so a message can be logged or shown.
 fn redact_and_truncate(message: &str) -> String {
-    let redacted = RE_SECRET.replace_all(message, "[REDACTED]");
+    let mut redacted = message.to_owned();
+    tether_redact::redact_str(&mut redacted);
     let mut out: String = redacted.chars().take(MESSAGE_MAX_CHARS).collect();
     if redacted.chars().count() > MESSAGE_MAX_CHARS {
         out.push('…');
