@@ -938,7 +938,11 @@ fn secrets_are_redacted_from_messages() {
         "{}",
         c.error.message
     );
-    assert!(c.error.message.contains("[REDACTED]"));
+    assert!(
+        c.error.message.contains("[REDACTED:"),
+        "{}",
+        c.error.message
+    );
 }
 
 #[test]

@@ -12,7 +12,8 @@
 //!   index are replaced the same way. A torn or corrupt tail is cut off (and kept beside
 //!   the journal) with a warning; a bad manifest is rebuilt from the journal.
 //! * **Privacy** — folders 0700, files 0600, checked on every open; session ids validated;
-//!   secrets redacted before anything is written; optional XChaCha20-Poly1305 at rest.
+//!   secrets redacted before anything is written ([`redact`], the workspace's one rule set
+//!   in `tether-redact`); optional XChaCha20-Poly1305 at rest.
 //!
 //! See `ARCHITECTURE.md` ("crates/tether-store (the session cache)") for the invariants.
 
@@ -27,13 +28,17 @@ pub mod ids;
 pub mod journal;
 mod migrate;
 pub mod model;
-pub mod redact;
 pub mod render;
 pub mod roots;
 pub mod sim;
 mod state;
 mod store;
 pub mod sys;
+
+/// Secret redaction: the `tether-redact` crate, re-exported so `tether_store::redact::…`
+/// paths keep working. Every string and object key of a record passes through
+/// [`redact::redact_value`] before it is written (gitleaks-derived rules, R-PRIV-1).
+pub use tether_redact as redact;
 
 pub use config::{
     ChatPage, Clock, ExecPage, FIRST_PROMPT_CHARS, LoadedSession, PersistReport, PersistTrigger,

@@ -10,7 +10,7 @@ use serde_json::Value;
 ///
 /// JSON: `{"id","agent","agentVersion","fault":{…},"input":<Observation>,"expect":[kinds],
 /// "captured":{…}}`. `input` is an observation in the shape `tether classify` reads
-/// (`observation_from_value` in tether-recovery's classify.rs); `expect` holds the acceptable
+/// (`observation_from_value` in tether-recovery's `classify`); `expect` holds the acceptable
 /// kinds, decided from `fault` alone.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

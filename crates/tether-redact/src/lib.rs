@@ -1,20 +1,30 @@
-//! Secret redaction, applied to every string (and object key) of a record before it is
-//! written.
+//! Tether's one secret rule set and the functions that apply it: every string the store
+//! writes (R-PRIV-1), every classified error message that reaches an editor or a log
+//! (R-PRIV-2) and every observation the server logs goes through [`redact_str`] or
+//! [`redact_value`] here, so there is one set of rules to review and extend.
 //!
-//! The rules follow gitleaks' rule set (MIT, `config/gitleaks.toml`; R-PRIV-1) for the credentials coding agents meet most: GitHub, OpenAI, Anthropic,
-//! AWS, Slack, PEM private keys, JWTs, Google Cloud, GitLab, npm, Hugging Face and Stripe.
+//! The rules follow gitleaks' rule set (MIT, `config/gitleaks.toml`; R-PRIV-1) for the
+//! credentials coding agents meet most: GitHub, OpenAI, Anthropic, AWS, Slack, PEM private
+//! keys, JWTs, Google Cloud, GitLab, npm, Hugging Face and Stripe; plus the password of any
+//! `scheme://user:password@host` URL, and three forms gitleaks lacks that error messages
+//! carry (R-PRIV-2): Anthropic tokens other than API keys (`sk-ant-oat01-…` OAuth tokens),
+//! other providers' `sk-` keys and HTTP bearer tokens.
+//!
 //! A match is replaced by `[REDACTED:<rule-id>]`, so a reader still sees that something was
 //! there and what kind. A rule whose pattern has a group named `secret` replaces only that
 //! group (a password inside a URL: `postgres://user:[REDACTED:url-password]@host/db`, so the
 //! user and host stay readable). A `RegexSet` is tried first: strings that match no rule
 //! (nearly all of them) cost one scan.
 
+#![warn(missing_docs)]
+
 use std::sync::OnceLock;
 
 use regex::{Regex, RegexSet};
 use serde_json::Value;
 
-/// One redaction rule: a stable id (used in the replacement text) and its pattern.
+/// One redaction rule: a stable id (used in the replacement text, `[REDACTED:<id>]`) and its
+/// pattern. The ids of gitleaks-derived rules are gitleaks' own rule ids.
 #[derive(Debug, Clone, Copy)]
 pub struct Rule {
     /// Rule id, e.g. `github-pat`.
@@ -24,7 +34,9 @@ pub struct Rule {
     pub pattern: &'static str,
 }
 
-/// The rules, in the order they are applied.
+/// The rules, in the order they are applied: gitleaks' (R-PRIV-1), then `url-password`, then
+/// the forms error messages carry that gitleaks lacks (R-PRIV-2). Order matters where rules
+/// overlap: the first rule to match a secret names it, and later rules no longer see it.
 pub const RULES: &[Rule] = &[
     Rule {
         id: "private-key",
@@ -102,6 +114,34 @@ pub const RULES: &[Rule] = &[
         id: "stripe-access-token",
         pattern: r"\b(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{10,99}\b",
     },
+    // Not in gitleaks; these three were the classifier's own looser pattern before the rule
+    // sets became one (R-PRIV-2), kept because error messages carry them. They come after
+    // the gitleaks rules, so a key those recognise keeps its precise label.
+    //
+    // Anything that starts `sk-ant-` is Anthropic's: OAuth access and refresh tokens
+    // (`sk-ant-oat01-…`, `sk-ant-ort01-…`, what a Claude subscription login stores), and API
+    // keys of another length or cut short in a message. Before `sk-api-key`, which would
+    // match them too.
+    Rule {
+        id: "anthropic-token",
+        pattern: r"\bsk-ant-[A-Za-z0-9_-]{8,}",
+    },
+    // `sk-` keys of OpenAI and of the providers that copy its format: OpenAI's older
+    // `sk-` + 48 characters and project keys shorter than gitleaks' `openai-project-key`,
+    // DeepSeek's `sk-` + 32 hex digits, OpenRouter's `sk-or-v1-` + 64. At most two short
+    // segments between `sk-` and a run of 16 or more letters, digits or underscores, so a
+    // kebab-case name (`sk-some-long-kebab-name`) or a word ending in `sk` (`task-…`) is not
+    // a key.
+    Rule {
+        id: "sk-api-key",
+        pattern: r"\bsk-(?:[A-Za-z0-9]{1,8}-){0,2}[A-Za-z0-9_]{16,}[A-Za-z0-9_-]*",
+    },
+    // An HTTP bearer token (RFC 6750 §2.1: `Authorization: Bearer <token68>`), as agents
+    // quote failed requests. Only the token goes: `Bearer [REDACTED:bearer-token]`.
+    Rule {
+        id: "bearer-token",
+        pattern: r"\b(?i:bearer)\s+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)",
+    },
 ];
 
 struct Compiled {
@@ -124,7 +164,9 @@ fn compiled() -> &'static Compiled {
     })
 }
 
-/// Redacts `s` in place; returns the number of secrets replaced.
+/// Redacts `s` in place: each match of a [`RULES`] entry becomes `[REDACTED:<rule-id>]` (only
+/// the rule's `secret` group, when it has one). Returns the number of secrets replaced, 0
+/// when `s` is unchanged. Never fails; the first call compiles the rules (once per process).
 pub fn redact_str(s: &mut String) -> usize {
     let c = compiled();
     // `is_match` stops at the first hit and needs no overlapping search: the fast path for
@@ -158,7 +200,9 @@ pub fn redact_str(s: &mut String) -> usize {
     count
 }
 
-/// Redacts every string and object key inside `v`; returns the number of secrets replaced.
+/// Redacts every string and every object key inside `v`, at any depth, as [`redact_str`]
+/// does; numbers, booleans and nulls are left alone. Returns the number of secrets replaced.
+/// Never fails.
 pub fn redact_value(v: &mut Value) -> usize {
     match v {
         Value::String(s) => redact_str(s),
@@ -263,7 +307,54 @@ mod tests {
             ("huggingface-access-token", format!("hf_{}", rep('h', 34))),
             ("stripe-access-token", format!("sk_live_{}", rep('4', 24))),
             ("url-password", format!("postgres://user:{}@", rep('p', 12))),
+            ("anthropic-token", format!("sk-ant-oat01-{}", rep('o', 40))),
+            ("anthropic-token", format!("sk-ant-api03-{}", rep('t', 20))),
+            ("sk-api-key", format!("sk-{}", rep('d', 32))),
+            ("sk-api-key", format!("sk-{}", rep('L', 48))),
+            ("sk-api-key", format!("sk-or-v1-{}", rep('f', 64))),
+            ("sk-api-key", format!("sk-proj-{}", rep('p', 36))),
+            ("bearer-token", format!("Bearer {}", rep('b', 26))),
+            (
+                "bearer-token",
+                format!("bearer {}.{}==", rep('b', 20), rep('c', 8)),
+            ),
         ]
+    }
+
+    /// A bearer token goes, the scheme stays; a JWT or a known key after `Bearer` keeps its
+    /// own label and is counted once.
+    #[test]
+    fn bearer_tokens_keep_the_scheme_and_yield_to_precise_rules() {
+        let token = rep('t', 24);
+        let (out, n) = r(&format!("Authorization: Bearer {token} rejected"));
+        assert_eq!(
+            (out.as_str(), n),
+            ("Authorization: Bearer [REDACTED:bearer-token] rejected", 1)
+        );
+        let (out, n) = r(&format!("Authorization: Bearer ghp_{}", rep('a', 36)));
+        assert_eq!(
+            (out.as_str(), n),
+            ("Authorization: Bearer [REDACTED:github-pat]", 1)
+        );
+        let (out, n) = r(&format!("key sk-ant-api03-{}AA", rep('x', 93)));
+        assert_eq!((out.as_str(), n), ("key [REDACTED:anthropic-api-key]", 1));
+    }
+
+    /// What the classifier's own pattern caught before the rule sets became one (R-PRIV-2):
+    /// an error message that quotes a key and a bearer token loses both.
+    #[test]
+    fn error_message_forms_are_caught() {
+        let key = format!("sk-proj-{}0123456789", rep('k', 26));
+        let bearer = rep('z', 26);
+        let (out, n) = r(&format!(
+            "Incorrect API key provided: {key}. Bearer {bearer}"
+        ));
+        assert_eq!(n, 2, "{out}");
+        assert!(!out.contains(&key) && !out.contains(&bearer), "{out}");
+        assert_eq!(
+            out,
+            "Incorrect API key provided: [REDACTED:sk-api-key]. Bearer [REDACTED:bearer-token]"
+        );
     }
 
     /// URL credentials: only the password goes; scheme, user, host and path stay.
@@ -396,6 +487,13 @@ mod tests {
             "sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08".to_owned(),
             "https://github.com/owner/repo/pull/42".to_owned(),
             "plain prose about tokens, keys and secrets".to_owned(),
+            // Not keys: words ending in `sk`, kebab-case names, bearer in prose or a template.
+            "task-management-system-with-long-name".to_owned(),
+            "desk-ant-colony-simulation-engine".to_owned(),
+            "sk-some-long-kebab-case-name-here".to_owned(),
+            "sk-ant-short".to_owned(),
+            "the bearer of bad news; bearer authentication".to_owned(),
+            "Authorization: Bearer ${TOKEN}".to_owned(),
         ];
         for s in negatives {
             let (out, n) = r(&s);
