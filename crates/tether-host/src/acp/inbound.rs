@@ -16,7 +16,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 #[cfg(doc)]
-use super::{AcpConnection, AcpOptions};
+use super::{AcpConnection, AcpOptions, TurnOutcome};
 use super::{Inner, lock, session_id_of, to_value};
 use crate::tools::DanglingReason;
 
@@ -210,7 +210,11 @@ fn push_bounded(text: &mut String, more: &str, max: usize) {
     }
 }
 
-fn respond(inner: &Inner, id: Value, result: Result<Value, (i64, String, Option<Value>)>) {
+pub(super) fn respond(
+    inner: &Inner,
+    id: Value,
+    result: Result<Value, (i64, String, Option<Value>)>,
+) {
     let line = match result {
         Ok(r) => json!({"jsonrpc": "2.0", "id": id, "result": r}),
         Err((code, message, data)) => {
