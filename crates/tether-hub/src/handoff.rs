@@ -190,7 +190,10 @@ impl Hub {
         let me = self.me.clone();
         let bus = self.bus.clone();
         let (session, workspace) = (session.to_owned(), workspace.to_owned());
-        tokio::spawn(async move {
+        // A yes hands off as the request that waited would have: the new agent gets its
+        // context.
+        let request = crate::RequestCtx::current();
+        tokio::spawn(request.scope(async move {
             let (answer, reply) = Answer::new();
             let agent = offer.agent.clone();
             bus.publish(
@@ -216,7 +219,7 @@ impl Hub {
                 let text = json!({"message": e.message}).to_string();
                 tracing::warn!(session, error = %text, "handoff failed");
             }
-        });
+        }));
     }
 }
 

@@ -343,7 +343,7 @@ fn agent_kinds(config: &AgentConfig) -> Vec<AgentKind> {
 
 /// The requesting editor's environment (R-DAEMON-7), else this server's.
 fn base_env() -> Env {
-    match super::client_env() {
+    match crate::RequestCtx::current().env {
         Some(base) => Env::from_vars(base.0.iter().map(|(k, v)| (k.clone(), v.clone()))),
         None => Env::from_process(),
     }

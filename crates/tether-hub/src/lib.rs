@@ -49,6 +49,7 @@ mod print;
 mod prompt;
 pub mod protocol;
 mod report;
+pub mod request;
 mod resume;
 mod saving;
 mod sessions;
@@ -85,6 +86,7 @@ use crate::protocol::{BreakerView, Reconciliation, Recovery, RecoveryAction};
 use error::{HubError, Result};
 use events::{Bus, Event, LogLevel, Origin, SubscriberId};
 use live::Live;
+pub use request::RequestCtx;
 
 /// Why the server could not start its session state.
 #[derive(Debug, Clone)]
@@ -179,6 +181,8 @@ pub struct Hub {
     /// ([`sessions::SessionState`]).
     sessions: sessions::Sessions,
     persist_failures: Mutex<u32>,
+    /// Editors come and go while this hub lives ([`HubOptions::shared`]).
+    shared: bool,
     shutdown: CancellationToken,
     /// Set once [`Self::shutdown`] has run; held while it runs, so a second caller waits.
     shutdown_done: tokio::sync::Mutex<bool>,
@@ -199,69 +203,6 @@ fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
-tokio::task_local! {
-    /// The environment of the editor whose request runs (R-DAEMON-7): in the daemon, the
-    /// one its forwarder sent in the handshake. Agents started while the request runs (a
-    /// resume's attempts, a new session, a restart after a crash mid-turn, a `claude -p`
-    /// run) start from it instead of the daemon's own; work started later in a task of its
-    /// own (a choice answered in the background) uses the daemon's. The connection sets it
-    /// around each call ([`with_client_env`]); an in-process server never does, its own
-    /// environment being its editor's.
-    static CLIENT_ENV: tether_host::process::BaseEnv;
-}
-
-/// Runs `call` with `env` as the requesting editor's environment ([`CLIENT_ENV`]).
-pub async fn with_client_env<F: std::future::Future>(
-    env: Option<tether_host::process::BaseEnv>,
-    call: F,
-) -> F::Output {
-    match env {
-        Some(env) => CLIENT_ENV.scope(env, call).await,
-        None => call.await,
-    }
-}
-
-/// The requesting editor's environment, when the connection gave one.
-fn client_env() -> Option<tether_host::process::BaseEnv> {
-    CLIENT_ENV.try_with(Clone::clone).ok()
-}
-
-tokio::task_local! {
-    /// The MCP servers an ACP client gave for the session its request is about (ACP
-    /// `mcpServers` of `session/new` and `session/load`, R-ACP-2): agents started while the
-    /// request runs (a new session, a resume's attempts, a restart after a crash mid-turn)
-    /// get them with `session/new`, `session/load` or `session/resume`. The ACP front sets
-    /// it around each call ([`with_client_mcp`]); editors give none.
-    static CLIENT_MCP: Vec<agent_client_protocol::v1::schema::McpServer>;
-}
-
-/// Runs `call` with `servers` as the MCP servers for the agents it starts ([`CLIENT_MCP`]).
-pub async fn with_client_mcp<F: std::future::Future>(
-    servers: Vec<agent_client_protocol::v1::schema::McpServer>,
-    call: F,
-) -> F::Output {
-    CLIENT_MCP.scope(servers, call).await
-}
-
-tokio::task_local! {
-    /// Whether the ACP client whose request runs offers terminals (ACP
-    /// `clientCapabilities.terminal`, R-ACP-2): agents started while it runs are told so at
-    /// `initialize`, and their `terminal/*` requests go to the client. The ACP front sets it
-    /// around each call ([`with_client_terminal`]); editors offer none.
-    static CLIENT_TERMINAL: bool;
-}
-
-/// Runs `call` with `offered` as whether the agents it starts get a terminal
-/// ([`CLIENT_TERMINAL`]).
-pub async fn with_client_terminal<F: std::future::Future>(offered: bool, call: F) -> F::Output {
-    CLIENT_TERMINAL.scope(offered, call).await
-}
-
-/// The MCP servers of the request that runs (none when the front gave none).
-fn client_mcp() -> Vec<agent_client_protocol::v1::schema::McpServer> {
-    CLIENT_MCP.try_with(Clone::clone).unwrap_or_default()
 }
 
 fn request_failed(message: String, data: Value) -> HubError {
@@ -334,6 +275,7 @@ impl Hub {
             rng: Mutex::new(ChaCha8Rng::seed_from_u64(seed)),
             sessions: sessions::Sessions::default(),
             persist_failures: Mutex::new(0),
+            shared: options.shared,
             shutdown: CancellationToken::new(),
             shutdown_done: tokio::sync::Mutex::new(false),
         }))
@@ -550,9 +492,10 @@ impl Hub {
     /// # Errors
     /// The child registry is unusable (see [`Self::registry`]).
     async fn acp_options(&self) -> std::result::Result<AcpOptions, String> {
+        let request = self.request_for_agent();
         Ok(AcpOptions {
-            base_env: client_env(),
-            mcp_servers: client_mcp(),
+            base_env: request.env,
+            mcp_servers: request.mcp_servers,
             registry: self.registry().await?,
             hang_after: Duration::from_secs(self.config.watchdog_secs),
             // An answer to initialize / session/new / load / resume is awaited as long as
@@ -561,9 +504,22 @@ impl Hub {
             // The session's pump reads every event; an ACP client may take the agent's
             // file requests (R-ACP-2, `live::client_request`).
             offer_client_requests: true,
-            terminal: CLIENT_TERMINAL.try_with(|t| *t).unwrap_or(false),
+            terminal: request.terminal,
             ..AcpOptions::default()
         })
+    }
+
+    /// The context of the request an agent is started for ([`RequestCtx::current`]); in a
+    /// shared hub (the daemon) an agent started with none runs in the daemon's own
+    /// environment, which the log says (R-DAEMON-7).
+    fn request_for_agent(&self) -> RequestCtx {
+        let request = RequestCtx::current();
+        if request.env.is_none() && self.shared {
+            tracing::info!(
+                "an agent starts outside any editor's request: it gets the daemon's own environment"
+            );
+        }
+        request
     }
 
     fn classify(&self, observation: &Observation) -> ClassifiedError {

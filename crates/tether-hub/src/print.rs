@@ -170,7 +170,7 @@ impl Hub {
             rate_limit: tether_recovery::backoff::RateLimitConfig::one_shot(),
             print: PrintOptions {
                 registry,
-                base_env: super::client_env(),
+                base_env: self.request_for_agent().env,
                 ..PrintOptions::default()
             },
         };

@@ -45,11 +45,11 @@ impl Hub {
                 json!({"kind": "cancelled"}),
             ));
         };
-        let (env, mcp) = (super::client_env(), super::client_mcp());
-        let turn = tokio::spawn(super::with_client_env(
-            env,
-            super::with_client_mcp(mcp, async move { hub.run_prompt(params, origin).await }),
-        ));
+        // The turn runs in a task of its own (a cancelled request must not cut it short); it
+        // takes the request's context along, so a restart after a crash mid-turn starts the
+        // agent as the editor's request would have.
+        let request = crate::RequestCtx::current();
+        let turn = tokio::spawn(request.scope(async move { hub.run_prompt(params, origin).await }));
         turn.await.unwrap_or_else(|join| {
             Err(request_failed(
                 format!("the prompt turn's task failed: {join}"),

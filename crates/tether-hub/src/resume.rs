@@ -567,7 +567,10 @@ impl Hub {
     pub(super) fn ask_in_background(&self, session_id: String, recovery: Recovery) {
         let me = self.me.clone();
         let bus = self.bus.clone();
-        tokio::spawn(async move {
+        // The user's answer is carried out as the resume that asked would have been: agents
+        // it starts get that request's context.
+        let request = crate::RequestCtx::current();
+        tokio::spawn(request.scope(async move {
             let (answer, reply) = Answer::new();
             let event = Event::ChoiceNeeded { recovery, answer };
             bus.publish(Some(&session_id), None, event).await;
@@ -611,6 +614,6 @@ impl Hub {
                     me.emit(Some(&session_id), Event::Banner(banner)).await;
                 }
             }
-        });
+        }));
     }
 }

@@ -83,9 +83,13 @@ impl Front {
         let mcp = hub_id
             .map(|h| self.state.mcp_servers(&self.state.client_id(h)))
             .unwrap_or_default();
-        let call = tether_hub::with_client_mcp(mcp, call);
-        let call = tether_hub::with_client_terminal(self.state.offers("terminal/"), call);
-        tether_hub::with_client_env(self.client_env.clone(), call).await
+        tether_hub::RequestCtx {
+            env: self.client_env.clone(),
+            mcp_servers: mcp,
+            terminal: self.state.offers("terminal/"),
+        }
+        .scope(call)
+        .await
     }
 
     /// Serves one request.
@@ -170,11 +174,14 @@ impl Front {
         // The client's MCP servers go to the agent with `session/new`, and with every
         // later `session/load` or `session/resume` of the session (R-ACP-2).
         let started = self.hub.new_session(self.agent.as_deref(), &request.cwd);
+        let servers = request.mcp_servers.clone();
         let result = self
-            .as_client(
-                None,
-                tether_hub::with_client_mcp(request.mcp_servers.clone(), started),
-            )
+            .as_client(None, async {
+                tether_hub::RequestCtx::current()
+                    .with_mcp_servers(servers)
+                    .scope(started)
+                    .await
+            })
             .await
             .map_err(hub_error)?;
         match result.session_id {

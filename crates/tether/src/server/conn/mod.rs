@@ -170,7 +170,12 @@ impl Conn {
     /// Runs a hub call as this editor: agents it starts get the editor's environment
     /// (R-DAEMON-7; the daemon's connections only).
     async fn as_client<F: std::future::Future>(&self, call: F) -> F::Output {
-        super::hub::with_client_env(self.options.client_env.clone(), call).await
+        super::hub::RequestCtx {
+            env: self.options.client_env.clone(),
+            ..Default::default()
+        }
+        .scope(call)
+        .await
     }
 
     /// Whether `initialize` succeeded (the hub and the renderer exist).
