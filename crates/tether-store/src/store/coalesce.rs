@@ -3,10 +3,10 @@
 
 use std::time::Instant;
 
-use crate::config::{PersistReport, PersistTrigger};
 use crate::error::StoreError;
 use crate::ids::{Workspace, validate_session_id};
 use crate::model::SessionSnapshot;
+use crate::persist::{PersistReport, PersistTrigger};
 
 use super::persist::nothing_written;
 use super::{Inner, Pending, SessionKey, Store};

@@ -2,9 +2,9 @@
 
 use serde_json::Value;
 
-use crate::config::WorkspaceSummary;
 use crate::error::StoreError;
 use crate::ids::validate_session_id;
+use crate::summary::WorkspaceSummary;
 
 use super::{Store, enc_err, io};
 

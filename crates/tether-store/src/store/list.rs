@@ -1,9 +1,9 @@
 //! Listing a workspace's sessions (`session/list`), newest first.
 
-use crate::config::SessionSummary;
 use crate::error::StoreError;
 use crate::ids::{Workspace, validate_session_id};
 use crate::state::State;
+use crate::summary::SessionSummary;
 
 use super::layout::MANIFEST;
 use super::manifest::Manifest;

@@ -10,10 +10,11 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::codec::Codec;
-use crate::config::{LoadedSession, SCHEMA_VERSION, StaleDiff, StaleMarks, StaleReason};
+use crate::config::SCHEMA_VERSION;
 use crate::error::{StoreError, StoreWarning};
 use crate::held::Held;
 use crate::ids::{Workspace, join_inside, validate_session_id};
+use crate::loaded::{LoadedSession, StaleDiff, StaleMarks, StaleReason};
 use crate::model::{ChatTurn, ExecTurn, SessionSnapshot};
 use crate::state::State;
 

@@ -27,12 +27,14 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use crate::config::{Clock, PersistTrigger, StoreConfig, SystemClock, rfc3339};
+use crate::clock::{Clock, SystemClock, rfc3339};
+use crate::config::StoreConfig;
 use crate::crypto::{Key, KeyProvider, KeychainKeyProvider};
 use crate::error::{StoreError, StoreWarning};
 use crate::fs::{AppendFile, Fs, LockGuard, RealFs};
 use crate::ids::Workspace;
 use crate::model::SessionSnapshot;
+use crate::persist::PersistTrigger;
 use crate::state::{Body, Fps, State};
 
 use manifest::Manifest;

@@ -5,11 +5,11 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::config::{ChatPage, ExecPage, TurnPage};
 use crate::crypto::Key;
 use crate::error::StoreError;
 use crate::ids::{Workspace, validate_session_id};
 use crate::model::ChatTurn;
+use crate::page::{ChatPage, ExecPage, TurnPage};
 
 use super::Store;
 use super::layout::{JOURNAL, MANIFEST};

@@ -3,11 +3,13 @@
 
 use std::time::Instant;
 
-use crate::config::{PersistReport, PersistTrigger, SCHEMA_VERSION, rfc3339};
+use crate::clock::rfc3339;
+use crate::config::SCHEMA_VERSION;
 use crate::error::StoreError;
 use crate::held::Held;
 use crate::ids::{Workspace, validate_session_id};
 use crate::model::{ChatTurn, SessionMeta, SessionSnapshot, SessionStats};
+use crate::persist::{PersistReport, PersistTrigger};
 use crate::redact::redact_value;
 use crate::state::{Body, Fps};
 
