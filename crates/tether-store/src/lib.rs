@@ -32,7 +32,6 @@ pub mod model;
 pub mod page;
 pub mod persist;
 pub mod redact;
-pub mod render;
 pub mod roots;
 pub mod sim;
 mod state;
