@@ -18,6 +18,7 @@
 //! See `ARCHITECTURE.md` ("crates/tether-store (the session cache)") for the invariants.
 
 pub mod ansi;
+pub mod clock;
 mod codec;
 pub mod config;
 pub mod crypto;
@@ -26,13 +27,16 @@ pub mod fs;
 mod held;
 pub mod ids;
 pub mod journal;
+pub mod loaded;
 mod migrate;
 pub mod model;
-pub mod render;
+pub mod page;
+pub mod persist;
 pub mod roots;
 pub mod sim;
 mod state;
 mod store;
+pub mod summary;
 pub mod sys;
 
 /// Secret redaction: the `tether-redact` crate, re-exported so `tether_store::redact::…`
@@ -40,13 +44,14 @@ pub mod sys;
 /// [`redact::redact_value`] before it is written (gitleaks-derived rules, R-PRIV-1).
 pub use tether_redact as redact;
 
-pub use config::{
-    ChatPage, Clock, ExecPage, FIRST_PROMPT_CHARS, LoadedSession, PersistReport, PersistTrigger,
-    SCHEMA_VERSION, SessionSummary, StaleDiff, StaleMarks, StaleReason, StoreConfig, SystemClock,
-    TurnPage, WorkspaceSummary,
-};
+pub use clock::{Clock, SystemClock};
+pub use config::{SCHEMA_VERSION, StoreConfig};
 pub use crypto::{Key, KeyProvider, KeyUnavailable, KeychainKeyProvider, MemoryKeyProvider};
 pub use error::{StoreError, StoreWarning};
 pub use ids::{Workspace, validate_session_id};
+pub use loaded::{LoadedSession, StaleDiff, StaleMarks, StaleReason};
 pub use model::*;
+pub use page::{ChatPage, ExecPage, TurnPage};
+pub use persist::{PersistReport, PersistTrigger};
 pub use store::{Store, default_root};
+pub use summary::{FIRST_PROMPT_CHARS, SessionSummary, WorkspaceSummary};

@@ -73,7 +73,7 @@ fn v1_to_v2(mut v: Value) -> Result<Value, String> {
             let ms = t.remove("timestamp").and_then(|x| x.as_i64()).unwrap_or(0);
             let utc = chrono::DateTime::from_timestamp_millis(ms)
                 .ok_or("v1 chat turn timestamp out of range")?;
-            t.insert("timestampUtc".into(), json!(crate::config::rfc3339(utc)));
+            t.insert("timestampUtc".into(), json!(crate::clock::rfc3339(utc)));
             let streaming = t
                 .remove("isStreaming")
                 .and_then(|x| x.as_bool())

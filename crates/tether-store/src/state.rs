@@ -6,12 +6,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::config::FIRST_PROMPT_CHARS;
 use crate::held::{BlobRef, Held, hold, refs_under};
 use crate::model::{
     Approvals, ChatTurn, DiffSession, ExecTurn, Extra, SessionContext, SessionMeta,
     SessionSnapshot, SessionStats, Telemetry, UiState,
 };
+use crate::summary::FIRST_PROMPT_CHARS;
 
 /// A 128-bit fingerprint (truncated SHA-256) of a value's canonical serialization; used to
 /// find which parts of a snapshot changed since the last write.

@@ -6,8 +6,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
-use tether_store::render;
 use tether_store::{Store, StoreConfig, Workspace};
+
+use super::render;
 
 /// Options shared by every `sessions` action.
 #[derive(Args, Debug, Clone)]

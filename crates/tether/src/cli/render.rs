@@ -2,11 +2,11 @@
 //!
 //! Tables are plain text with aligned columns, no colour, one session per line; JSON is a
 //! `serde_json::Value` whose shapes match the editor protocol (`session/list` →
-//! `{sessions: [...]}`, `session/clear` → `{removed}`).
+//! `{sessions: [...]}`, `session/clear` → `{removed}`). Moved here from `tether-store`
+//! (`render.rs`): only this CLI renders the cache's tables.
 
 use serde_json::{Value, json};
-
-use crate::config::{LoadedSession, SessionSummary, WorkspaceSummary};
+use tether_store::{LoadedSession, SessionSummary, WorkspaceSummary};
 
 fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
     let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
@@ -213,4 +213,116 @@ pub fn render_clear_table(workspace_root: &str, removed: u64) -> String {
 /// `{"removed": n}`, the `session/clear` result shape.
 pub fn render_clear_json(removed: u64) -> Value {
     json!({ "removed": removed })
+}
+
+#[cfg(test)]
+mod tests {
+    //! Moved with the renderers from `tether-store`'s `tests/store.rs`
+    //! (`list_latest_clear_and_archive`, `show_renders_for_people_and_tools`), same
+    //! assertions, on sessions written by a store in a temporary folder.
+
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    use serde_json::json;
+    use tether_store::{
+        ChatRole, ChatTurn, MemoryKeyProvider, PersistTrigger, SessionMeta, SessionSnapshot, Store,
+        StoreConfig, Workspace,
+    };
+
+    use super::*;
+
+    fn store(dir: &tempfile::TempDir) -> (Store, Workspace) {
+        let store = Store::open(StoreConfig {
+            dir: Some(dir.path().join("store")),
+            key_provider: Some(Arc::new(MemoryKeyProvider::unavailable(
+                "tests use no keychain",
+            ))),
+            ..StoreConfig::default()
+        })
+        .unwrap();
+        let w = dir.path().join("ws");
+        std::fs::create_dir_all(&w).unwrap();
+        (store, Workspace::new(w).unwrap())
+    }
+
+    fn snapshot(n: u64) -> SessionSnapshot {
+        SessionSnapshot {
+            chat_turns: (0..n)
+                .map(|i| ChatTurn {
+                    id: format!("t{i}"),
+                    role: if i.is_multiple_of(2) {
+                        ChatRole::User
+                    } else {
+                        ChatRole::Assistant
+                    },
+                    text: format!("turn {i} text"),
+                    timestamp_utc: format!("2026-11-22T00:00:{:02}.000Z", i % 60),
+                    complete: true,
+                    linked_exec_id: None,
+                    linked_diff_id: None,
+                    metadata: None,
+                    extra: Default::default(),
+                })
+                .collect(),
+            ..SessionSnapshot::default()
+        }
+    }
+
+    #[test]
+    fn list_renders_for_people_and_tools() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (store, ws) = store(&tmp);
+        store
+            .persist(
+                &ws,
+                "b",
+                PersistTrigger::Shutdown,
+                &snapshot(4),
+                Instant::now(),
+            )
+            .unwrap();
+        store
+            .set_meta(
+                &ws,
+                "b",
+                &SessionMeta {
+                    agent: Some("codex".into()),
+                    title: Some("Bee".into()),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        let list = store.list(&ws).unwrap();
+        let table = render_list_table(&ws.root().to_string_lossy(), &list);
+        assert!(
+            table.contains("SESSION") && table.contains("codex") && table.contains("Bee"),
+            "{table}"
+        );
+        assert_eq!(render_list_json(&list)["sessions"][0]["sessionId"], "b");
+    }
+
+    #[test]
+    fn show_renders_for_people_and_tools() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (store, ws) = store(&tmp);
+        store
+            .persist(
+                &ws,
+                "sess-1",
+                PersistTrigger::Shutdown,
+                &snapshot(3),
+                Instant::now(),
+            )
+            .unwrap();
+        let loaded = store.load(&ws, "sess-1").unwrap().expect("session exists");
+        let table = render_show_table(&loaded);
+        assert!(table.contains("Session         sess-1"), "{table}");
+        assert!(table.contains("turn 2 text"), "{table}");
+        let json = render_show_json(&loaded);
+        assert_eq!(json["snapshot"]["chatTurns"][2]["text"], "turn 2 text");
+        assert_eq!(json["sessionId"], "sess-1");
+        assert_eq!(render_clear_json(2), json!({"removed": 2}));
+        assert!(render_clear_table("/w", 2).contains("Removed 2"));
+    }
 }
