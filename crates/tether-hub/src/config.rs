@@ -17,7 +17,7 @@ pub const FIELD_PREFIX: &str = "initializationOptions";
 
 /// Where and how sessions are cached.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+#[serde(rename_all = "camelCase", default)]
 pub struct StorageOptions {
     /// The cache folder; `null` = the platform's per-user local data folder.
     pub dir: Option<PathBuf>,
@@ -39,7 +39,7 @@ impl Default for StorageOptions {
 
 /// `carryOver`: how much of a conversation a new session is primed with (R-CARRY-3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+#[serde(rename_all = "camelCase", default)]
 pub struct CarryOverOptions {
     /// The budget of the carried-over block, in estimated tokens
     /// ([`crate::carry_over::estimate_tokens`]); default
@@ -58,7 +58,7 @@ impl Default for CarryOverOptions {
 
 /// `handoff`: when a long wait offers another agent (R-CARRY-5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+#[serde(rename_all = "camelCase", default)]
 pub struct HandoffOptions {
     /// A rate-limit or quota wait longer than this, in milliseconds, offers another
     /// configured agent; default [`DEFAULT_OFFER_AFTER_MS`] (2 minutes), at most 7 days.
@@ -83,7 +83,7 @@ impl Default for HandoffOptions {
 
 /// The whole `initializationOptions` object.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+#[serde(rename_all = "camelCase", default)]
 pub struct ServerConfig {
     /// The session cache.
     pub storage: StorageOptions,
@@ -110,12 +110,19 @@ pub struct ServerConfig {
     /// How long an agent may send nothing mid-turn before the editor is told it is silent
     /// (`session/status` `agentSilent`), in seconds. Short: it is information, not a
     /// failure (agents that retry by themselves are silent for seconds; see
-    /// `server::hub::silence`).
+    /// `tether_hub::silence`).
     pub silent_status_secs: u64,
     /// How much conversation a new session is primed with (R-CARRY-3).
     pub carry_over: CarryOverOptions,
     /// When a long rate-limit or quota wait offers another agent (R-CARRY-5).
     pub handoff: HandoffOptions,
+    /// The options given that this build does not know, as full dotted paths
+    /// (`initializationOptions.storage.future`): ignored, so that a newer editor's option
+    /// never fails `initialize` on an older server of the same protocol version; the front
+    /// ends log each (R-UI-7). Not part of the configuration itself (never serialized,
+    /// so editors that differ only in them share a daemon hub).
+    #[serde(skip)]
+    pub ignored: Vec<String>,
 }
 
 impl Default for ServerConfig {
@@ -140,6 +147,7 @@ impl Default for ServerConfig {
             silent_status_secs: 5,
             carry_over: CarryOverOptions::default(),
             handoff: HandoffOptions::default(),
+            ignored: Vec::new(),
         }
     }
 }
@@ -155,24 +163,49 @@ pub struct ConfigError {
 }
 
 impl ServerConfig {
-    /// Parses and validates `initializationOptions` (`None` or `null` = all defaults).
+    /// Parses and validates `initializationOptions` (`None` or `null` = all defaults). An
+    /// option this build does not know is not an error: it is listed in [`Self::ignored`]
+    /// for the caller to log (R-UI-7); a known option with a bad value is.
     ///
     /// # Errors
     /// The first problem found, naming its field.
     pub fn from_options(options: Option<Value>) -> Result<Self, ConfigError> {
         let config: Self = match options {
             None | Some(Value::Null) => Self::default(),
-            Some(value) => serde_path_to_error::deserialize(value).map_err(|err| {
-                let path = err.path().to_string();
-                let reason = err.inner().to_string();
-                ConfigError {
-                    field: join_field(&path, &reason),
-                    reason,
-                }
-            })?,
+            Some(value) => {
+                let mut ignored = Vec::new();
+                let mut track = serde_path_to_error::Track::new();
+                let parsed: Result<Self, _> = serde_ignored::deserialize(
+                    serde_path_to_error::Deserializer::new(value, &mut track),
+                    |path| ignored.push(format!("{FIELD_PREFIX}.{path}")),
+                );
+                let mut config = parsed.map_err(|err: serde_json::Error| {
+                    let path = track.path().to_string();
+                    let reason = err.to_string();
+                    ConfigError {
+                        field: join_field(&path, &reason),
+                        reason,
+                    }
+                })?;
+                ignored.sort();
+                config.ignored = ignored;
+                config
+            }
         };
         config.validate()?;
         Ok(config)
+    }
+
+    /// Logs each option of [`Self::ignored`] as a warning (R-UI-7), so that a user whose
+    /// setting has no effect can see why; the front ends call it once per editor.
+    pub fn log_ignored(&self) {
+        for field in &self.ignored {
+            tracing::warn!(
+                field = %field,
+                "{field} is not an option of tether {}; ignored",
+                env!("CARGO_PKG_VERSION")
+            );
+        }
     }
 
     /// Checks the values serde cannot: ranges, references between fields.
@@ -295,12 +328,39 @@ mod tests {
         assert_eq!(e.field, "initializationOptions.resume.maxAttempts");
     }
 
+    /// R-UI-7: a newer editor's option reaches an older server of the same protocol
+    /// version; it is named for the log and ignored, and the rest still applies.
     #[test]
-    fn an_unknown_field_is_refused_by_name() {
-        let e =
-            ServerConfig::from_options(Some(json!({"storage": {"persits": false}}))).unwrap_err();
-        assert_eq!(e.field, "initializationOptions.storage.persits");
-        assert!(e.reason.contains("unknown field"), "{}", e.reason);
+    fn an_unknown_field_is_ignored_and_named() {
+        let c = ServerConfig::from_options(Some(json!({
+            "storage": {"persits": false, "persist": false},
+            "futureOption": {"x": 1},
+            "watchdogSecs": 60,
+        })))
+        .unwrap();
+        assert_eq!(
+            c.ignored,
+            [
+                "initializationOptions.futureOption",
+                "initializationOptions.storage.persits"
+            ]
+        );
+        assert!(!c.storage.persist);
+        assert_eq!(c.watchdog_secs, 60);
+        // Not part of the configuration: the daemon's hub key ignores it.
+        assert_eq!(
+            crate::hubs::Hubs::key_of(&c),
+            crate::hubs::Hubs::key_of(&ServerConfig {
+                ignored: Vec::new(),
+                ..c.clone()
+            })
+        );
+        // A known option with a bad value still fails, naming it.
+        let e = ServerConfig::from_options(Some(
+            json!({"futureOption": 1, "storage": {"persist": "no"}}),
+        ))
+        .unwrap_err();
+        assert_eq!(e.field, "initializationOptions.storage.persist");
     }
 
     #[test]
@@ -353,10 +413,8 @@ mod tests {
                 json!({"carryOver": {"maxTokens": 200001}}),
                 Some("initializationOptions.carryOver.maxTokens"),
             ),
-            (
-                json!({"carryOver": {"budget": 5}}),
-                Some("initializationOptions.carryOver.budget"),
-            ),
+            // An unknown key is ignored (R-UI-7; `an_unknown_field_is_ignored_and_named`).
+            (json!({"carryOver": {"budget": 5}}), None),
             (json!({"handoff": {"offerAfterMs": 0}}), None),
             (
                 json!({"permissionTimeoutSecs": 0}),

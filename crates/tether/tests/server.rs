@@ -328,8 +328,34 @@ async fn bad_initialization_options_name_the_field(mode: Mode) {
     let (code, data) = error_of(editor.initialize(options, json!({})).await);
     assert_eq!(code, -32602);
     assert_eq!(data.unwrap()["field"], "initializationOptions.defaultAgent");
-    // A good initialize still works after the refused ones.
-    editor.initialize(world.options(), json!({})).await.unwrap();
+    // A good initialize still works after the refused ones, and an option this server does
+    // not know (a newer editor's) is ignored and named in its log, never refused (R-UI-7).
+    let mut options = world.options();
+    options["futureOption"] = json!({"x": 1});
+    options["storage"]["futureStorageOption"] = json!(true);
+    editor.initialize(options, json!({})).await.unwrap();
+    if mode == Mode::Binary {
+        let status = editor.shutdown(STEP).await.unwrap();
+        assert!(
+            status.is_none_or(|s| s.success()),
+            "server exit status {status:?}"
+        );
+        // The process has exited: its log writer has written every line.
+        let log: String = std::fs::read_dir(world.path().join("logs"))
+            .unwrap()
+            .filter_map(Result::ok)
+            .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+            .collect();
+        for field in [
+            "initializationOptions.futureOption",
+            "initializationOptions.storage.futureStorageOption",
+        ] {
+            assert!(
+                log.contains(&format!("{field} is not an option of tether")),
+                "the log names {field}:\n{log}"
+            );
+        }
+    }
 }
 
 async fn new_workspace_starts_then_prompts_and_lists(mode: Mode) {

@@ -100,6 +100,7 @@ pub fn settings(
 pub fn check(settings: &AcpSettings) -> Result<ServerConfig, AcpStartError> {
     let config = ServerConfig::from_options(settings.options.clone())
         .map_err(|e| AcpStartError::Invalid(format!("{}: {}", e.field, e.reason)))?;
+    config.log_ignored();
     if let Some(agent) = &settings.agent
         && !config.agents.contains_key(agent)
     {

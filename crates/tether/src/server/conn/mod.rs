@@ -412,6 +412,7 @@ impl LanguageServer for Backend {
     async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
         let config = ServerConfig::from_options(params.initialization_options.clone())
             .map_err(|e| params::invalid_params(&e.field, &e.reason))?;
+        config.log_ignored();
         let renders = ClientRenders::from_experimental(params.capabilities.experimental.as_ref());
         if self.shared.sessions.get().is_some() {
             return Err(Error::invalid_request().with("initialize sent twice"));
