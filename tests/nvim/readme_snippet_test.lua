@@ -49,17 +49,22 @@ local function wait_for(pattern, ms)
   return vim.wait(ms or 30000, function() return chat_text():find(pattern, 1, true) ~= nil end, 20)
 end
 
--- 2. It waits for `initialize`, then resumes: a workspace with nothing cached starts a session.
-expect(wait_for("[session "), "tether://chat shows the session line once the resume answers")
-local session_id, outcome = chat_text():match("%[session ([%w%-]+): (%a+)%]")
-expect(outcome == "started", "a workspace with nothing cached starts a new session (got " .. tostring(outcome) .. ")")
+-- 2. It waits for `initialize`, then resumes with `create = false`: a workspace with nothing
+-- cached starts no session and no agent (R-RESUME-11).
+expect(wait_for("[no session yet"), "tether://chat says there is no session yet once the resume answers")
+expect(vim.fn.isdirectory(dir .. "/agent") == 0,
+  "no agent ran: the scripted agent makes its state folder when it starts")
 expect(not chat_text():find("failed", 1, true), "nothing failed: " .. chat_text())
 
--- 3. :TetherPrompt sends a prompt turn; the answer streams into the buffer, then the stop reason.
+-- 3. :TetherPrompt starts a session, then sends a prompt turn; the answer streams into the
+-- buffer, then the stop reason.
 local sent, send_err = pcall(vim.cmd, "TetherPrompt hello from the README")
 expect(sent, ":TetherPrompt exists and runs" .. (sent and "" or (": " .. tostring(send_err))))
 if not sent then return finish() end
 expect(vim.fn.bufwinnr(vim.fn.bufnr("tether://chat")) ~= -1, ":TetherPrompt shows tether://chat in a window")
+expect(wait_for("[session "), "tether://chat shows the session :TetherPrompt started")
+local session_id, outcome = chat_text():match("%[session ([%w%-]+): (%a+)%]")
+expect(outcome == "started", "the prompt started a new session (got " .. tostring(outcome) .. ")")
 expect(wait_for("[end_turn]"), "the turn ends with its stop reason in the buffer")
 local text = chat_text()
 expect(text:find("> hello from the README\necho: hello from the README", 1, true) ~= nil,

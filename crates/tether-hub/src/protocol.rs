@@ -168,6 +168,11 @@ pub struct ResumeParams {
     /// turn runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after_seq: Option<u64>,
+    /// Whether a resume with nothing to resume starts a new session. Absent = `true`.
+    /// `false` (an editor's start-up, R-RESUME-11): without `sessionId` and with no session
+    /// of the workspace cached, the answer is `nothingToResume` and no agent is started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub create: Option<bool>,
 }
 
 /// How a resume ended.
@@ -182,6 +187,9 @@ pub enum ResumeOutcome {
     NeedsChoice,
     /// No retry can mend it (authentication, invalid request, no agent).
     Failed,
+    /// Asked with `create: false` and nothing was there to resume: no session started
+    /// (R-RESUME-11).
+    NothingToResume,
 }
 
 /// The circuit breaker as the editor sees it.
@@ -305,6 +313,22 @@ impl ResumeResult {
             recovery: None,
             reconciliation,
             stale,
+        }
+    }
+
+    /// Nothing to resume and none to start (`create: false`, R-RESUME-11): no session, the
+    /// breaker untouched.
+    #[must_use]
+    pub fn nothing_to_resume(breaker: BreakerView) -> Self {
+        Self {
+            outcome: ResumeOutcome::NothingToResume,
+            session_id: None,
+            previous_session_id: None,
+            breaker,
+            error: None,
+            recovery: None,
+            reconciliation: None,
+            stale: false,
         }
     }
 

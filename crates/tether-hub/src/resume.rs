@@ -60,6 +60,20 @@ impl Hub {
             (None, None) => None,
         };
         let (agent, agent_config) = self.agent_config(named.as_deref())?;
+        if cached_id.is_none() && params.create == Some(false) {
+            // An editor's start-up (R-RESUME-11): nothing of this workspace to resume, and
+            // no agent is started until the user asks for a session.
+            self.log(
+                "-",
+                format!(
+                    "nothing to resume in {}; no session started (create: false)",
+                    workspace.display()
+                ),
+            )
+            .await;
+            let breaker = Breaker::new(self.breaker_config(&agent, None));
+            return Ok(ResumeResult::nothing_to_resume(view(&breaker)));
+        }
         match cached_id {
             _ if agent_config.protocol == AgentProtocol::ClaudePrint => Ok(self
                 .attach_print(&agent, &workspace, cached_id.as_deref())

@@ -311,6 +311,45 @@ fn assert_seq_from_one(events: &[Seen]) {
     assert_eq!(seqs, want, "seq 1, 2, 3… per session: {events:?}");
 }
 
+/// R-RESUME-11: an editor's start-up resumes with `create: false`. With nothing of the
+/// workspace cached it answers `nothingToResume` and no agent runs; once a session exists the
+/// same call resumes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_up_resume_with_nothing_cached_starts_no_agent() {
+    use tether::protocol::ResumeOutcome;
+    let world = World::new(json!([]));
+    let startup = || -> ResumeParams {
+        serde_json::from_value(json!({"workspace": {"root": world.workspace}, "create": false}))
+            .unwrap()
+    };
+    let recorder = Recorder::new(None, None);
+    let hub = world.hub(&recorder).await;
+    let r = hub.resume(startup(), None).await.expect("answered");
+    assert_eq!(r.outcome, ResumeOutcome::NothingToResume);
+    assert_eq!(
+        serde_json::to_value(&r).unwrap()["outcome"],
+        "nothingToResume"
+    );
+    assert!(r.session_id.is_none() && !r.stale);
+    assert!(hub.live_sessions().is_empty(), "no session is live");
+    assert!(
+        !world.path().join("agent").exists(),
+        "the scripted agent never ran (it makes its state folder when it starts)"
+    );
+    hub.shutdown().await;
+
+    let sid = cached_session(&world).await;
+    assert!(
+        world.path().join("agent").exists(),
+        "a session ran the agent"
+    );
+    let hub = world.hub(&recorder).await;
+    let r = hub.resume(startup(), None).await.expect("resumed");
+    assert_eq!(r.outcome, ResumeOutcome::Resumed);
+    assert_eq!(r.session_id.as_deref(), Some(sid.as_str()));
+    hub.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turns_updates_are_published_before_its_answer_numbered_from_one() {
     let world = World::new(json!([]));

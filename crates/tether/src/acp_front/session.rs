@@ -288,6 +288,7 @@ impl Front {
             agent: self.agent.clone(),
             work_done_token: None,
             after_seq: None,
+            create: None,
         };
         let origin = self.hub.origin();
         let mut result = self
@@ -304,7 +305,8 @@ impl Front {
                 ResumeOutcome::Resumed | ResumeOutcome::Started => {
                     break r.session_id.clone().ok_or_else(|| failed(&r));
                 }
-                ResumeOutcome::Failed => break Err(failed(&r)),
+                // A resume by id always has something to resume.
+                ResumeOutcome::Failed | ResumeOutcome::NothingToResume => break Err(failed(&r)),
                 ResumeOutcome::NeedsChoice => {
                     let Some(recovery) = r.recovery.as_ref() else {
                         break Err(failed(&r));
