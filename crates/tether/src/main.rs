@@ -132,6 +132,24 @@ enum Command {
     },
 }
 
+/// `tether daemon` with no action: `run`, with the same `TETHER_DAEMON_IDLE_SECS` that
+/// `tether daemon run` reads (clap reads it only for the subcommand's own arguments).
+fn default_daemon_action() -> Result<DaemonAction, ExitCode> {
+    let idle_secs = match std::env::var("TETHER_DAEMON_IDLE_SECS") {
+        Err(_) => tether::daemon::cli::DEFAULT_IDLE_SECS,
+        Ok(value) => value.trim().parse().map_err(|_| {
+            eprintln!(
+                "tether daemon: TETHER_DAEMON_IDLE_SECS must be a whole number of seconds, got {value:?}"
+            );
+            ExitCode::from(2)
+        })?,
+    };
+    Ok(DaemonAction::Run {
+        idle_secs,
+        log_file: None,
+    })
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
@@ -149,16 +167,16 @@ fn main() -> ExitCode {
         Command::Daemon {
             action,
             runtime_dir,
-        } => match action.unwrap_or(DaemonAction::Run {
-            idle_secs: tether::daemon::cli::DEFAULT_IDLE_SECS,
-            log_file: None,
-        }) {
-            DaemonAction::Run {
-                idle_secs,
-                log_file,
-            } => tether::daemon::cli::run_daemon(runtime_dir, idle_secs, log_file),
-            DaemonAction::Status { json } => tether::daemon::cli::status(runtime_dir, json),
-            DaemonAction::Stop => tether::daemon::cli::stop(runtime_dir),
+        } => match action.map_or_else(default_daemon_action, Ok) {
+            Err(code) => code,
+            Ok(action) => match action {
+                DaemonAction::Run {
+                    idle_secs,
+                    log_file,
+                } => tether::daemon::cli::run_daemon(runtime_dir, idle_secs, log_file),
+                DaemonAction::Status { json } => tether::daemon::cli::status(runtime_dir, json),
+                DaemonAction::Stop => tether::daemon::cli::stop(runtime_dir),
+            },
         },
         Command::Classify {
             corpus: Some(path),

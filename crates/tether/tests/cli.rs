@@ -26,6 +26,30 @@ fn run_with_stdin(args: &[&str], input: &str) -> std::process::Output {
     child.wait_with_output().unwrap()
 }
 
+/// `tether daemon` (no action) runs the daemon with the idle time `tether daemon run` would
+/// take from `TETHER_DAEMON_IDLE_SECS`: a bad value is refused by name, before any daemon
+/// starts.
+#[test]
+fn daemon_without_an_action_reads_the_idle_time_from_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tether()
+        .args(["daemon", "--runtime-dir"])
+        .arg(dir.path())
+        .env("TETHER_DAEMON_IDLE_SECS", "soon")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("TETHER_DAEMON_IDLE_SECS must be a whole number of seconds, got \"soon\""),
+        "{stderr}"
+    );
+    assert!(
+        std::fs::read_dir(dir.path()).unwrap().next().is_none(),
+        "no daemon started in the runtime folder"
+    );
+}
+
 #[test]
 fn version_names_the_package_version() {
     let out = tether().arg("-V").output().expect("run tether");

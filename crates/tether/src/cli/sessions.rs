@@ -36,7 +36,8 @@ pub enum Action {
         #[arg(long, conflicts_with = "all")]
         all_workspaces: bool,
         /// Also list the workspace's sessions in every agent's own store (Claude Code's,
-        /// Codex's), newest first, with their size and file.
+        /// Codex's, Gemini CLI's, Copilot CLI's and opencode's), newest first, with their
+        /// size and file.
         #[arg(long)]
         all: bool,
     },
