@@ -467,8 +467,8 @@ impl LanguageServer for Backend {
             sessions.initialized().await;
         }
         // The editor's set-up ran once (its configuration parsed, its hub and cache opened):
-        // the pages of that code need not stay mapped (`crate::daemon::image`).
-        let released = crate::daemon::image::release_read_only_pages();
+        // the pages of that code need not stay mapped (`crate::sys::image`).
+        let released = crate::sys::image::release_read_only_pages();
         tracing::debug!(released, "released the set-up pages of the image");
     }
 
