@@ -1,4 +1,4 @@
-//! The agent host's ACP line reader (crates/tether-host/src/acp.rs): arbitrary agent stdout
+//! The agent host's ACP line reader (crates/tether-host/src/acp/rpc.rs): arbitrary agent stdout
 //! (garbage lines, invalid UTF-8, lines without an end, responses to requests never sent or
 //! out of order, updates for unknown sessions, requests of every kind) while Tether opens a
 //! session and prompts in it, then end of output.

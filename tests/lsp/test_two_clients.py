@@ -4,7 +4,7 @@ headless Neovim (tests/lsp/nvim_second_client.lua, the stock LSP client of Neovi
 Both start `tether serve --stdio --remote=auto` with the same private runtime folder, so both
 forwarders reach the same daemon (the test's own, never the user's), with the same
 initializationOptions, so both share its hub. The agent is the scripted agent; its second
-prompt turn asks permission (scripts' `permission` action, crates/tether-host/src/scripted.rs).
+prompt turn asks permission (scripts' `permission` action, crates/tether-host/src/scripted/).
 
 Checked: both see the updates of a prompt sent by one, the other as a `user_message_chunk`
 first, each way (pytest prompts first, then Neovim); the permission question of Neovim's

@@ -294,7 +294,7 @@ pub fn stdout_to_null() {
 /// (up to 32 MiB), so after the first long turn ended, the next turns' texts (1.4 MB for a
 /// 60-second stream of 1,000 chunks a second, `benches/daemon.rs`) and their journal lines
 /// were carved from the heap, whose pages stayed resident once freed. The kept events'
-/// segments (`server/hub/kept.rs`) are of this size. Nothing to do on other C libraries.
+/// segments (`crates/tether-hub/src/kept.rs`) are of this size. Nothing to do on other C libraries.
 pub fn tune_allocator() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only sets allocator parameters (it takes the allocator's own locks).

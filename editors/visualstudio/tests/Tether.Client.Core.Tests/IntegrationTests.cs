@@ -120,7 +120,7 @@ namespace Tether.Client.Core.Tests
             return first.SessionId;
         }
 
-        // The scripted agent's scripts (crates/tether-host/src/scripted.rs): both advertise
+        // The scripted agent's scripts (crates/tether-host/src/scripted/): both advertise
         // loadSession and resume and keep their sessions in the same state directory, so a new
         // agent process can load what an earlier one created. "healthy" has no faults; "forget"
         // answers every session/load and session/resume with -32002 "Resource not found"

@@ -97,7 +97,7 @@ namespace Tether.Client.Core.Tests
             }
         }
 
-        /// <summary>A scripted agent's script file (crates/tether-host/src/scripted.rs): loadSession and resume, its state in the test's folder, the given faults and fields (paths among them as the server sees them). Returns its path as the server sees it.</summary>
+        /// <summary>A scripted agent's script file (crates/tether-host/src/scripted/): loadSession and resume, its state in the test's folder, the given faults and fields (paths among them as the server sees them). Returns its path as the server sees it.</summary>
         protected string Script(string name, JArray faults, JObject fields = null)
         {
             var script = new JObject(
