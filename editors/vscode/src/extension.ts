@@ -274,7 +274,9 @@ async function doStart(context: vscode.ExtensionContext): Promise<void> {
   controller.setLiveIdle();
   ui.setStatus(LocalStatus.idle());
   // Without a folder there is nothing to resume; say so only when asked (the command).
-  if (settings.resumeOnStartup && vscode.workspace.workspaceFolders?.length) void controller.resume();
+  // `create: false`: only a session that exists is resumed; opening a folder never starts an
+  // agent (R-RESUME-11). The first prompt, or "Tether: Resume Session", starts one.
+  if (settings.resumeOnStartup && vscode.workspace.workspaceFolders?.length) void controller.resume({ create: false });
   logSettings(settings);
 }
 
@@ -417,7 +419,7 @@ async function sendPrompt(): Promise<void> {
   }
   const text = await vscode.window.showInputBox({
     title: 'Tether: Send Prompt',
-    prompt: 'A prompt for the agent of the live session',
+    prompt: 'A prompt for the agent of the live session (with none live, a session starts first)',
     ignoreFocusOut: true,
   });
   if (!text) return;

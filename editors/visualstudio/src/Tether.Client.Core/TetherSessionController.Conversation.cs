@@ -114,7 +114,8 @@ namespace Tether.Client.Core
             if (Conversation.TurnRunning) Interlocked.CompareExchange(ref detachedTurn, Conversation.SessionId, null);
             Persist.Deactivate();
             ApplyAll(Locked(() => Presenter.ClearPendingRecovery()));
-            var result = await ResumeAsync(null, cancellationToken).ConfigureAwait(false);
+            // Like the start: a window that shows no session starts none (R-RESUME-11).
+            var result = await ResumeAtStartupAsync(cancellationToken).ConfigureAwait(false);
             var sid = Volatile.Read(ref detachedTurn);
             if (sid == null) return result;
             bool running = false;
@@ -152,13 +153,38 @@ namespace Tether.Client.Core
             else Conversation.ServerStopped();
         }
 
-        /// <summary>The prompt box's Send: a prompt turn on the live session (see <see cref="PromptAsync"/>).</summary>
-        /// <exception cref="InvalidOperationException">No session is live.</exception>
-        public Task<JToken> SendAsync(string text, CancellationToken cancellationToken)
+        /// <summary>
+        /// The prompt box's Send: a prompt turn on the live session (see <see cref="PromptAsync"/>).
+        /// With no live session (the start-up resume found nothing: R-RESUME-11), a resume still in
+        /// flight is waited for; then, when none is live yet, <c>session/resume</c> is sent without
+        /// <c>create: false</c>, so the server resumes the workspace's session or starts one, and
+        /// the prompt goes to that session.
+        /// </summary>
+        /// <exception cref="InvalidOperationException">No session is live after that resume, or a recovery choice is outstanding.</exception>
+        public async Task<JToken> SendAsync(string text, CancellationToken cancellationToken)
         {
+            if (activeSessionId == null)
+            {
+                var inFlight = Volatile.Read(ref resumeInFlight);
+                if (inFlight != null)
+                {
+                    try { await inFlight.ConfigureAwait(false); }
+                    catch (Exception e) { log.Write("the resume in flight failed: " + e.Message); }
+                }
+            }
+            if (activeSessionId == null)
+            {
+                if (Locked(() => Presenter.PendingRecovery) != null)
+                {
+                    throw new InvalidOperationException("Tether needs your choice first: see the recovery dialog");
+                }
+                log.Write("session/prompt: no session is live; resuming (a new session when there is none) first");
+                var result = await SendResumeAsync(null, true, cancellationToken).ConfigureAwait(false);
+                log.Write("session/resume before the prompt: " + result.Outcome + " " + (result.SessionId ?? "(no session)"));
+            }
             var sid = activeSessionId;
             if (sid == null) throw new InvalidOperationException("no session is live: run \"Tether: Resume Session\" first");
-            return PromptAsync(sid, text, cancellationToken);
+            return await PromptAsync(sid, text, cancellationToken).ConfigureAwait(false);
         }
 
         /// <summary>The prompt box's Cancel: <c>session/cancel</c> for the running turn (its end arrives as the prompt's answer or <c>session/turnEnded</c>).</summary>
@@ -384,6 +410,11 @@ namespace Tether.Client.Core
                     Conversation.SetLive(result.SessionId);
                     if (!result.Stale) Conversation.Confirmed();
                     Remember(result.SessionId);
+                    break;
+                case ResumeOutcome.NothingToResume:
+                    // No session and no agent (create: false at start, R-RESUME-11): idle, no
+                    // error; the status line says how to start one and Send stays open.
+                    if (activeSessionId == null) Conversation.SetLive(null);
                     break;
                 case ResumeOutcome.NeedsChoice:
                     activeSessionId = null;

@@ -208,18 +208,48 @@ namespace Tether.Client.Core
         /// </summary>
         /// <exception cref="JsonRpcRemoteException">The server rejected a request.</exception>
         /// <exception cref="ProtocolException">The server's answer does not match the protocol.</exception>
-        public async Task<ResumeResult> ResumeAsync(string sessionId, CancellationToken cancellationToken)
+        public Task<ResumeResult> ResumeAsync(string sessionId, CancellationToken cancellationToken)
+        {
+            return SendResumeAsync(sessionId, true, cancellationToken);
+        }
+
+        /// <summary>
+        /// The resume at start (Visual Studio opened the solution): like <see cref="ResumeAsync(string, CancellationToken)"/>,
+        /// but with no session id to resume (none shown, none remembered) it sends
+        /// <c>create: false</c>, so a workspace with nothing cached answers
+        /// <see cref="ResumeOutcome.NothingToResume"/> and no agent is started (R-RESUME-11). The
+        /// first prompt (<see cref="SendAsync"/>) or "Tether: Resume Session" starts a session.
+        /// </summary>
+        public Task<ResumeResult> ResumeAtStartupAsync(CancellationToken cancellationToken)
+        {
+            return SendResumeAsync(null, false, cancellationToken);
+        }
+
+        private Task<ResumeResult> SendResumeAsync(string sessionId, bool create, CancellationToken cancellationToken)
+        {
+            var task = ResumeCoreAsync(sessionId, create, cancellationToken);
+            Volatile.Write(ref resumeInFlight, task);
+            return task;
+        }
+
+        private async Task<ResumeResult> ResumeCoreAsync(string sessionId, bool create, CancellationToken cancellationToken)
         {
             if (Locked(() => Presenter.PendingRecovery) != null)
             {
                 return await ReofferRecoveryAsync(cancellationToken).ConfigureAwait(false);
             }
             var p = ResumeParamsFor(sessionId);
-            log.Write("session/resume " + workspace.Root + (p.SessionId != null ? " " + p.SessionId : "") + (p.AfterSeq.HasValue ? " afterSeq=" + p.AfterSeq.Value : ""));
+            // create: false only matters (and is only sent) when no session id is named.
+            if (!create && p.SessionId == null) p.Create = false;
+            log.Write("session/resume " + workspace.Root + (p.SessionId != null ? " " + p.SessionId : "") + (p.AfterSeq.HasValue ? " afterSeq=" + p.AfterSeq.Value : "")
+                + (p.Create == false ? " create=false" : ""));
             var result = ProtocolJson.Read<ResumeResult>(
                 await connection.RequestAsync(Methods.Resume, ProtocolJson.Write(p), cancellationToken).ConfigureAwait(false));
             return await SettleAsync(result, cancellationToken).ConfigureAwait(false);
         }
+
+        /// <summary>The last resume (its request and the rendering of its answer); a prompt with no session waits for it.</summary>
+        private Task<ResumeResult> resumeInFlight;
 
         /// <summary>
         /// The info bar's "Choose what to do…": shows the pending recovery modal again and acts on

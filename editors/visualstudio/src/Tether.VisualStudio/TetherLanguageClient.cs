@@ -194,7 +194,8 @@ namespace Tether.VisualStudio
                 try
                 {
                     if (restarted != null) await controller.ServerRestartedAsync(restarted, CancellationToken.None);
-                    else await ResumeFromCommandAsync();
+                    // Only what exists is resumed: opening a solution starts no agent (R-RESUME-11).
+                    else await controller.ResumeAtStartupAsync(CancellationToken.None);
                 }
                 catch (Exception e)
                 {
@@ -234,7 +235,7 @@ namespace Tether.VisualStudio
             c.Persist.TickAsync().FileAndForget("tether/persist-timer");
         }
 
-        /// <summary>"Tether: Resume Session" (and the automatic resume at start).</summary>
+        /// <summary>"Tether: Resume Session": starts a session when there is none to resume (the resume at start does not).</summary>
         internal Task ResumeFromCommandAsync()
         {
             return controller.ResumeAsync(null, CancellationToken.None);

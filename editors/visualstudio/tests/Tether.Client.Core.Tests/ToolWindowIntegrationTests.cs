@@ -56,6 +56,34 @@ namespace Tether.Client.Core.Tests
         }
 
         [Test]
+        public void OpeningAWorkspaceWithNothingCachedStartsNoAgentAndTheFirstPromptStartsTheSession()
+        {
+            // R-RESUME-11: the resume at start sends create: false; the real server answers
+            // nothingToResume and starts no agent (the scripted agent makes its state folder
+            // when it starts); the first prompt starts the session, then runs its turn.
+            var script = Script("startup", null, new JObject(new JProperty("reply", "hello from the first session")));
+            var agentState = System.IO.Path.Combine(Temp, "agent-state");
+            var ui = new RecordingUi();
+            ServerProcess server;
+            var c = Start(Options(Scripted(script)), ui, out server);
+            var atStart = server.Await(c.ResumeAtStartupAsync(CancellationToken.None), "session/resume (create: false)");
+            Assert.AreEqual(ResumeOutcome.NothingToResume, atStart.Outcome, server.Diagnostics());
+            Assert.IsNull(atStart.SessionId);
+            Assert.IsFalse(System.IO.Directory.Exists(agentState), "no agent ran: " + agentState + server.Diagnostics());
+            Assert.AreEqual(0, ui.Of<ShowInfo>().Count(i => i.Severity != Severity.Info), "no error or warning shown");
+            var idle = Window(c, "nothing to resume");
+            StringAssert.Contains("Status: " + StatusText.NoSession + "\nPrompt: [Send] [Cancel (disabled)]\n", idle);
+
+            var reply = server.Await(c.SendAsync("hello", CancellationToken.None), "session/prompt (starts the session)");
+            Assert.AreEqual("end_turn", (string)reply["stopReason"], server.Diagnostics());
+            Assert.IsNotNull(c.ActiveSessionId);
+            Assert.IsTrue(System.IO.Directory.Exists(agentState), "the prompt started the agent" + server.Diagnostics());
+            var text = Window(c, "after the first prompt");
+            AssertLinesInOrder(text, "You: hello", "Agent: hello from the first session", "Status: Session is live");
+            server.Shutdown();
+        }
+
+        [Test]
         public void TheRestoredTranscriptShowsAtOnceMarkedStaleUntilTheAgentConfirmsIt()
         {
             var script = Script("healthy", null);

@@ -145,6 +145,8 @@ export class SessionController {
   /** The session the last `session/restored` / `session/status` was about. */
   private currentSessionId: string | undefined;
   private resumeInFlight: Promise<void> | undefined;
+  /** Whether the resume in flight may start a session (it was sent without `create: false`). */
+  private resumeInFlightCreates = false;
   private lastPersist: PersistOutcome | undefined;
   /** Closers of the transient notifications on screen, by banner id. */
   private readonly transients = new Map<string, () => void>();
@@ -204,11 +206,22 @@ export class SessionController {
 
   /**
    * "Tether: Resume Session": offers the dialog again when a choice is outstanding, else sends
-   * `session/resume` for the workspace. A resume already in flight is joined, not repeated.
+   * `session/resume` for the workspace. A resume already in flight is joined, not repeated,
+   * unless it was sent with `create: false` and this one may start a session: then this one
+   * follows it when it found nothing.
+   *
+   * `create: false` (the window's start-up, a restarted server's re-attach) is sent only when
+   * there is no session id to resume: the server then answers `nothingToResume` when the
+   * workspace has nothing cached, and starts no agent (R-RESUME-11). Without it (the command,
+   * a prompt with no session), the server starts a session when there is none to resume.
    */
-  resume(): Promise<void> {
+  resume(opts: { create?: boolean } = {}): Promise<void> {
+    const create = opts.create ?? true;
     if (this.pending) return this.offerChoice();
-    if (this.resumeInFlight) return this.resumeInFlight;
+    if (this.resumeInFlight) {
+      if (!create || this.resumeInFlightCreates) return this.resumeInFlight;
+      return this.resumeInFlight.then(() => (this.activeSessionId || this.pending ? undefined : this.resume(opts)));
+    }
     const root = this.opts.workspaceRoot;
     if (!root) {
       this.ui.log('resume: no workspace folder is open');
@@ -220,11 +233,14 @@ export class SessionController {
       });
       return Promise.resolve();
     }
+    const params = this.resumeParams(root);
+    if (!create && !params.sessionId) params.create = false;
+    this.resumeInFlightCreates = params.create !== false;
     this.resumeInFlight = (async () => {
       try {
-        const params = this.resumeParams(root);
         this.ui.log(
-          `session/resume ${root}${params.sessionId ? ` ${params.sessionId}` : ''}${params.afterSeq !== undefined ? ` afterSeq=${params.afterSeq}` : ''}`,
+          `session/resume ${root}${params.sessionId ? ` ${params.sessionId}` : ''}${params.afterSeq !== undefined ? ` afterSeq=${params.afterSeq}` : ''}` +
+            `${params.create === false ? ' create=false' : ''}`,
         );
         const raw = await this.server.request(Methods.resume, params);
         await this.handleResult(raw);
@@ -282,7 +298,8 @@ export class SessionController {
       this.transcript.setLive(undefined);
     }
     if (!this.opts.workspaceRoot) return;
-    await this.resume();
+    // Like start-up: a window that showed no session starts none (R-RESUME-11).
+    await this.resume({ create: false });
     await this.settleDetachedTurn();
   }
 
@@ -359,11 +376,16 @@ export class SessionController {
    * permission question arrives as `session/requestPermission` meanwhile. Resolves to the stop
    * reason and the agent's reply text, then persists with trigger `turnFinalized`.
    *
-   * @throws when no session is live, or the server rejects the prompt; `TurnDetachedError`
-   * when the server connection was lost while the turn runs in the daemon (the turn stays
-   * open in the view and the re-attach ends it).
+   * With no live session (the start-up resume found nothing: R-RESUME-11), the prompt first
+   * sends `session/resume` without `create: false`, which resumes or starts one (the server
+   * decides which), then prompts that session.
+   *
+   * @throws when no session is live (after that resume), or the server rejects the prompt;
+   * `TurnDetachedError` when the server connection was lost while the turn runs in the daemon
+   * (the turn stays open in the view and the re-attach ends it).
    */
   async prompt(text: string): Promise<{ stopReason: string; reply: string; stale: boolean }> {
+    if (!this.activeSessionId) await this.sessionForPrompt();
     const sessionId = this.activeSessionId;
     if (!sessionId) throw new Error('no session is live: run "Tether: Resume Session" first');
     const mark = this.snapshot.beginPromptTurn(text);
@@ -406,6 +428,25 @@ export class SessionController {
     this.ui.log(`session/prompt ended: ${stopReason}`);
     if (this.opts.persistenceEnabled) void this.persist.milestone('turnFinalized');
     return { stopReason, reply: this.snapshot.replySince(mark), stale: raw?.stale === true };
+  }
+
+  /**
+   * A prompt with no live session: a resume in flight is waited for; when it leaves no
+   * session either, `session/resume` is sent without `create: false`, so the server resumes
+   * the workspace's session or starts one. An outstanding recovery choice is the user's to
+   * make first: it is offered again instead.
+   */
+  private async sessionForPrompt(): Promise<void> {
+    if (this.resumeInFlight) await this.resumeInFlight;
+    if (this.activeSessionId) return;
+    if (this.pending) {
+      void this.offerChoice();
+      throw new Error('Tether needs your choice first: Try Again or Start New Session');
+    }
+    if (!this.opts.workspaceRoot) throw new Error('no session is live: open a folder first; sessions belong to a workspace');
+    this.ui.log('session/prompt: no session is live; resuming (a new session when there is none) first');
+    this.ui.setStatus({ ...LocalStatus.starting(), text: 'Tether: starting a session…', tooltip: 'Starting a session for your prompt' });
+    await this.resume();
   }
 
   /** Cancel in the session view: `session/cancel` for the live session's running turn. */
@@ -533,6 +574,17 @@ export class SessionController {
         if (!intent.stale) this.transcript.confirmed();
         this.opts.view?.reveal();
         if (this.opts.persistenceEnabled) this.persist.start();
+        return;
+      case 'none':
+        // `nothingToResume` (start-up with `create: false`): no session and no agent, and
+        // nothing failed. The view says how to start one; no notification, no view opened.
+        this.pending = undefined;
+        this.endAnyDetachedTurn(`${TURN_LOST} (the Tether server has no session to resume)`);
+        if (!this.activeSessionId) {
+          this.ui.setStatus(LocalStatus.idle());
+          this.transcript.setLive(undefined);
+        }
+        this.ui.log('no session yet: the workspace has none to resume and none was started; a prompt starts one');
         return;
       case 'failed':
         this.pending = undefined;

@@ -50,7 +50,7 @@ const BANNER_KINDS: readonly BannerKind[] = [
   'recoveredLive',
   'cannotSave',
 ];
-const OUTCOMES = ['resumed', 'started', 'needsChoice', 'failed'];
+const OUTCOMES = ['resumed', 'started', 'needsChoice', 'failed', 'nothingToResume'];
 
 export function parseStatus(p: unknown): Parsed<StatusParams> {
   const m = 'session/status';

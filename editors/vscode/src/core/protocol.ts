@@ -104,7 +104,11 @@ export interface Recovery {
   actions: RecoveryAction[];
 }
 
-export type ResumeOutcome = 'resumed' | 'started' | 'needsChoice' | 'failed';
+/**
+ * How a resume ended. `nothingToResume` answers only a resume sent with `create: false` (an
+ * editor's start-up, R-RESUME-11): nothing of the workspace was there and no agent was started.
+ */
+export type ResumeOutcome = 'resumed' | 'started' | 'needsChoice' | 'failed' | 'nothingToResume';
 
 /** Result of `session/resume` and `session/recoveryChoice`. */
 export interface ResumeResult {
@@ -145,6 +149,11 @@ export interface ResumeParams {
   workDoneToken?: string | number;
   /** The `seq` of the last event the editor drew of this session: only later ones are replayed (daemon). */
   afterSeq?: number;
+  /**
+   * `false`: with no `sessionId` and nothing of the workspace cached, answer `nothingToResume`
+   * and start no agent (R-RESUME-11). Absent means `true` (a new session is started).
+   */
+  create?: boolean;
 }
 
 export interface RecoveryChoiceParams {

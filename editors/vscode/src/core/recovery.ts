@@ -28,7 +28,9 @@ export interface DialogIntent {
 export type OutcomeIntent =
   | { kind: 'dialog'; dialog: DialogIntent; sessionId: string | undefined }
   | { kind: 'live'; sessionId: string; stale: boolean; replaced?: string }
-  | { kind: 'failed'; message: string; detail: string };
+  | { kind: 'failed'; message: string; detail: string }
+  /** `nothingToResume` (a resume with `create: false`): no session, no agent, nothing failed. */
+  | { kind: 'none' };
 
 function knownActions(result: ResumeResult): RecoveryAction[] {
   const actions = (result.recovery?.actions ?? []).filter((a) => isRecoveryChoice(a.id));
@@ -81,6 +83,8 @@ export function outcomeIntent(result: ResumeResult, fallbackSessionId?: string):
         message: result.recovery?.message || result.error?.message || 'Failed to resume session',
         detail: result.recovery?.detail || fallbackDetail(result),
       };
+    case 'nothingToResume':
+      return { kind: 'none' };
   }
 }
 

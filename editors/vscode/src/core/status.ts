@@ -124,10 +124,16 @@ export const LocalStatus = {
     severity: 'normal',
     command: 'tether.showLogs',
   }),
+  /**
+   * The server runs and no session is live: before the start-up resume answers, or after it
+   * found nothing to resume (`nothingToResume`, R-RESUME-11). Not an error: a prompt starts a
+   * session, and so does a click (Resume Session).
+   */
   idle: (): StatusView => ({
     icon: 'plug',
     text: 'Tether',
-    tooltip: 'Tether is running; no session is active. Click to resume.',
+    tooltip:
+      'Tether is running; no session yet. A prompt starts one ("Tether: Send Prompt" or the session view, "Tether: Open Session"), or click to start a session now.',
     severity: 'normal',
     command: 'tether.resumeSession',
   }),

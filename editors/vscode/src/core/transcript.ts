@@ -109,6 +109,13 @@ export type WebviewMessage =
   | { type: 'loadOlder' }
   | { type: 'permission'; requestId: number; optionId: string | null };
 
+/**
+ * The status line while the server runs and no session is live (before the start-up resume
+ * answers, or when it found nothing to resume: R-RESUME-11). Send stays open: a prompt starts
+ * a session.
+ */
+export const NO_SESSION = 'No session yet. Send a prompt to start one, or run "Tether: Resume Session".';
+
 /** The status line while the view's turn waits for the server connection to come back. */
 export const RECONNECTING = 'Reconnecting to the Tether daemon; the turn goes on there';
 
@@ -172,7 +179,8 @@ function blockedReason(status: StatusLine): string | undefined {
     case 'stopped':
       return 'The Tether server is not running (see "Tether: Show Logs").';
     case 'idle':
-      return 'No session is live. Run "Tether: Resume Session".';
+      // No session yet: sending a prompt starts one (the controller resumes first).
+      return undefined;
     case 'ready':
     case 'live':
       return undefined;
@@ -194,7 +202,7 @@ export class TranscriptModel {
   private olderValue: OlderState = { state: 'none' };
   /** Absolute index of the first chat turn shown (`chatTurnsBase`, lowered by each history page). */
   private baseValue = 0;
-  private statusValue: StatusLine = { state: 'idle', text: 'No session' };
+  private statusValue: StatusLine = { state: 'idle', text: NO_SESSION };
   private statusAt: { params: StatusParams; at: number } | undefined;
   private live = false;
   private busy = false;
@@ -362,7 +370,7 @@ export class TranscriptModel {
   setLive(sessionId: string | undefined): void {
     this.live = sessionId !== undefined;
     this.statusAt = undefined;
-    this.setStatus(sessionId ? { state: 'live', text: 'Session is live' } : { state: 'idle', text: 'No session' });
+    this.setStatus(sessionId ? { state: 'live', text: 'Session is live' } : { state: 'idle', text: NO_SESSION });
     this.refreshPrompt();
   }
   /**
@@ -598,7 +606,7 @@ export class TranscriptModel {
   }
 
   private computePrompt(): PromptState {
-    const blocked = this.live ? undefined : (blockedReason(this.statusValue) ?? 'No session is live.');
+    const blocked = this.live || this.statusValue.state === 'idle' ? undefined : (blockedReason(this.statusValue) ?? 'No session is live.');
     if (blocked) return { canSend: false, canCancel: this.busy, reason: blocked };
     if (this.busy) return { canSend: false, canCancel: true, reason: 'The agent is answering; Cancel stops the turn.' };
     return { canSend: true, canCancel: false, reason: '' };

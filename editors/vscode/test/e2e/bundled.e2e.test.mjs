@@ -1,8 +1,8 @@
 // The per-platform package as a user installs it (README.md, "Install"): the linux-x64 .vsix
 // that `cargo xtask dist` builds, installed into a real VS Code (code-server 4.100.3) on a
 // machine with no `tether` on PATH and no tether.serverPath, must start the server it carries
-// in server/ and run a session with it: a new session on the scripted agent and a prompt turn
-// whose answer reaches the session view.
+// in server/ and run a session with it: the start-up resume starts nothing (R-RESUME-11), then
+// the first prompt starts a session on the scripted agent and its answer reaches the session view.
 //
 // Run by tests/dist/run.sh after the dist build, as
 //   TETHER_DIST_VSIX=<checkout>/target/dist/tether-<version>-linux-x64.vsix \
@@ -86,20 +86,26 @@ describe('the linux-x64 package with its bundled server (code-server 4.100.3)', 
 
       await waitForStatus(page, /^\s*Tether\s*$/, 60_000);
       const logFile = () => readFileSync(findLog(cs.dirs.userData, 'Tether.log') ?? '/dev/null', 'utf8');
-      const live = Date.now() + 30_000;
-      while (Date.now() < live && !/result: started /.test(logFile())) await new Promise((r) => setTimeout(r, 100));
-      const log = logFile();
+      const logShows = async (re, timeout) => {
+        const deadline = Date.now() + timeout;
+        while (Date.now() < deadline && !re.test(logFile())) await new Promise((r) => setTimeout(r, 100));
+        return logFile();
+      };
+      // A fresh workspace: the start-up resume finds nothing and starts no agent (R-RESUME-11).
+      const log = await logShows(/result: nothingToResume /, 30_000);
       assert.ok(log.includes(`server: ${bundled} (from bundled)`), `the log names the bundled server:\n${log}`);
       assert.match(log, /server tether \d+\.\d+\.\d+ ready/);
       assert.doesNotMatch(log, /differs from this extension's version|speaks Tether protocol/);
-      assert.match(log, /result: started /, 'a session started on the scripted agent');
+      assert.match(log, /result: nothingToResume /, 'the start-up resume answered nothingToResume');
 
+      // The prompt starts a session on the scripted agent, then runs its turn.
       await runCommand(page, 'Tether: Send Prompt');
       await page.locator('.quick-input-widget', { hasText: 'Tether: Send Prompt' }).waitFor({ timeout: 10_000 });
       await page.locator('.quick-input-widget input').fill('say hello');
       await page.keyboard.press('Enter');
       const view = await sessionViewFrame(page, 30_000);
       await view.locator('.turn.agent', { hasText: 'hello from the bundled server' }).waitFor({ timeout: 30_000 });
+      assert.match(logFile(), /result: started /, 'the prompt started a session on the scripted agent');
       await screenshot(page, 'dist-bundled-server');
     } catch (err) {
       const shot = await screenshot(page, 'FAILED-bundled').catch((e) => `no screenshot: ${e}`);

@@ -7,7 +7,7 @@
 // Functions passed to page.evaluate run in the browser, with its globals.
 /* global document, window, requestAnimationFrame, performance, MessageEvent */
 import { strict as assert } from 'node:assert';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -332,6 +332,71 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     console.log(`status item: "${text.trim()}"; screenshot ${shot}`);
   });
 
+  e2e('opening a folder with no Tether history starts no agent and shows no error; the first prompt starts the session (R-RESUME-11)', async () => {
+    await requireHarness();
+    requireServerAndAgent();
+    const { agentDir, script } = scriptedAgent('agent-none', { reply: 'hello from the first session' });
+    const stateDir = path.join(agentDir, 'state');
+    const { cs, page } = await launch('no-history', {
+      'tether.serverPath': tetherBin,
+      'tether.persistence.directory': tempDir('storage-none'),
+      'tether.agent.name': 'scripted',
+      'tether.agent.command': scriptedAgentBin,
+      'tether.agent.args': [script],
+      'tether.resumeOnStartup': true,
+    });
+    const extLog = () => readFileSync(findLog(cs.dirs.userData, 'Tether.log') ?? '/dev/null', 'utf8');
+
+    // 1. The start-up resume asks with create: false and the server has nothing to resume.
+    await waitForText('the start-up resume', extLog, /result: nothingToResume session=null /, 60_000);
+    assert.match(extLog(), /session\/resume \S+ create=false\n/, 'the start-up resume sent create: false');
+    await waitForStatus(page, /^\s*Tether\s*$/, 10_000);
+    const serverLog = readFileSync(findLogs(cs.dirs.userData, 'tether-serve.log').at(-1), 'utf8');
+    assert.match(serverLog, /nothing to resume in .*no session started \(create: false\)/, serverLog);
+
+    // 2. No agent ran: no process of the scripted agent, and no state folder (it makes one
+    //    when it starts); no error anywhere on screen, no session view opened.
+    assert.deepEqual(pidsWithArg(script), [], 'no agent process');
+    assert.equal(existsSync(stateDir), false, `the scripted agent never started (${stateDir})`);
+    assert.deepEqual((await notificationTexts(page)).filter((t) => /Tether|agent|error|fail/i.test(t)), [], 'no notification of Tether, no error');
+    assert.doesNotMatch(extLog(), /result: (started|failed)|resume failed|claude-agent-acp/);
+    assert.equal(await page.locator('.monaco-dialog-box').count(), 0, 'no dialog');
+    await screenshot(page, '24-no-history-idle');
+
+    // 3. The session view, opened by the user, says how to start a session; Send is open.
+    await runCommand(page, 'Tether: Open Session');
+    const view = await sessionViewFrame(page, 60_000);
+    await view.locator('#status', { hasText: 'No session yet. Send a prompt to start one' }).waitFor({ timeout: 30_000 });
+    await view.locator('#send:not([disabled])').waitFor({ timeout: 30_000 });
+    assert.deepEqual(pidsWithArg(script), [], 'still no agent process');
+
+    // 4. The first prompt starts the session (session/resume without create: false), then
+    //    runs its turn; the agent's answer reaches the view.
+    await view.locator('#prompt').fill('hello');
+    await view.locator('#prompt').press('Enter');
+    await view.locator('.turn.agent', { hasText: 'hello from the first session' }).waitFor({ timeout: 60_000 });
+    await view.locator('#status', { hasText: 'Session is live' }).waitFor({ timeout: 10_000 });
+    await screenshot(page, '25-no-history-first-prompt');
+    const log = extLog();
+    const order = [
+      /result: nothingToResume session=null /,
+      /session\/prompt: no session is live; resuming/,
+      /session\/resume \S+\n/,
+      /result: started session=(\S+) /,
+      /session\/prompt \S+ \(5 characters\)/,
+      /session\/prompt ended: end_turn/,
+    ];
+    let at = 0;
+    for (const re of order) {
+      const m = re.exec(log.slice(at));
+      assert.ok(m, `Tether.log lacks ${re} after offset ${at}:\n${log}`);
+      at += m.index + m[0].length;
+    }
+    assert.equal(pidsWithArg(script).length, 1, 'one agent process, started by the prompt');
+    assert.equal(existsSync(stateDir), true, 'the scripted agent ran');
+    assert.deepEqual((await notificationTexts(page)).filter((t) => /Tether|error|failed/i.test(t)), [], 'no error shown');
+  });
+
   e2e('shows the recovery modal; "Try Again" and "Start New Session" reach the server', async () => {
     await requireHarness();
     requireServerAndAgent();
@@ -349,7 +414,12 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
       'tether.resumeOnStartup': true,
     });
 
-    // 1. Start-up resume: nothing cached for this workspace, so a new session starts.
+    // 1. Start-up resume: nothing cached for this workspace, so nothing is resumed and no
+    //    agent starts (R-RESUME-11); the user starts a session with "Tether: Resume Session".
+    const firstLog = () => readFileSync(findLog(cs.dirs.userData, 'Tether.log') ?? '/dev/null', 'utf8');
+    await waitForText('the start-up resume', firstLog, /result: nothingToResume /, 60_000);
+    await runCommand(page, 'Tether: Resume Session');
+    await waitForText('Tether: Resume Session', firstLog, /result: started /, 60_000);
     await waitForStatus(page, /^\s*Tether\s*$/, 60_000);
 
     // 2. Reload the window: the extension host terminates (the extension deactivates and
@@ -488,12 +558,13 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
       'tether.agent.command': scriptedAgentBin,
       'tether.agent.args': [script],
     });
+    // The start-up resume finds nothing to resume (R-RESUME-11); "Tether: Resume Session"
+    // starts the session, which has its answer before the crash.
+    const firstLog = () => readFileSync(findLog(cs.dirs.userData, 'Tether.log') ?? '/dev/null', 'utf8');
+    await waitForText('the start-up resume', firstLog, /result: nothingToResume /, 60_000);
+    await runCommand(page, 'Tether: Resume Session');
+    await waitForText('Tether: Resume Session', firstLog, /result: started session=sess-1 /, 60_000);
     await waitForStatus(page, /^\s*Tether\s*$/, 60_000);
-    // The start-up resume has its answer before the crash.
-    const started = Date.now() + 30_000;
-    while (Date.now() < started && !/result: started session=sess-1 /.test(readFileSync(findLog(cs.dirs.userData, 'Tether.log') ?? '/dev/null', 'utf8'))) {
-      await new Promise((r) => setTimeout(r, 100));
-    }
     // Only this run's server: its --log-file lies under this code-server's own temp folder.
     const pids = pidsWithArg(`${cs.root}/`).filter((pid) => {
       const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
@@ -535,11 +606,8 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
       'tether.agent.command': scriptedAgentBin,
       'tether.agent.args': [script],
     });
-    await waitForStatus(page, /^\s*Tether\s*$/, 60_000);
-    const live = Date.now() + 30_000;
-    while (Date.now() < live && !/result: started /.test(readFileSync(findLog(cs.dirs.userData, 'Tether.log') ?? '/dev/null', 'utf8'))) {
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    // Nothing to resume at start-up (R-RESUME-11): the first prompt starts the session.
+    await waitForText('the start-up resume', () => readFileSync(findLog(cs.dirs.userData, 'Tether.log') ?? '/dev/null', 'utf8'), /result: nothingToResume /, 60_000);
 
     const ask = async (prompt) => {
       await runCommand(page, 'Tether: Send Prompt');
@@ -586,23 +654,26 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     const agentPids = () => pidsWithArg(script);
     const extLogs = () => findLogs(cs.dirs.userData, 'Tether.log').map((f) => readFileSync(f, 'utf8'));
 
-    // 1. Start-up: a new session, in the daemon.
+    // 1. Start-up: nothing to resume, no session started (R-RESUME-11). The user opens the
+    //    session view, which says how to start one, with Send open.
+    await waitForText('the start-up resume', () => extLogs()[0] ?? '', /result: nothingToResume /, 60_000);
+    await runCommand(page, 'Tether: Open Session');
     const view = await sessionViewFrame(page, 60_000);
+    await view.locator('#status', { hasText: 'No session yet' }).waitFor({ timeout: 30_000 });
     await view.locator('#send:not([disabled])').waitFor({ timeout: 60_000 });
-    const first = extLogs()[0] ?? '';
-    const sid = /result: started session=(\S+) /.exec(first)?.[1];
-    assert.ok(sid, `the start-up resume started a session:\n${first}`);
-    const before = status();
-    daemonPid = before.pid;
-    assert.ok(typeof daemonPid === 'number' && alive(daemonPid), `a daemon runs: ${JSON.stringify(before)}`);
-    assert.equal(before.sessions.length, 1, JSON.stringify(before));
-    assert.equal(before.sessions[0].sessionId, sid);
 
-    // 2. The prompt, from the view; the turn streams.
+    // 2. The prompt, from the view: it starts a session in the daemon, then the turn streams.
     await view.locator('#prompt').fill('count');
     await view.locator('#prompt').press('Enter');
     await streaming(view);
+    const first = extLogs()[0] ?? '';
+    const sid = /result: started session=(\S+) /.exec(first)?.[1];
+    assert.ok(sid, `the prompt started a session:\n${first}`);
     const running = status();
+    daemonPid = running.pid;
+    assert.ok(typeof daemonPid === 'number' && alive(daemonPid), `a daemon runs: ${JSON.stringify(running)}`);
+    assert.equal(running.sessions.length, 1, JSON.stringify(running));
+    assert.equal(running.sessions[0].sessionId, sid);
     assert.equal(running.sessions[0].turnRunning, true, `the turn runs: ${JSON.stringify(running)}`);
     const agentPgid = running.sessions[0].agentPgid;
     const agentsBefore = agentPids();
@@ -667,7 +738,7 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     const HOLD = 450;
     const { agentDir, script, release } = streamingAgent('agent-fwd', TOTAL, RATE, HOLD);
     const { cs, page, workspace, daemonEnv, status } = await launchWithDaemon('fwd-kill', script);
-    const extLog = () => readFileSync(findLogs(cs.dirs.userData, 'Tether.log').at(-1), 'utf8');
+    const extLog = () => readFileSync(findLogs(cs.dirs.userData, 'Tether.log').at(-1) ?? '/dev/null', 'utf8');
     // This window's forwarders: `tether serve --stdio` with its --log-file under this
     // code-server's temp folder, whose environment names this test's runtime folder.
     const forwarders = (daemonPid) =>
@@ -682,23 +753,26 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
         }
       });
 
-    // 1. Start-up: a new session, in the daemon.
-    const view = await sessionViewFrame(page, 60_000);
-    await view.locator('#send:not([disabled])').waitFor({ timeout: 60_000 });
-    const sid = /result: started session=(\S+) /.exec(extLog())?.[1];
-    assert.ok(sid, `the start-up resume started a session:\n${extLog()}`);
-    const before = status();
-    const daemonPid = before.pid;
-    assert.ok(typeof daemonPid === 'number' && alive(daemonPid), `a daemon runs: ${JSON.stringify(before)}`);
+    // 1. Start-up: nothing to resume, no session started (R-RESUME-11).
+    await waitForText('the start-up resume', extLog, /result: nothingToResume /, 60_000);
+    let view;
+    let sid;
+    let daemonPid;
 
     const recorded = await recordTexts(async () => {
-      // 2. "Tether: Send Prompt"; the turn streams into the view.
+      // 2. "Tether: Send Prompt" starts a session in the daemon, then the turn streams into
+      //    the view (which the command opens).
       await runCommand(page, 'Tether: Send Prompt');
       await page.locator('.quick-input-widget', { hasText: 'Tether: Send Prompt' }).waitFor({ timeout: 10_000 });
       await page.locator('.quick-input-widget input').fill('count');
       await page.keyboard.press('Enter');
+      view = await sessionViewFrame(page, 60_000);
       await streaming(view);
+      sid = /result: started session=(\S+) /.exec(extLog())?.[1];
+      assert.ok(sid, `the prompt started a session:\n${extLog()}`);
       const running = status();
+      daemonPid = running.pid;
+      assert.ok(typeof daemonPid === 'number' && alive(daemonPid), `a daemon runs: ${JSON.stringify(running)}`);
       assert.equal(running.sessions[0].turnRunning, true, `the turn runs: ${JSON.stringify(running)}`);
       const agentPgid = running.sessions[0].agentPgid;
       const agentsBefore = pidsWithArg(script);

@@ -473,10 +473,11 @@ describe('SessionController: permission and persistence', () => {
     );
   });
 
-  it('refuses a prompt without a live session', async () => {
+  it('refuses a prompt when no session is live and the resume it sends first fails', async () => {
     const { server, c } = make({});
     await assert.rejects(c.prompt('hi'), /no session is live/);
-    assert.deepEqual(server.requests, []);
+    // With no session, a prompt resumes first (a new session when there is none: R-RESUME-11).
+    assert.deepEqual(server.requests, [{ method: 'session/resume', params: { workspace: { root: '/ws' } } }]);
   });
 
   it('clears the saved session of the workspace', async () => {

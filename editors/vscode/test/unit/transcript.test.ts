@@ -234,9 +234,10 @@ describe('TranscriptModel: live updates as diff ops', () => {
 });
 
 describe('TranscriptModel: status line and prompt box', () => {
-  it('the prompt box opens only when the session is live and no turn runs', () => {
+  it('the prompt box opens when no session is live yet (a prompt starts one) or the session is live and no turn runs', () => {
     const { m } = model();
-    assert.deepEqual(m.prompt, { canSend: false, canCancel: false, reason: 'No session is live. Run "Tether: Resume Session".' });
+    assert.deepEqual(m.prompt, { canSend: true, canCancel: false, reason: '' });
+    assert.deepEqual(m.status, { state: 'idle', text: 'No session yet. Send a prompt to start one, or run "Tether: Resume Session".' });
     m.onStatus(status('resuming'));
     assert.equal(m.prompt.canSend, false);
     assert.match(m.prompt.reason, /resuming/);

@@ -21,6 +21,11 @@ namespace Tether.Client.Core.Protocol
         NeedsChoice,
         /// <summary>An error no retry can mend (e.g. authentication).</summary>
         Failed,
+        /// <summary>
+        /// Asked with <c>create: false</c> (an editor's start-up) and the workspace had nothing to
+        /// resume: no session, no agent started, nothing failed (R-RESUME-11).
+        /// </summary>
+        NothingToResume,
     }
 
     /// <summary>Circuit breaker state (R-RESUME-1: closed → retrying → open → half-open).</summary>
@@ -222,6 +227,12 @@ namespace Tether.Client.Core.Protocol
         [JsonProperty("workDoneToken", NullValueHandling = NullValueHandling.Ignore)] public JToken WorkDoneToken { get; set; }
         /// <summary>The <c>seq</c> of the last <c>session/update</c> / <c>session/turnEnded</c> of this session the editor drew: through the daemon only the events after it are sent (docs/protocol.md, session/resume).</summary>
         [JsonProperty("afterSeq", NullValueHandling = NullValueHandling.Ignore)] public long? AfterSeq { get; set; }
+        /// <summary>
+        /// <c>false</c>: with no <see cref="SessionId"/> and nothing of the workspace cached, the
+        /// answer is <see cref="ResumeOutcome.NothingToResume"/> and no agent is started
+        /// (R-RESUME-11). Null (absent) means true: a new session is started when there is none.
+        /// </summary>
+        [JsonProperty("create", NullValueHandling = NullValueHandling.Ignore)] public bool? Create { get; set; }
     }
 
     /// <summary>Params of <c>session/recoveryChoice</c>.</summary>

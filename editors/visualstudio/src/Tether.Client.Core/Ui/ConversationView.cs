@@ -43,7 +43,7 @@ namespace Tether.Client.Core.Ui
         private RestoredSource source;
         private long chatBase;
         private OlderTurns older = new OlderTurns { State = OlderState.None };
-        private StatusLine status = new StatusLine { State = "idle", Text = "No session" };
+        private StatusLine status = new StatusLine { State = "idle", Text = StatusText.NoSession };
         private bool live;
         private bool busy;
         private PermissionView permission;
@@ -258,7 +258,7 @@ namespace Tether.Client.Core.Ui
                 handoff = null;
                 // A replayed history (session/load) has no turn end: its last item is complete.
                 if (!busy) CloseOpen();
-                status = session != null ? new StatusLine { State = "live", Text = "Session is live" } : new StatusLine { State = "idle", Text = "No session" };
+                status = session != null ? new StatusLine { State = "live", Text = "Session is live" } : new StatusLine { State = "idle", Text = StatusText.NoSession };
             });
         }
 
@@ -374,7 +374,9 @@ namespace Tether.Client.Core.Ui
 
         private PromptState ComputePrompt()
         {
-            if (!live)
+            // "idle": the server runs and no session is live yet (R-RESUME-11): Send stays open,
+            // a prompt starts the session (TetherSessionController.SendAsync resumes first).
+            if (!live && status.State != "idle")
             {
                 string reason;
                 switch (status.State)

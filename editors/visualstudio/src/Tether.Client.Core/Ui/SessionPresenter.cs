@@ -248,6 +248,10 @@ namespace Tether.Client.Core.Ui
                 case ResumeOutcome.Started:
                     intents.Add(new SetStatus { Text = StatusText.Ready, Progress = ProgressKind.None });
                     break;
+                case ResumeOutcome.NothingToResume:
+                    // Start-up with create: false and nothing cached (R-RESUME-11): idle, no error.
+                    intents.Add(new SetStatus { Text = StatusText.NoSession, Progress = ProgressKind.None });
+                    break;
                 case ResumeOutcome.Failed:
                     intents.Add(new SetStatus { Text = StatusText.Failed(result.Error == null ? (ErrorKind?)null : result.Error.Kind), Progress = ProgressKind.None });
                     intents.Add(new ShowInfo

@@ -47,6 +47,12 @@ namespace Tether.Client.Core.Ui
         /// <summary>"Session ready".</summary>
         public const string Ready = "Session ready";
 
+        /// <summary>
+        /// No session yet: the start-up resume found nothing to resume and started none
+        /// (R-RESUME-11). Not an error; says how to start one.
+        /// </summary>
+        public const string NoSession = "No session yet. Send a prompt to start one, or run \"Tether: Resume Session\".";
+
         /// <summary>"Resume failed" or "Resume failed: network error".</summary>
         public static string Failed(ErrorKind? kind)
         {
