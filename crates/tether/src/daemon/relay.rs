@@ -1,7 +1,7 @@
 //! The forwarder's relay: passes an editor's LSP frames to the daemon and back, unchanged,
 //! and survives the daemon (R-DAEMON-8).
 //!
-//! Frames pass whole: the relay finds each frame's end ([`super::frames`]) and shows its
+//! Frames pass whole: the relay finds each frame's end ([`crate::framing::Splitter`]) and shows its
 //! body to the [`Ledger`], which reads only its id and method; notifications from the daemon
 //! are not parsed at all. When the daemon's side ends while the editor is still there and
 //! the daemon did not stop on purpose (a daemon stopped by `tether daemon stop` or a signal
@@ -27,11 +27,10 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 
 use super::forwarder::{DRAIN_TIMEOUT, ForwardError, connect};
-use super::frames::{Piece, Splitter};
 use super::handshake::{Purpose, Welcome};
 use super::ledger::{Ledger, Verdict};
 use super::paths::socket_path;
-use crate::server::transport::frame_bytes;
+use crate::framing::{Piece, Splitter, frame_bytes, push_frame};
 use crate::sys::endpoint::{ReadHalf, Stream, WriteHalf};
 
 /// How long the relay keeps trying to reach a new daemon after losing one.
@@ -286,12 +285,12 @@ fn take_frames(
         if let Some(out) = &mut out {
             match verdict {
                 Verdict::Forward => out.extend_from_slice(&stream.buf[at..at + len]),
-                Verdict::Replace(body) => out.extend_from_slice(&frame_bytes(&body)),
+                Verdict::Replace(body) => push_frame(out, &body),
                 Verdict::Drop => {}
             }
             if let Some(params) = notify {
                 let note = json!({"jsonrpc": "2.0", "method": crate::protocol::notify::REATTACHED, "params": params});
-                out.extend_from_slice(&frame_bytes(&serde_json::to_vec(&note).unwrap_or_default()));
+                push_frame(out, &serde_json::to_vec(&note).unwrap_or_default());
             }
         }
         at += len;
