@@ -1,17 +1,21 @@
 //! The editor side: arbitrary bytes on stdin through the input guard of `tether serve`
-//! (crates/tether/src/server/transport.rs), delivered in chunks of a size the input picks
-//! (split and merged frames alike).
+//! (crates/tether/src/server/transport.rs) and through the forwarder's splitter, both framed
+//! by the one framing module (crates/tether/src/framing.rs), delivered in chunks of a size
+//! the input picks (split and merged frames alike).
 //!
 //! Properties: no panic; the guard passes on only whole frames whose bodies
 //! tower-lsp-server's codec decodes (one it rejects would end the server's input); every
-//! frame it answers itself is a JSON-RPC error; it ends at end of input.
+//! frame it answers itself is a JSON-RPC error; it ends at end of input. The splitter's
+//! pieces put back together are the input, byte for byte (the forwarder passes bytes on
+//! unchanged), and within its limits it finds exactly the frames the guard's reader finds.
 #![no_main]
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use libfuzzer_sys::fuzz_target;
-use tether::server::transport::{guard_bytes, split_frames, tower_lsp_decodes};
+use tether::framing::{read_all_bodies, split_all_bodies, split_exact, within_splitter_limits};
+use tether::server::transport::{guard_bytes, tower_lsp_decodes};
 use tokio::io::{AsyncRead, ReadBuf};
 
 /// Gives `data` at most `chunk` bytes per read.
@@ -52,7 +56,7 @@ fuzz_target!(|data: &[u8]| {
         n => usize::from(n),
     };
     let (passed, answered) = runtime().block_on(guard_bytes(Chunked { data, chunk }));
-    let bodies = split_frames(&passed).expect("the guard passes whole frames");
+    let bodies = split_exact(&passed).expect("the guard passes whole frames");
     for body in bodies {
         if let Err(e) = tower_lsp_decodes(body) {
             panic!(
@@ -62,9 +66,15 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     for frame in answered {
-        let bodies = split_frames(&frame).expect("answers are whole frames");
+        let bodies = split_exact(&frame).expect("answers are whole frames");
         assert_eq!(bodies.len(), 1);
         let v: serde_json::Value = serde_json::from_slice(bodies[0]).expect("answers are JSON");
         assert!(v["error"]["code"].is_i64(), "{v}");
+    }
+    let (split, whole) = split_all_bodies(data, chunk);
+    assert!(whole, "the splitter's pieces are the input, byte for byte");
+    if within_splitter_limits(data) {
+        let read = runtime().block_on(read_all_bodies(data, chunk));
+        assert_eq!(split, read, "the splitter and the guard's reader find the same frames");
     }
 });

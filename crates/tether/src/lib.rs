@@ -7,6 +7,7 @@ pub mod cli;
 pub mod daemon;
 pub mod demo;
 pub mod editor;
+pub mod framing;
 pub mod logging;
 pub mod lsp_client;
 pub mod params;

@@ -1,6 +1,7 @@
 //! A small LSP-framed JSON-RPC client: what the demo and the binary-level tests use to talk
 //! to `tether serve` exactly as an editor would (LSP base protocol: `Content-Length` headers,
-//! JSON-RPC 2.0 bodies).
+//! JSON-RPC 2.0 bodies), framed and read by [`crate::framing`] (a body over
+//! [`crate::framing::MAX_FRAME_BYTES`] ends the connection).
 //!
 //! Server → client traffic (notifications and requests such as `window/showMessageRequest`)
 //! arrives on the [`Incoming`] channel returned by [`LspClient::new`]; requests among it must
@@ -11,11 +12,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
-/// Largest frame body accepted from the server: 64 MiB.
-pub const MAX_FRAME_BYTES: usize = 64 << 20;
 /// Read buffer: the server writes notifications in batches of up to 64 KiB.
 const READ_BUFFER_BYTES: usize = 64 << 10;
 
@@ -190,10 +189,7 @@ impl LspClient {
     }
 
     async fn send(&self, msg: &Value) -> std::io::Result<()> {
-        let body = serde_json::to_vec(msg).expect("a JSON value serializes");
-        let mut frame = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
-        frame.extend_from_slice(&body);
-        self.send_raw(&frame).await
+        self.send_raw(&crate::framing::frame(msg)).await
     }
 }
 
@@ -203,7 +199,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
     incoming: mpsc::UnboundedSender<Inbound>,
 ) {
     let reason = loop {
-        let body = match read_frame(&mut reader).await {
+        let body = match crate::framing::read_frame(&mut reader).await {
             Ok(Some(body)) => body,
             Ok(None) => break "end of output".to_owned(),
             Err(err) => break err.to_string(),
@@ -257,41 +253,4 @@ fn dispatch(msg: Value, pending: &Pending, incoming: &mpsc::UnboundedSender<Inbo
         }
         (None, None) => {}
     }
-}
-
-/// Reads one LSP frame's body; `None` at a clean end of input.
-async fn read_frame<R: AsyncRead + Unpin>(
-    reader: &mut BufReader<R>,
-) -> std::io::Result<Option<Vec<u8>>> {
-    let mut length = None;
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        if reader.read_until(b'\n', &mut line).await? == 0 {
-            return Ok(None);
-        }
-        let header = String::from_utf8_lossy(&line);
-        let header = header.trim_end();
-        if header.is_empty() {
-            if length.is_some() {
-                break;
-            }
-            continue;
-        }
-        if let Some((name, value)) = header.split_once(':')
-            && name.eq_ignore_ascii_case("content-length")
-        {
-            length = value.trim().parse::<usize>().ok();
-        }
-    }
-    let length = length.unwrap_or(0);
-    if length > MAX_FRAME_BYTES {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("frame of {length} bytes exceeds {MAX_FRAME_BYTES}"),
-        ));
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).await?;
-    Ok(Some(body))
 }

@@ -234,8 +234,11 @@ impl Ledger {
         result: Option<&RawValue>,
         error: Option<&RawValue>,
     ) -> (Verdict, Option<Value>) {
-        let result: Option<Value> = result.and_then(|r| serde_json::from_str(r.get()).ok());
+        // The result is parsed only when it is read (a replay's, an attaching method's):
+        // every other answer passes on as its bytes.
+        let parse = |r: &RawValue| serde_json::from_str::<Value>(r.get()).ok();
         if let Some(session) = self.replays.remove(id) {
+            let result = result.and_then(parse);
             let error: Value = error
                 .and_then(|e| serde_json::from_str(e.get()).ok())
                 .unwrap_or(Value::Null);
@@ -258,8 +261,8 @@ impl Ledger {
             return (Verdict::Drop, Some(reattached));
         }
         if let Some(pending) = self.pending.remove(id)
-            && let Some(result) = &result
             && ATTACHING.contains(&pending.method.as_str())
+            && let Some(result) = &result.and_then(parse)
         {
             let from = pending
                 .params

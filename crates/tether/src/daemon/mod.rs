@@ -5,7 +5,7 @@
 //!
 //! [`paths`]: the private runtime folder and the build-keyed socket name; [`handshake`]:
 //! the first line each way; [`forwarder`]: connect-or-start; [`relay`]: the editor's frames
-//! both ways, surviving a lost daemon, with [`frames`] (where frames end) and [`ledger`]
+//! both ways, surviving a lost daemon, with [`crate::framing::Splitter`] (where frames end) and [`ledger`]
 //! (what is in flight, what to replay); [`server`]: the daemon's accept loop, peer check
 //! and shared hubs; [`cli`]:
 //! `tether daemon` and the forwarding `tether serve`; `acp_relay`: `tether acp`'s stream
@@ -21,7 +21,6 @@ pub mod acp_relay;
 pub mod build;
 pub mod cli;
 pub mod forwarder;
-pub mod frames;
 pub mod handshake;
 pub mod ledger;
 pub mod paths;

@@ -1,7 +1,7 @@
 //! The forwarder's relay: passes an editor's LSP frames to the daemon and back, unchanged,
 //! and survives the daemon (R-DAEMON-8).
 //!
-//! Frames pass whole: the relay finds each frame's end ([`super::frames`]) and shows its
+//! Frames pass whole: the relay finds each frame's end ([`crate::framing::Splitter`]) and shows its
 //! body to the [`Ledger`], which reads only its id and method; notifications from the daemon
 //! are not parsed at all. When the daemon's side ends while the editor is still there and
 //! the daemon did not stop on purpose (a daemon stopped by `tether daemon stop` or a signal
@@ -27,11 +27,10 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 
 use super::forwarder::{DRAIN_TIMEOUT, ForwardError, connect};
-use super::frames::{Piece, Splitter};
 use super::handshake::{Purpose, Welcome};
 use super::ledger::{Ledger, Verdict};
 use super::paths::socket_path;
-use crate::server::transport::frame_bytes;
+use crate::framing::{Piece, Splitter, frame_bytes, push_frame};
 use crate::sys::endpoint::{ReadHalf, Stream, WriteHalf};
 
 /// How long the relay keeps trying to reach a new daemon after losing one.
@@ -212,10 +211,12 @@ async fn editor_to_daemon<R: AsyncRead + Unpin>(
 ) {
     loop {
         if !up.buf.is_empty() {
-            let out = take_frames(up, |body| (ledger.borrow_mut().from_editor(body), None));
-            if !out.is_empty() && to_daemon.write_all(&out).await.is_err() {
+            let taken = take_frames(up, |body| (ledger.borrow_mut().from_editor(body), None));
+            let out = taken.bytes(up);
+            if !out.is_empty() && to_daemon.write_all(out).await.is_err() {
                 return std::future::pending().await;
             }
+            taken.consume(up);
         }
         up.buf.reserve(READ_CHUNK);
         match input.read_buf(&mut up.buf).await {
@@ -256,21 +257,51 @@ async fn pass_frames<W: AsyncWrite + Unpin>(
     output: &mut W,
     judge: impl FnMut(&[u8]) -> (Verdict, Option<Value>),
 ) -> std::io::Result<()> {
-    let out = take_frames(stream, judge);
+    let taken = take_frames(stream, judge);
+    let out = taken.bytes(stream);
     if !out.is_empty() {
-        output.write_all(&out).await?;
+        output.write_all(out).await?;
         output.flush().await?;
     }
+    taken.consume(stream);
     Ok(())
 }
 
-/// Takes the complete pieces at the start of `stream`'s buffer and returns the bytes to pass
-/// on: the pieces themselves when every one is forwarded as it is (the common case, one
-/// copy), else each as the ledger decides, plus any notification it asks for.
+/// What [`take_frames`] took from the start of a stream's buffer.
+struct Taken {
+    /// Bytes of the buffer's start the pieces took.
+    consumed: usize,
+    /// The bytes to pass on instead of them, when the ledger changed any piece.
+    built: Option<Vec<u8>>,
+}
+
+impl Taken {
+    /// The bytes to pass on: the pieces as they came (straight from the buffer), or as
+    /// the ledger rebuilt them.
+    fn bytes<'a>(&'a self, stream: &'a Pending) -> &'a [u8] {
+        self.built
+            .as_deref()
+            .unwrap_or(&stream.buf[..self.consumed])
+    }
+
+    /// Drops the taken bytes from the buffer, which is kept for the next read (given back
+    /// when a large frame grew it past a few reads' worth).
+    fn consume(self, stream: &mut Pending) {
+        stream.buf.drain(..self.consumed);
+        if stream.buf.is_empty() && stream.buf.capacity() > 4 * READ_CHUNK {
+            stream.buf = Vec::new();
+        }
+    }
+}
+
+/// Finds the complete pieces at the start of `stream`'s buffer and what to pass on for
+/// them: the pieces themselves when every one is forwarded as it is (the common case: no
+/// copy, written from the buffer), else each as the ledger decides, plus any notification
+/// it asks for.
 fn take_frames(
     stream: &mut Pending,
     mut judge: impl FnMut(&[u8]) -> (Verdict, Option<Value>),
-) -> Vec<u8> {
+) -> Taken {
     let mut at = 0;
     let mut out: Option<Vec<u8>> = None;
     while let Some(piece) = stream.splitter.next(&stream.buf[at..]) {
@@ -286,26 +317,19 @@ fn take_frames(
         if let Some(out) = &mut out {
             match verdict {
                 Verdict::Forward => out.extend_from_slice(&stream.buf[at..at + len]),
-                Verdict::Replace(body) => out.extend_from_slice(&frame_bytes(&body)),
+                Verdict::Replace(body) => push_frame(out, &body),
                 Verdict::Drop => {}
             }
             if let Some(params) = notify {
                 let note = json!({"jsonrpc": "2.0", "method": crate::protocol::notify::REATTACHED, "params": params});
-                out.extend_from_slice(&frame_bytes(&serde_json::to_vec(&note).unwrap_or_default()));
+                push_frame(out, &serde_json::to_vec(&note).unwrap_or_default());
             }
         }
         at += len;
     }
-    match out {
-        Some(out) => {
-            stream.buf.drain(..at);
-            out
-        }
-        None => {
-            // The pieces go on as they came: hand over the buffer, keep only the rest.
-            let rest = stream.buf.split_off(at);
-            std::mem::replace(&mut stream.buf, rest)
-        }
+    Taken {
+        consumed: at,
+        built: out,
     }
 }
 

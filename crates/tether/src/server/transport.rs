@@ -22,20 +22,14 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
 use tokio::sync::mpsc;
 use tower_lsp_server::jsonrpc::Request;
 
 use super::ServeOptions;
+use crate::framing::{FrameError, MAX_FRAME_BYTES, frame, frame_bytes, read_body, read_header};
 
-/// Largest frame body accepted from the editor: 64 MiB. A larger frame is skipped and
-/// answered with `-32600`.
-pub const MAX_FRAME_BYTES: usize = 64 << 20;
-/// Longest header line accepted: 8 KiB (garbage without newlines cannot grow memory).
-pub const MAX_HEADER_LINE: usize = 8 << 10;
-/// What the input guard reserves for a body before its bytes arrive.
-const BODY_CHUNK: usize = 64 << 10;
 /// Frames the outbox holds before senders wait.
 pub const OUTBOX_FRAMES: usize = 4096;
 
@@ -88,26 +82,12 @@ impl Outbox {
         self.tx.closed().await;
     }
 
-    /// Queues a whole frame (header and body, as [`frame`] writes them); waits while the
+    /// Queues a whole frame (header and body, as [`crate::framing::frame`] writes them);
+    /// waits while the
     /// outbox is full. Returns false when the output is gone.
     pub(crate) async fn send_frame(&self, bytes: Vec<u8>) -> bool {
         self.tx.send(bytes).await.is_ok()
     }
-}
-
-/// Frames a JSON-RPC body with the LSP base protocol header.
-#[must_use]
-pub fn frame(body: &Value) -> Vec<u8> {
-    frame_bytes(&serde_json::to_vec(body).expect("a JSON value serializes"))
-}
-
-/// Frames serialized body bytes with the LSP base protocol header.
-pub(crate) fn frame_bytes(body: &[u8]) -> Vec<u8> {
-    use std::io::Write;
-    let mut out = Vec::with_capacity(body.len() + 32);
-    let _ = write!(out, "Content-Length: {}\r\n\r\n", body.len());
-    out.extend_from_slice(body);
-    out
 }
 
 /// Bytes the output pump gathers before it writes them (one `write` per batch instead of
@@ -189,7 +169,7 @@ pub async fn first_termination_signal() -> &'static str {
     crate::sys::TerminationSignals::install().first().await
 }
 
-/// Reads LSP frames from the editor; hands Tether's methods to `dispatcher` (parsed once,
+/// Reads LSP frames from the editor ([`crate::framing`]'s rules); hands Tether's methods to `dispatcher` (parsed once,
 /// never passed to tower-lsp-server), passes on the other well-formed JSON-RPC messages and
 /// answers the rest itself through the outbox.
 async fn input_guard<R, W>(
@@ -203,40 +183,32 @@ async fn input_guard<R, W>(
 {
     let mut reader = BufReader::new(input);
     loop {
-        let length = match read_headers(&mut reader).await {
+        let length = match read_header(&mut reader).await {
             Ok(Some(length)) => length,
             Ok(None) | Err(_) => break,
         };
         if length > MAX_FRAME_BYTES {
             tracing::warn!(length, "frame too large; skipped");
-            let skipped = tokio::io::copy(
-                &mut (&mut reader).take(length as u64),
-                &mut tokio::io::sink(),
-            )
-            .await;
-            if skipped.map_or(true, |n| n < length as u64) {
+            if !matches!(
+                crate::framing::skip_body(&mut reader, length).await,
+                Ok(true)
+            ) {
                 break;
             }
             outbox
                 .send_frame(error_frame(
                     Value::Null,
                     crate::protocol::code::INVALID_REQUEST,
-                    &format!("frame of {length} bytes exceeds the {MAX_FRAME_BYTES}-byte limit"),
+                    &FrameError::TooLarge { length }.to_string(),
                 ))
                 .await;
             continue;
         }
         // The buffer grows with the bytes that arrive, not with what the header claims: a
         // header promising 64 MiB followed by nothing costs nothing.
-        let mut body = Vec::with_capacity(length.min(BODY_CHUNK));
-        match (&mut reader)
-            .take(length as u64)
-            .read_to_end(&mut body)
-            .await
-        {
-            Ok(n) if n == length => {}
-            _ => break,
-        }
+        let Ok(body) = read_body(&mut reader, length).await else {
+            break;
+        };
         if let Some(dispatcher) = &dispatcher
             && dispatcher.route(&body).await == super::conn::dispatch::Routed::Handled
         {
@@ -257,47 +229,6 @@ async fn input_guard<R, W>(
     }
     // End of input: tower-lsp-server sees EOF and stops serving.
     let _ = to_server.shutdown().await;
-}
-
-/// Reads header lines up to the blank line; returns the `Content-Length`. Lines that are not
-/// headers are skipped as garbage; `None` at end of input.
-async fn read_headers<R: AsyncRead + Unpin>(
-    reader: &mut BufReader<R>,
-) -> std::io::Result<Option<usize>> {
-    let mut length: Option<usize> = None;
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        let n = (&mut *reader)
-            .take(MAX_HEADER_LINE as u64)
-            .read_until(b'\n', &mut line)
-            .await?;
-        if n == 0 {
-            return Ok(None);
-        }
-        if line.last() != Some(&b'\n') && n == MAX_HEADER_LINE {
-            // An overlong line: discard the rest of it.
-            length = None;
-            continue;
-        }
-        let text = String::from_utf8_lossy(&line);
-        let text = text.trim();
-        if text.is_empty() {
-            if let Some(length) = length {
-                return Ok(Some(length));
-            }
-            continue;
-        }
-        match text.split_once(':') {
-            Some((name, value)) if name.trim().eq_ignore_ascii_case("content-length") => {
-                length = value.trim().parse().ok();
-            }
-            Some((name, _)) if name.trim().eq_ignore_ascii_case("content-type") => {}
-            _ => {
-                tracing::debug!(line = %text.chars().take(80).collect::<String>(), "garbage before a frame; skipped");
-            }
-        }
-    }
 }
 
 /// Accepts a JSON-RPC 2.0 request, notification or response that tower-lsp-server can
@@ -432,23 +363,6 @@ pub async fn guard_bytes<R: AsyncRead + Unpin>(input: R) -> (Vec<u8>, Vec<Vec<u8
     (passed, answered)
 }
 
-/// Splits `Content-Length`-framed bytes (as [`frame`] writes them) into bodies; `None`
-/// when they are not exactly such frames. For the fuzz targets and tests.
-#[doc(hidden)]
-#[must_use]
-pub fn split_frames(mut bytes: &[u8]) -> Option<Vec<&[u8]>> {
-    let mut out = Vec::new();
-    while !bytes.is_empty() {
-        let rest = bytes.strip_prefix(b"Content-Length: ")?;
-        let end = rest.windows(4).position(|w| w == b"\r\n\r\n")?;
-        let length: usize = std::str::from_utf8(&rest[..end]).ok()?.parse().ok()?;
-        let body = rest.get(end + 4..end + 4 + length)?;
-        out.push(body);
-        bytes = &rest[end + 4 + length..];
-    }
-    Some(out)
-}
-
 fn error_frame(id: Value, code: i64, message: &str) -> Vec<u8> {
     frame(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}))
 }
@@ -465,14 +379,11 @@ where
     let (frames_tx, mut frames) = mpsc::channel::<Vec<u8>>(64);
     let reader = tokio::spawn(async move {
         let mut reader = BufReader::new(from_server);
-        while let Ok(Some(length)) = read_headers(&mut reader).await {
-            let mut body = vec![0; length];
-            if reader.read_exact(&mut body).await.is_err() {
+        while let Ok(Some(length)) = read_header(&mut reader).await {
+            let Ok(frame) = crate::framing::read_body_framed(&mut reader, length).await else {
                 break;
-            }
-            let mut out = format!("Content-Length: {length}\r\n\r\n").into_bytes();
-            out.extend_from_slice(&body);
-            if frames_tx.send(out).await.is_err() {
+            };
+            if frames_tx.send(frame).await.is_err() {
                 break;
             }
         }
@@ -637,7 +548,7 @@ mod tests {
         input.extend_from_slice(&frame_bytes(ok));
         input.extend_from_slice(b"Content-Length: 60000000\r\n\r\n{}");
         let (passed, answered) = guard_bytes(&input[..]).await;
-        let bodies = split_frames(&passed).expect("whole frames");
+        let bodies = crate::framing::split_exact(&passed).expect("whole frames");
         assert_eq!(bodies, vec![&ok[..], &ok[..]]);
         for body in bodies {
             tower_lsp_decodes(body).expect("decodes");

@@ -38,7 +38,8 @@ use tokio::task::AbortHandle;
 use tower_lsp_server::jsonrpc::{Error, ErrorCode};
 
 use super::{Conn, MAX_CONCURRENT_REQUESTS};
-use crate::server::transport::{Outbox, frame_bytes};
+use crate::framing::frame_bytes;
+use crate::server::transport::Outbox;
 
 /// What the input guard does with a frame after [`Dispatcher::route`] saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
