@@ -313,7 +313,8 @@ fn assert_seq_from_one(events: &[Seen]) {
 
 /// R-RESUME-11: an editor's start-up resumes with `create: false`. With nothing of the
 /// workspace cached it answers `nothingToResume` and no agent runs; once a session exists the
-/// same call resumes it.
+/// same call resumes it. One hub throughout: a second hub over the same cache, started while
+/// the first was still held, gave no session id in a fresh-clone run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_start_up_resume_with_nothing_cached_starts_no_agent() {
     use tether::protocol::ResumeOutcome;
@@ -336,14 +337,19 @@ async fn a_start_up_resume_with_nothing_cached_starts_no_agent() {
         !world.path().join("agent").exists(),
         "the scripted agent never ran (it makes its state folder when it starts)"
     );
-    hub.shutdown().await;
 
-    let sid = cached_session(&world).await;
+    // The user asks for a session (a resume without `create: false`), then the start-up
+    // resume of another window takes that session.
+    let started = hub.resume(world.resume(None), None).await.expect("started");
+    assert_eq!(started.outcome, ResumeOutcome::Started);
+    let sid = started.session_id.expect("a session id");
+    hub.prompt(prompt(&sid, "first"), None)
+        .await
+        .expect("a turn");
     assert!(
         world.path().join("agent").exists(),
         "a session ran the agent"
     );
-    let hub = world.hub(&recorder).await;
     let r = hub.resume(startup(), None).await.expect("resumed");
     assert_eq!(r.outcome, ResumeOutcome::Resumed);
     assert_eq!(r.session_id.as_deref(), Some(sid.as_str()));
