@@ -230,8 +230,9 @@ impl Hub {
     /// Puts a carry-over back when the prompt turn that took it failed, so the next one
     /// carries it.
     pub(super) fn restore_carry(&self, session: &str, carry: Carry) {
-        self.sessions
-            .with(session, |s| s.carry.get_or_insert(carry).clone());
+        self.sessions.with(session, |s| {
+            s.carry.get_or_insert(carry);
+        });
     }
 }
 
