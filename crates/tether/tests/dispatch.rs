@@ -136,6 +136,33 @@ async fn lifecycle_rules_and_ids() {
         .send(json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "s"}}))
         .await;
     editor.initialize(&world).await;
+    // One owner of the lifecycle for LSP's methods too: a second initialize is refused, a
+    // `$/` request and an unknown one are not found, and notifications nobody serves (a
+    // second `initialized`, `$/setTrace`) are dropped without an answer.
+    editor
+        .request(json!("again"), "initialize", json!({"capabilities": {}}))
+        .await;
+    let answer = editor.response().await;
+    assert_eq!(
+        (answer["id"].clone(), error_code(&answer)),
+        (json!("again"), -32600),
+        "{answer}"
+    );
+    editor
+        .send(json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+        .await;
+    editor
+        .send(json!({"jsonrpc": "2.0", "method": "$/setTrace", "params": {"value": "off"}}))
+        .await;
+    for method in ["$/doSomething", "textDocument/hover"] {
+        editor.request(json!(method), method, json!({})).await;
+        let answer = editor.response().await;
+        assert_eq!(
+            (answer["id"].clone(), error_code(&answer)),
+            (json!(method), -32601),
+            "{answer}"
+        );
+    }
 
     for id in [json!("a\"b"), json!(-5), Value::Null, json!(i64::MAX)] {
         editor

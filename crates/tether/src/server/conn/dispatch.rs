@@ -1,42 +1,42 @@
-//! Tether's own methods, dispatched straight from the input guard: one parse per frame.
+//! Every frame of one editor connection, routed as its [`Lifecycle`] decides, with one parse
+//! per frame.
 //!
-//! The input guard reads every frame the editor sends. For a request or notification of one
-//! of Tether's methods ([`super::REGISTERED_METHODS`]) it hands the body here, where it is
+//! The input guard reads every frame the editor sends and hands its body here, where it is
 //! parsed once into an [`Envelope`] that borrows from the body (the method, the id, and the
-//! params as their raw text); the handler then parses that text straight into its typed
-//! params ([`crate::params::parse_raw`]) and its result is serialized straight into the
-//! response frame, which goes out through the [`Outbox`] after every notification the handler
-//! queued (so a turn's updates still precede its answer). Nothing is parsed into an
-//! intermediate `serde_json::Value`, and nothing passes through tower-lsp-server, whose codec
-//! would parse the frame again (into an untagged enum that buffers it) before the handler's
-//! own parse (a coalesced `session/persist` cost 2.8–3.0x a raw pipe echo then;
-//! `benches/server.rs` measures both).
+//! params as their raw text). The connection's [`Lifecycle`] (the one owner of the
+//! `initialize` gate, `shutdown`, pending ids, cancellation and unknown methods) decides what
+//! it does; this module carries that out:
 //!
-//! The LSP lifecycle (`initialize`, `initialized`, `shutdown`, `exit`), responses to the
-//! server's own requests, and every frame that is not well formed are passed on to the
-//! guard's checks and to tower-lsp-server, as before. What tower-lsp-server did for Tether's
-//! methods is done here the same way, so editors see no difference:
-//!
-//! - before `initialize` succeeded, a request is answered `-32002` ("Server not
-//!   initialized") and a notification dropped; after `shutdown`, a request is answered
-//!   `-32600` (LSP 3.17, "Shutdown Request");
-//! - a request whose id is already pending is answered `-32600`;
-//! - `$/cancelRequest` for a pending request drops its handler and answers `-32800`
-//!   (LSP 3.17, "Cancellation Support"); `exit` drops every pending handler;
-//! - at most [`super::MAX_CONCURRENT_REQUESTS`] handlers run at once; the guard stops reading
+//! - Tether's methods run their handler, which parses the params' text straight into its
+//!   typed params ([`crate::params::parse_raw`]); its result is serialized straight into the
+//!   response frame, which goes out through the [`Outbox`] after every notification the
+//!   handler queued (so a turn's updates still precede its answer). Nothing is parsed into an
+//!   intermediate `serde_json::Value`, and nothing passes through tower-lsp-server, whose
+//!   codec would parse the frame again (into an untagged enum that buffers it) before the
+//!   handler's own parse (a coalesced `session/persist` cost 2.8–3.0x a raw pipe echo then;
+//!   `benches/server.rs` measures both).
+//! - Refusals (`-32002` before `initialize`, `-32600` after `shutdown` or for an id already
+//!   pending, `-32601` for an unknown method) are answered here; `$/cancelRequest` of a
+//!   pending request drops its handler and answers `-32800` (LSP 3.17, "Cancellation
+//!   Support"); `exit` drops every pending handler.
+//! - `initialize`, `initialized`, `shutdown` and `exit`, once admitted, and responses to the
+//!   server's own requests (`window/showMessageRequest`) go on to tower-lsp-server, which
+//!   runs their handlers; so does every frame that is not well formed, through the guard's
+//!   checks, which answer it.
+//! - At most [`super::MAX_CONCURRENT_REQUESTS`] handlers run at once; the guard stops reading
 //!   while all are busy, so a flooding editor is slowed down instead of growing memory.
+//!
+//! [`Lifecycle`]: super::lifecycle::Lifecycle
 
 use std::borrow::Cow;
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 use tokio::sync::Semaphore;
-use tokio::task::AbortHandle;
 use tower_lsp_server::jsonrpc::{Error, ErrorCode};
 
+use super::lifecycle::{Decision, Incoming};
 use super::{Conn, MAX_CONCURRENT_REQUESTS};
 use crate::framing::frame_bytes;
 use crate::server::transport::Outbox;
@@ -131,19 +131,26 @@ fn envelope(body: &[u8]) -> Option<Envelope<'_>> {
     is_request.then_some(envelope)
 }
 
-/// Dispatches Tether's methods for one connection (see the module docs).
+/// The id `$/cancelRequest`'s params name, when they name one JSON-RPC allows.
+fn cancelled_id(params: Option<&RawValue>) -> Option<RequestId> {
+    #[derive(Deserialize)]
+    struct CancelParams<'a> {
+        #[serde(borrow)]
+        id: &'a RawValue,
+    }
+    params
+        .and_then(|p| serde_json::from_str::<CancelParams<'_>>(p.get()).ok())
+        .and_then(|p| RequestId::parse(p.id))
+}
+
+/// Dispatches every request and notification of one connection as its [`Lifecycle`]
+/// decides (see the module docs).
 #[derive(Debug)]
 pub struct Dispatcher {
     conn: Arc<Conn>,
     outbox: Outbox,
-    /// Requests whose handler runs, by id: what `$/cancelRequest` aborts. Whoever removes an
-    /// entry answers the request (the handler when it finishes, or the cancellation), so it
-    /// is answered exactly once.
-    pending: Mutex<HashMap<RequestId, AbortHandle>>,
     /// One permit per running handler.
     permits: Arc<Semaphore>,
-    /// `shutdown` was received after `initialize`.
-    shut_down: AtomicBool,
 }
 
 impl Dispatcher {
@@ -151,58 +158,70 @@ impl Dispatcher {
         Self {
             conn,
             outbox,
-            pending: Mutex::new(HashMap::new()),
             permits: Arc::new(Semaphore::new(MAX_CONCURRENT_REQUESTS)),
-            shut_down: AtomicBool::new(false),
         }
     }
 
-    /// Takes the frame `body` when it is one of Tether's methods (or a cancellation of one);
-    /// waits while [`MAX_CONCURRENT_REQUESTS`] handlers run.
+    /// Carries out what the lifecycle decides for the frame `body`: answers it, starts its
+    /// handler, or (LSP's lifecycle methods, responses to the server's own requests, and
+    /// frames that are not well formed) passes it on. Waits while
+    /// [`MAX_CONCURRENT_REQUESTS`] handlers run.
     pub async fn route(self: &Arc<Self>, body: &[u8]) -> Routed {
         let Some(envelope) = envelope(body) else {
             return Routed::PassOn;
         };
         let method = envelope.method.as_deref().unwrap_or_default();
-        match method {
-            "shutdown" => {
-                if self.conn.initialized() {
-                    self.shut_down.store(true, Ordering::SeqCst);
-                }
-                return Routed::PassOn;
-            }
-            "exit" => {
-                self.abort_all();
-                return Routed::PassOn;
-            }
-            "$/cancelRequest" => return self.cancel(envelope.params).await,
-            _ => {}
-        }
-        let Some(method) = super::registered(method) else {
-            return Routed::PassOn;
-        };
         let id = match envelope.id.map(RequestId::parse) {
             None => None,
             Some(Some(id)) => Some(id),
+            // An id tower-lsp-server would refuse: the guard's checks answer it.
             Some(None) => return Routed::PassOn,
         };
-        let refusal = if !self.conn.initialized() {
-            Some(Error {
-                code: ErrorCode::from(crate::protocol::code::SERVER_NOT_INITIALIZED),
-                message: "Server not initialized".into(),
-                data: None,
-            })
-        } else if self.shut_down.load(Ordering::SeqCst) {
-            Some(Error::invalid_request())
-        } else {
-            None
+        let cancels = (id.is_none() && method == "$/cancelRequest")
+            .then(|| cancelled_id(envelope.params))
+            .flatten();
+        let incoming = match (&id, method) {
+            (None, "$/cancelRequest") => Incoming::Cancel(cancels.clone()),
+            (None, method) => Incoming::Notification { method },
+            (Some(id), method) => Incoming::Request {
+                method,
+                id: id.clone(),
+            },
         };
-        if let Some(error) = refusal {
-            if let Some(id) = &id {
-                self.answer(id, Err(error)).await;
+        let decision = self.conn.lifecycle().decide(incoming);
+        let method = match decision {
+            Decision::Dispatch(method) => method,
+            Decision::RunLsp => return Routed::PassOn,
+            Decision::Exit(handlers) => {
+                for handler in handlers {
+                    handler.abort();
+                }
+                return Routed::PassOn;
             }
-            return Routed::Handled;
-        }
+            Decision::Refuse(refusal) => {
+                if let Some(id) = &id {
+                    let error = Error {
+                        code: ErrorCode::from(refusal.code),
+                        message: refusal.message.into(),
+                        data: None,
+                    };
+                    self.answer(id, Err(error)).await;
+                }
+                return Routed::Handled;
+            }
+            Decision::Cancelled(handler) => {
+                handler.abort();
+                if let Some(id) = cancels {
+                    tracing::info!(id = ?id, "request cancelled by the editor");
+                    self.answer(&id, Err(Error::request_cancelled())).await;
+                }
+                return Routed::Handled;
+            }
+            Decision::Drop => {
+                tracing::debug!(method, "not served in this phase; dropped");
+                return Routed::Handled;
+            }
+        };
         let Ok(permit) = self.permits.clone().acquire_owned().await else {
             return Routed::Handled;
         };
@@ -213,7 +232,7 @@ impl Dispatcher {
             let _permit = permit;
             let reply = super::call(&this.conn, method, params.as_deref()).await;
             if let Some(id) = reply_to {
-                let mine = this.pending_map().remove(&id).is_some();
+                let mine = this.conn.lifecycle().finished(&id);
                 if mine {
                     this.answer(&id, reply).await;
                 }
@@ -224,57 +243,14 @@ impl Dispatcher {
                 tokio::spawn(handler);
             }
             Some(id) => {
-                // The map stays locked until the handler is registered, so it cannot finish
-                // (and look for itself) before that.
-                let duplicate = {
-                    let mut pending = self.pending_map();
-                    if pending.contains_key(&id) {
-                        true
-                    } else {
-                        let task = tokio::spawn(handler);
-                        pending.insert(id.clone(), task.abort_handle());
-                        false
-                    }
-                };
-                if duplicate {
-                    self.answer(&id, Err(Error::invalid_request())).await;
-                }
+                // The lifecycle stays locked until the handler is registered, so it cannot
+                // finish (and look for itself) before that.
+                let mut lifecycle = self.conn.lifecycle();
+                let task = tokio::spawn(handler);
+                lifecycle.started(id, task.abort_handle());
             }
         }
         Routed::Handled
-    }
-
-    /// `$/cancelRequest {id}`: drops the handler of a pending request of ours and answers it
-    /// `-32800`; any other id is tower-lsp-server's (or no one's).
-    async fn cancel(&self, params: Option<&RawValue>) -> Routed {
-        #[derive(Deserialize)]
-        struct CancelParams<'a> {
-            #[serde(borrow)]
-            id: &'a RawValue,
-        }
-        let Some(id) = params
-            .and_then(|p| serde_json::from_str::<CancelParams<'_>>(p.get()).ok())
-            .and_then(|p| RequestId::parse(p.id))
-        else {
-            return Routed::PassOn;
-        };
-        let handle = self.pending_map().remove(&id);
-        match handle {
-            Some(handle) => {
-                handle.abort();
-                tracing::info!(id = ?id, "request cancelled by the editor");
-                self.answer(&id, Err(Error::request_cancelled())).await;
-                Routed::Handled
-            }
-            None => Routed::PassOn,
-        }
-    }
-
-    /// Drops every pending handler (on `exit`; no answers follow).
-    fn abort_all(&self) {
-        for (_, handle) in self.pending_map().drain() {
-            handle.abort();
-        }
     }
 
     /// Waits until no handler runs (they end on their own once the editor is gone and the
@@ -283,12 +259,6 @@ impl Dispatcher {
     pub async fn finish(&self) {
         let all = u32::try_from(MAX_CONCURRENT_REQUESTS).unwrap_or(u32::MAX);
         let _ = self.permits.acquire_many(all).await;
-    }
-
-    fn pending_map(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, AbortHandle>> {
-        self.pending
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Queues the response to request `id`: its result, or its error.

@@ -5,16 +5,20 @@
 //! (what it renders), its work-done progress tokens, its JSON-RPC errors. The hub answers
 //! with [`HubError`]s, turned into JSON-RPC errors in one place ([`rpc_error`]).
 //!
-//! Handlers never wait for the user: tower-lsp-server runs a bounded number of requests at
-//! once, so a resume that needs the user returns `needsChoice` at once and the answer comes
+//! What a frame may do (the `initialize` gate, `shutdown`, pending ids, cancellation, unknown
+//! methods) is decided by the connection's [`lifecycle`], for LSP's methods and Tether's
+//! alike; [`dispatch`] carries it out.
+//!
+//! Handlers never wait for the user: a bounded number of requests run at once, so a resume that needs the user returns `needsChoice` at once and the answer comes
 //! later as `session/recoveryChoice` (or from a `window/showMessageRequest` the renderer
 //! awaits in a task of its own).
 
 pub mod dispatch;
+pub mod lifecycle;
 pub mod render;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use serde_json::json;
 use serde_json::value::RawValue;
@@ -33,7 +37,8 @@ use super::hub::events::SubscriberId;
 use super::transport::Outbox;
 use crate::params::{self, parse_raw};
 use crate::protocol::{PROTOCOL_VERSION, method};
-use dispatch::Dispatcher;
+use dispatch::{Dispatcher, RequestId};
+use lifecycle::Lifecycle;
 use render::{ClientRenders, Renderer};
 
 /// Requests served at once. Resume and prompt handlers can wait out backoff delays and
@@ -73,9 +78,9 @@ impl Shared {
     }
 }
 
-/// The `tower-lsp-server` backend: the LSP lifecycle (`initialize`, `initialized`,
-/// `shutdown`). Tether's own methods never reach tower-lsp-server: the input guard hands them
-/// to the connection's [`Dispatcher`].
+/// The `tower-lsp-server` backend: the bodies of LSP's lifecycle methods (`initialize`,
+/// `initialized`, `shutdown`), run when the connection's [`Lifecycle`] admitted them. Every
+/// other method is the [`Dispatcher`]'s and never reaches tower-lsp-server.
 #[derive(Debug)]
 pub struct Backend(Arc<Conn>);
 
@@ -86,6 +91,9 @@ pub struct Conn {
     outbox: Outbox,
     options: ServeOptions,
     shared: Arc<Shared>,
+    /// The connection's lifecycle: fed every frame by the dispatcher, told by `initialize`
+    /// how it ended. Locked only for a decision, never across an await.
+    lifecycle: Mutex<Lifecycle<RequestId, tokio::task::AbortHandle>>,
 }
 
 macro_rules! routes {
@@ -147,6 +155,7 @@ pub fn build_service(
             outbox: for_conn,
             options,
             shared: for_backend,
+            lifecycle: Mutex::new(Lifecycle::new(registered)),
         });
         let _ = keep.set(conn.clone());
         Backend(conn)
@@ -178,9 +187,12 @@ impl Conn {
         .await
     }
 
-    /// Whether `initialize` succeeded (the hub and the renderer exist).
-    fn initialized(&self) -> bool {
-        self.shared.renderer.get().is_some()
+    /// The connection's lifecycle, locked (a poisoned lock is taken over: the machine's
+    /// state is whole after every call).
+    fn lifecycle(&self) -> MutexGuard<'_, Lifecycle<RequestId, tokio::task::AbortHandle>> {
+        self.lifecycle
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn sessions(&self) -> Result<&Arc<Hub>> {
@@ -408,15 +420,18 @@ impl ErrorExt for Error {
     }
 }
 
-impl LanguageServer for Backend {
-    async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
+impl Backend {
+    /// `initialize`'s work: parses `initializationOptions`, starts (or, in the daemon,
+    /// attaches to) the hub and subscribes this editor's renderer to it.
+    ///
+    /// # Errors
+    /// `-32602` naming the field of a bad option; `-32803` when the hub cannot start (its
+    /// cache, its lock), with `data.kind` and `data.path`.
+    async fn start(&self, params: InitializeParams) -> Result<InitializeResult> {
         let config = ServerConfig::from_options(params.initialization_options.clone())
             .map_err(|e| params::invalid_params(&e.field, &e.reason))?;
         config.log_ignored();
         let renders = ClientRenders::from_experimental(params.capabilities.experimental.as_ref());
-        if self.shared.sessions.get().is_some() {
-            return Err(Error::invalid_request().with("initialize sent twice"));
-        }
         let hub_error = |e: super::hub::StartError| Error {
             code: ErrorCode::from(crate::protocol::code::REQUEST_FAILED),
             message: e.message.clone().into(),
@@ -439,8 +454,9 @@ impl LanguageServer for Backend {
             !attached,
         ));
         let subscription = hub.subscribe(renderer.clone());
+        // The lifecycle admits one `initialize` at a time and none after one succeeded.
         if self.shared.sessions.set(hub).is_err() || self.shared.renderer.set(renderer).is_err() {
-            return Err(Error::invalid_request().with("initialize sent twice"));
+            return Err(Error::internal_error().with("the connection already has a hub"));
         }
         let _ = self.shared.subscription.set(subscription);
         self.shared.attached.store(attached, Ordering::SeqCst);
@@ -457,6 +473,15 @@ impl LanguageServer for Backend {
             }),
             offset_encoding: None,
         })
+    }
+}
+
+impl LanguageServer for Backend {
+    /// Runs only when the lifecycle admitted it ([`lifecycle`]); tells it how it ended.
+    async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
+        let result = self.start(params).await;
+        self.lifecycle().initialize_answered(result.is_ok());
+        result
     }
 
     async fn initialized(&self, _: InitializedParams) {
