@@ -20,7 +20,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
@@ -258,6 +258,50 @@ pub fn reap_orphans(path: &Path) -> Result<ReapReport, RegistryError> {
     Ok(report)
 }
 
+/// The registries this process has open, by path: the file records one server process (its
+/// owner is this process's identity), so every hub of a process that records into the same
+/// file must share one [`ChildRegistry`]. Two of them would each replace the file with only
+/// their own records and write the same temporary file (`.children.json.<pid>.tmp`), so one's
+/// rename could fail with "No such file or directory" (seen with two hubs over one cache in
+/// the daemon, whose editors sent different configurations).
+static OPEN: Mutex<Vec<(PathBuf, std::sync::Weak<ChildRegistry>)>> = Mutex::new(Vec::new());
+
+/// The registry at `path` for this process: the one already open when another hub of this
+/// process uses the same file, else orphans of dead servers are reaped ([`reap_orphans`],
+/// its report returned) and a new registry is created ([`ChildRegistry::create`]).
+/// Blocking (file I/O with fsyncs); concurrent callers for the same path wait for each other.
+///
+/// # Errors
+/// Those of [`ChildRegistry::create`]. A failed reap is returned in the report's place
+/// (`Some(Err)`): the registry is still opened, since a server must be able to record its
+/// own agents even when an earlier one's file cannot be read.
+#[allow(clippy::type_complexity)]
+pub fn open_for_process(
+    path: &Path,
+) -> Result<
+    (
+        Arc<ChildRegistry>,
+        Option<Result<ReapReport, RegistryError>>,
+    ),
+    RegistryError,
+> {
+    let mut open = OPEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    open.retain(|(_, registry)| registry.strong_count() > 0);
+    if let Some(registry) = open
+        .iter()
+        .find(|(p, _)| p == path)
+        .and_then(|(_, registry)| registry.upgrade())
+    {
+        return Ok((registry, None));
+    }
+    let reaped = reap_orphans(path);
+    let registry = Arc::new(ChildRegistry::create(path)?);
+    open.push((path.to_owned(), Arc::downgrade(&registry)));
+    Ok((registry, Some(reaped)))
+}
+
 /// The live registry of one server: every spawn adds a record, every confirmed death
 /// removes it, and each change replaces the file atomically (write a temporary file, fsync,
 /// rename, fsync the directory: a crash leaves the old or the new file, never a torn one).
@@ -431,6 +475,54 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Hubs of one process that record into the same file share one registry: records added
+    /// through either are all on file, and writes from several threads at once never fail on
+    /// each other's temporary file. Once every holder dropped it, the next open is a new one.
+    #[test]
+    fn hubs_of_one_process_share_the_registry_at_a_path() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("children.json");
+        let (first, reaped) = open_for_process(&path).expect("open");
+        assert!(matches!(reaped, Some(Ok(_))), "the first open reaps");
+        let (second, reaped) = open_for_process(&path).expect("open again");
+        assert!(reaped.is_none(), "the second open finds the first");
+        assert!(Arc::ptr_eq(&first, &second));
+        let (other, _) = open_for_process(&dir.path().join("other.json")).expect("other path");
+        assert!(
+            !Arc::ptr_eq(&first, &other),
+            "another file, another registry"
+        );
+        let writers: Vec<_> = [first.clone(), second.clone()]
+            .into_iter()
+            .enumerate()
+            .map(|(n, reg)| {
+                std::thread::spawn(move || {
+                    for i in 0..50 {
+                        let pgid = i32::try_from(n * 1000 + i).expect("small");
+                        reg.add(ChildRecord {
+                            pid: pgid,
+                            pgid,
+                            start_time: 0,
+                            command: format!("agent {n}"),
+                            marker: None,
+                        })
+                        .expect("add");
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().expect("writer");
+        }
+        let file: RegistryFile =
+            serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("parse");
+        assert_eq!(file.children.len(), 100, "both hubs' records are on file");
+        drop((first, second));
+        let (fresh, reaped) = open_for_process(&path).expect("reopen");
+        assert!(reaped.is_some(), "a new registry once the old one is gone");
+        assert!(fresh.children().is_empty());
+    }
 
     /// Windows: the folder the registry creates has the owner-only DACL (read back; the exact
     /// entry is checked in tether-sys's tests), and a rewrite replaces the file.

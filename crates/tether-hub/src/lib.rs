@@ -664,14 +664,16 @@ fn local_utc_offset_minutes() -> i32 {
     chrono::Local::now().offset().local_minus_utc() / 60
 }
 
-/// Reaps the agent groups recorded by dead servers at `path`, then records this server
-/// there (blocking: file I/O with fsyncs).
+/// This process's registry at `path`: shared with the other hubs of this process that
+/// record there, else opened after reaping the agent groups recorded by dead servers
+/// (blocking: file I/O with fsyncs).
 fn open_registry(path: &Path) -> std::result::Result<Arc<ChildRegistry>, String> {
-    match tether_host::registry::reap_orphans(path) {
-        Ok(report) => tracing::info!(?report, "reaped agents orphaned by earlier servers"),
-        Err(err) => tracing::warn!(error = %err, "could not reap orphaned agents"),
+    let (registry, reaped) =
+        tether_host::registry::open_for_process(path).map_err(|e| e.to_string())?;
+    match reaped {
+        Some(Ok(report)) => tracing::info!(?report, "reaped agents orphaned by earlier servers"),
+        Some(Err(err)) => tracing::warn!(error = %err, "could not reap orphaned agents"),
+        None => tracing::debug!(path = %path.display(), "sharing this process's child registry"),
     }
-    ChildRegistry::create(path)
-        .map(Arc::new)
-        .map_err(|e| e.to_string())
+    Ok(registry)
 }

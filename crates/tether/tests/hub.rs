@@ -311,6 +311,46 @@ fn assert_seq_from_one(events: &[Seen]) {
     assert_eq!(seqs, want, "seq 1, 2, 3… per session: {events:?}");
 }
 
+/// Two hubs of one process over one cache (the daemon, when two editors send different
+/// configurations) share the child registry: each starts its agent, and `children.json`
+/// records both (before, each hub's registry replaced the other's file, and one resume in
+/// about three failed with "child registry …/children.json: No such file or directory").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hubs_over_one_cache_record_every_agent() {
+    let world = World::new(json!([]));
+    let recorder = Recorder::new(None, None);
+    let (first, second) = tokio::join!(world.hub(&recorder), world.hub(&recorder));
+    let (a, b) = tokio::join!(
+        first.resume(world.resume(None), None),
+        second.resume(world.resume(None), None)
+    );
+    let (a, b) = (
+        a.expect("the first hub's session"),
+        b.expect("the second hub's session"),
+    );
+    assert_ne!(a.session_id, b.session_id);
+    let pgids: Vec<i64> = [&first, &second]
+        .iter()
+        .flat_map(|hub| hub.live_sessions())
+        .map(|s| i64::from(s.agent_pgid.expect("a running agent")))
+        .collect();
+    let file: Value =
+        serde_json::from_slice(&std::fs::read(world.path().join("children.json")).unwrap())
+            .unwrap();
+    let mut recorded: Vec<i64> = file["children"]
+        .as_array()
+        .expect("children")
+        .iter()
+        .map(|c| c["pgid"].as_i64().unwrap())
+        .collect();
+    recorded.sort_unstable();
+    let mut expected = pgids.clone();
+    expected.sort_unstable();
+    assert_eq!(recorded, expected, "both hubs' agents are on file: {file}");
+    first.shutdown().await;
+    second.shutdown().await;
+}
+
 /// R-RESUME-11: an editor's start-up resumes with `create: false`. With nothing of the
 /// workspace cached it answers `nothingToResume` and no agent runs; once a session exists the
 /// same call resumes it. One hub throughout: a second hub over the same cache, started while
