@@ -68,6 +68,10 @@ prune_caches() {
 }
 report_times() {
   local rc=$? row name secs kind total build=0
+  # A suite that failed still has its output going through tee: back to the terminal.
+  if [ -n "$failed_suite" ]; then
+    exec 1>&5 2>&6 5>&- 6>&- || true
+  fi
   stop_dist_prebuild
   prune_caches
   total=$(( $(date +%s) - start_all ))
@@ -92,6 +96,7 @@ report_times() {
     if [ "$secs" = failed ]; then failed=$(( failed + 1 )); else passed=$(( passed + 1 )); fi
   done
   [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ] && failed=1
+  failed_suite_summary
   printf '\nsuites: %s passed, %s failed\n' "$passed" "$failed"
   return $rc
 }
@@ -185,15 +190,42 @@ need_pip() {
   python3 -m pip install -q "$@" || die "pip install $* failed"
 }
 
-# Runs suite NAME ("$@"), its row in the times table first, with its phases below it.
+# Runs suite NAME ("$@"), its row in the times table first, with its phases below it. Its
+# output goes to the terminal and to a log of its own, so that a failure explains itself in
+# the run's summary (failed_suite_summary).
+suite_log=""
+failed_suite=""
 run_suite() {
   local name="$1"; shift
   local t0 idx; t0=$(date +%s); idx=${#time_rows[@]}
   time_rows+=("$name|failed|suite")
   log "suite $name"
+  suite_log="$(mktemp "${TMPDIR:-/tmp}/tether-suite-$name.XXXXXX")"
+  failed_suite="$name"
+  # The suite runs in this shell (its phases' rows must stay in time_rows); only its output
+  # goes through tee.
+  exec 5>&1 6>&2
+  exec > >(tee -a "$suite_log") 2>&1
   "$@" || die "suite '$name' failed"
+  exec 1>&5 2>&6 5>&- 6>&-
+  failed_suite=""
+  rm -f "$suite_log"
   time_rows[idx]="$name|$(( $(date +%s) - t0 ))|suite"
   printf '<== suite %s passed in %ss\n' "$name" "$(( $(date +%s) - t0 ))"
+}
+
+# When a suite failed: the names of its failed tests, as each runner prints them (nextest
+# "FAIL [", cargo test "... FAILED", pytest "FAILED", node:test and TAP "not ok", NUnit
+# "Failed ", busted/plenary "Fail", our shell checks "FAILED:"), and the last lines of its
+# output, so that the end of a CI log says what failed without scrolling (the log of a failed
+# run goes with its clone).
+failed_suite_summary() {
+  [ -n "$failed_suite" ] && [ -s "$suite_log" ] || return 0
+  printf '\n==> suite %s failed; its failed tests:\n' "$failed_suite"
+  grep -aE '^\s*(FAIL \[|FAILED|not ok |Failed |test .* \.\.\. FAILED|.*Fail(ed)?\s*\|\|)|FAILED:|\[FAIL\]' "$suite_log" \
+    | grep -avE '^\s*(Summary|Cancelling)' | sort -u | head -40 | sed 's/^/  /' || true
+  printf '==> the last 60 lines of suite %s (whole log: %s):\n' "$failed_suite" "$suite_log"
+  tail -n 60 "$suite_log" | sed 's/^/  | /'
 }
 
 # --- The release build in the background -----------------------------------------------------
