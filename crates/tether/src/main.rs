@@ -38,7 +38,7 @@ enum DaemonAction {
         #[arg(long, env = "TETHER_DAEMON_IDLE_SECS", default_value_t = tether::daemon::cli::DEFAULT_IDLE_SECS)]
         idle_secs: u64,
         /// The log file (rotated daily); default stderr (which a forwarder that starts
-        /// the daemon points at `<runtime dir>/tether-<build>.daemon.log`).
+        /// the daemon points at `<runtime dir>/tether-p<N>.daemon.log`).
         #[arg(long, value_name = "PATH")]
         log_file: Option<PathBuf>,
     },

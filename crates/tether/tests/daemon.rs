@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::{Mode, STEP, World, processes_in_group, processes_mentioning, tether_bin};
-use tether::daemon::paths::{build_id_of, socket_path_for};
+use tether::daemon::paths::{build_id_of, daemon_key, socket_path_for};
 use tether::daemon::server::{DaemonOptions, bind_at, run};
 use tether::editor::{Answers, Editor, ServerProcess};
 use tokio_util::sync::CancellationToken;
@@ -68,12 +68,12 @@ struct Hosted {
 }
 
 impl Hosted {
-    /// Binds the socket of the `tether` binary's build in `runtime` and serves there, with
+    /// Binds the daemon socket in `runtime` and serves there as the `tether` binary's build, with
     /// `idle` as its idle time and, as `tether daemon run`, each hub's registry in its cache
     /// folder.
     async fn start(runtime: &Path, idle: Duration) -> Self {
         let build = build_id_of(&tether_bin());
-        let socket = socket_path_for(runtime, &build);
+        let socket = socket_path_for(runtime, &daemon_key());
         let listener = bind_at(&socket).await.expect("the in-process daemon binds");
         let stop = CancellationToken::new();
         let options = DaemonOptions {
@@ -198,6 +198,19 @@ impl Setup {
         options: Value,
         experimental: Value,
     ) -> Editor {
+        self.editor_of(tether_bin(), answers, extra, options, experimental)
+            .await
+    }
+
+    /// [`Self::editor_configured`] whose server is the `tether` binary at `program`.
+    async fn editor_of(
+        &self,
+        program: PathBuf,
+        answers: Answers,
+        extra: &[(&str, &str)],
+        options: Value,
+        experimental: Value,
+    ) -> Editor {
         let mut env = self.env();
         env.extend(
             extra
@@ -206,7 +219,7 @@ impl Setup {
         );
         let editor = Editor::connect(
             ServerProcess::Binary {
-                program: tether_bin(),
+                program,
                 // Exactly as an editor starts it: no `--remote`, so the default (`auto`,
                 // forward to the daemon) is what these tests exercise.
                 args: vec![
@@ -548,7 +561,7 @@ async fn another_user_is_refused(kind: DaemonKind) {
     // Open the way to the socket for the test only, so the daemon's own check is what
     // refuses (its folder is 0700 otherwise).
     use std::os::unix::fs::PermissionsExt;
-    // The socket of the `tether` binary's build (this test binary is another build).
+    // The daemon's socket.
     let socket = std::fs::read_dir(&setup.runtime)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -592,6 +605,84 @@ async fn another_user_is_refused(kind: DaemonKind) {
         "{welcome}"
     );
     editor.shutdown(STEP).await.unwrap();
+    assert_eq!(setup.daemon(&["stop"]).0, 0);
+    setup.finish().await;
+}
+
+/// R-DAEMON-1: two `tether` files of one protocol version (say the VS Code package's and the
+/// one on `PATH`) use one daemon: a session started through the first is attached to, live,
+/// through the second, and `tether daemon status` from either file names the same daemon
+/// with its version, build and binary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_binaries_of_one_protocol_version_share_one_daemon() {
+    let setup = Setup::new(DaemonKind::Process).await;
+    let other = setup.world.path().join("other/tether");
+    std::fs::create_dir_all(other.parent().unwrap()).unwrap();
+    std::fs::copy(tether_bin(), &other).expect("a second tether file");
+    assert_ne!(
+        build_id_of(&other),
+        build_id_of(&tether_bin()),
+        "the copy is another build (its own modification time)"
+    );
+    let first = setup.editor().await;
+    let sid = new_session(&setup, &first).await;
+    let second = setup
+        .editor_of(
+            other.clone(),
+            Answers::default(),
+            &[],
+            setup.world.options(),
+            json!({"tether": {"recoveryDialog": true}}),
+        )
+        .await;
+    let r = second
+        .request(
+            "session/resume",
+            json!({"workspace": setup.world.ws(), "sessionId": sid}),
+        )
+        .await
+        .expect("resume through the other binary");
+    assert_eq!(r["outcome"], "resumed", "{r}");
+    assert_eq!(r["sessionId"], sid.as_str(), "{r}");
+
+    let status = setup.status();
+    assert_eq!(status["clients"], 2, "one daemon serves both: {status}");
+    assert_eq!(
+        status["sessions"].as_array().map(Vec::len),
+        Some(1),
+        "{status}"
+    );
+    assert_eq!(
+        status["build"],
+        build_id_of(&tether_bin()).as_str(),
+        "{status}"
+    );
+    assert_eq!(status["version"], env!("CARGO_PKG_VERSION"), "{status}");
+    assert_eq!(
+        std::fs::canonicalize(status["exe"].as_str().unwrap()).unwrap(),
+        std::fs::canonicalize(tether_bin()).unwrap(),
+        "the daemon runs the binary that started it: {status}"
+    );
+    let out = std::process::Command::new(&other)
+        .args(["daemon", "status", "--json"])
+        .env("TETHER_RUNTIME_DIR", &setup.runtime)
+        .output()
+        .expect("the other binary's daemon status");
+    let other_status: Value = serde_json::from_slice(&out.stdout).expect("status JSON");
+    assert_eq!(
+        other_status["pid"], status["pid"],
+        "the same daemon answers"
+    );
+    let (_, text) = setup.daemon(&["status"]);
+    assert!(
+        text.contains(&format!("build {}", build_id_of(&tether_bin())))
+            && text.contains(&tether_bin().display().to_string()),
+        "the status line names the build and the binary: {text}"
+    );
+    assert_eq!(setup.daemon_processes().len(), 1, "one daemon process");
+
+    first.shutdown(STEP).await.unwrap();
+    second.shutdown(STEP).await.unwrap();
     assert_eq!(setup.daemon(&["stop"]).0, 0);
     setup.finish().await;
 }

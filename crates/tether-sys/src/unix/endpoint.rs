@@ -1,6 +1,6 @@
 //! The daemon's endpoint on Unix: a Unix domain socket in the runtime folder.
 //!
-//! The socket is `<runtime folder>/tether-<build>.sock` (mode 0600 in a 0700 folder of the
+//! The socket is `<runtime folder>/tether-p<N>.sock` (mode 0600 in a 0700 folder of the
 //! user's, R-DAEMON-1); the daemon's peer is checked with the socket's peer credentials
 //! (`SO_PEERCRED` on Linux, `getpeereid` on the BSDs and macOS, both through tokio's
 //! `peer_cred`): only this user's uid is served (R-DAEMON-3).
@@ -18,11 +18,11 @@ use tokio::net::{UnixListener, UnixStream};
 pub struct Address(PathBuf);
 
 impl Address {
-    /// The socket of the daemon of build `build` (a 12-hex-digit build id) in the runtime
-    /// folder `dir`: `<dir>/tether-<build>.sock`.
+    /// The socket of the daemon named `name` (its key: `p<protocol version>`, R-DAEMON-1)
+    /// in the runtime folder `dir`: `<dir>/tether-<name>.sock`.
     #[must_use]
-    pub fn of_daemon(dir: &Path, build: &str) -> Self {
-        Self(dir.join(format!("tether-{build}.sock")))
+    pub fn of_daemon(dir: &Path, name: &str) -> Self {
+        Self(dir.join(format!("tether-{name}.sock")))
     }
 
     /// The socket's path (logged, shown in errors).

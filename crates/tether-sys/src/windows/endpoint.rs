@@ -1,11 +1,11 @@
-//! The daemon's endpoint on Windows: a named pipe per user, runtime folder and build.
+//! The daemon's endpoint on Windows: a named pipe per user, runtime folder and protocol version.
 //!
-//! - **Name.** `\\.\pipe\tether-<build>-<key>`, where `<key>` is the first 16 hex digits
+//! - **Name.** `\\.\pipe\tether-p<N>-<key>`, where `<key>` is the first 16 hex digits
 //!   of SHA-256 over the user's SID, a newline and the runtime folder's absolute path in
 //!   lower case (Windows compares paths without case): two users, two runtime folders
-//!   (tests give each daemon its own) or two builds never share a pipe, and the name tells
+//!   (tests give each daemon its own) or two protocol versions never share a pipe, and the name tells
 //!   nobody else whose it is (R-DAEMON-1). A pipe has no file to leave behind, so the
-//!   daemon also writes `<runtime folder>\tether-<build>.pipe` (holding the pipe's name)
+//!   daemon also writes `<runtime folder>\tether-p<N>.pipe` (holding the pipe's name)
 //!   when it binds and removes it when it stops on purpose: a forwarder that finds the file
 //!   but no pipe knows the daemon was lost, not stopped (R-DAEMON-8).
 //! - **Who may open it.** Every instance is created with a security descriptor whose DACL
@@ -80,10 +80,11 @@ pub struct Address {
 }
 
 impl Address {
-    /// The pipe of the daemon of build `build` (a 12-hex-digit build id) for the runtime
-    /// folder `dir` and this user: `\\.\pipe\tether-<build>-<key>` ([`pipe_name`]).
+    /// The pipe of the daemon named `name` (its key: `p<protocol version>`, R-DAEMON-1) for
+    /// the runtime folder `dir` and this user: `\\.\pipe\tether-<name>-<key>`
+    /// ([`pipe_name`]).
     #[must_use]
-    pub fn of_daemon(dir: &Path, build: &str) -> Self {
+    pub fn of_daemon(dir: &Path, name: &str) -> Self {
         let sid = current_user().map_or_else(
             |e| {
                 tracing::warn!("cannot read this process's user SID ({e}); the pipe's name is keyed on the folder alone");
@@ -93,9 +94,9 @@ impl Address {
         );
         let absolute = std::path::absolute(dir).unwrap_or_else(|_| dir.to_owned());
         Self {
-            pipe: PathBuf::from(pipe_name(build, &sid, &absolute)),
+            pipe: PathBuf::from(pipe_name(name, &sid, &absolute)),
             dir: dir.to_owned(),
-            marker: dir.join(format!("tether-{build}.pipe")),
+            marker: dir.join(format!("tether-{name}.pipe")),
         }
     }
 
@@ -132,18 +133,19 @@ impl std::fmt::Display for Address {
     }
 }
 
-/// The pipe's name for `build`, the user `sid` (a string SID, `S-1-5-21-…`) and the
-/// absolute runtime folder `dir`: `\\.\pipe\tether-<build>-<key>`, `<key>` the first 16
-/// hex digits of SHA-256 over `<sid>\n<dir in lower case>`. 46 characters with a
-/// 12-digit build, far under the 256 a pipe name may have.
+/// The pipe's name for the daemon named `name` (`p<protocol version>`), the user `sid` (a
+/// string SID, `S-1-5-21-…`) and the absolute runtime folder `dir`:
+/// `\\.\pipe\tether-<name>-<key>`, `<key>` the first 16 hex digits of SHA-256 over
+/// `<sid>\n<dir in lower case>`. 46 characters with a 12-character name, far under the 256
+/// a pipe name may have.
 #[must_use]
-pub fn pipe_name(build: &str, sid: &str, dir: &Path) -> String {
+pub fn pipe_name(name: &str, sid: &str, dir: &Path) -> String {
     let mut hash = Sha256::new();
     hash.update(sid.as_bytes());
     hash.update(b"\n");
     hash.update(dir.to_string_lossy().to_lowercase().as_bytes());
     let key = hex::encode(&hash.finalize()[..8]);
-    format!(r"\\.\pipe\tether-{build}-{key}")
+    format!(r"\\.\pipe\tether-{name}-{key}")
 }
 
 /// The SDDL of the security descriptor every instance of the daemon's pipe gets: a

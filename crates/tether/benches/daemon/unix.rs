@@ -187,7 +187,10 @@ async fn direct_editor(bin: &Path, dir: &Path) -> Editor {
     use tether::daemon::handshake::{Hello, Purpose, Welcome};
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
     let build = tether::daemon::paths::build_id_of(bin);
-    let socket = tether::daemon::paths::socket_path_for(&dir.join("run"), &build);
+    let socket = tether::daemon::paths::socket_path_for(
+        &dir.join("run"),
+        &tether::daemon::paths::daemon_key(),
+    );
     let mut stream = tokio::io::BufReader::new(
         tokio::net::UnixStream::connect(socket.path())
             .await

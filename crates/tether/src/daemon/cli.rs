@@ -49,7 +49,7 @@ pub fn run_daemon(dir: Option<PathBuf>, idle_secs: u64, log_file: Option<PathBuf
     // Before any thread starts (the log's writer is one): the daemon holds every session.
     crate::sys::tune_allocator();
     // Without --log-file the log goes to stderr: a daemon started by a forwarder has its
-    // stderr on `<runtime dir>/tether-<build>.daemon.log` (0600).
+    // stderr on `<runtime dir>/tether-p<N>.daemon.log` (0600).
     let _guard = match crate::logging::init(log_file.as_deref()) {
         Ok(g) => g,
         Err(err) => {
@@ -156,9 +156,15 @@ pub fn status(dir: Option<PathBuf>, json: bool) -> ExitCode {
 
 fn print_status(status: &Status) {
     println!(
-        "tether daemon pid {} (build {}): {} editor(s), {} live session(s)",
+        "tether daemon pid {}: version {}, protocol {}, build {}, binary {}",
         status.pid,
+        status.version,
+        status.protocol_version,
         status.build,
+        status.exe.display()
+    );
+    println!(
+        "{} editor(s), {} live session(s)",
         status.clients,
         status.sessions.len()
     );

@@ -37,8 +37,8 @@ pub enum Purpose {
 pub struct Hello {
     /// [`crate::protocol::PROTOCOL_VERSION`] of the client.
     pub protocol_version: u32,
-    /// The client's build ([`super::paths::build_id`]); the socket name already carries it,
-    /// this catches a renamed socket.
+    /// The client's build ([`super::paths::build_id`]): logged by a daemon of another build,
+    /// which serves it all the same when the protocol versions match (R-DAEMON-1).
     pub build: String,
     /// What it wants.
     pub purpose: Purpose,

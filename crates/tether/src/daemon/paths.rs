@@ -1,12 +1,13 @@
 //! Where the daemon's endpoint lives, and the rules that keep it the user's own.
 //!
-//! One daemon per user and build: its endpoint ([`crate::sys::endpoint::Address`]: a socket
-//! on Unix, a named pipe on Windows) belongs to a folder of the user's (owned by them, not
-//! a symlink; mode 0700 on Unix, the profile's ACL on Windows), `$TETHER_RUNTIME_DIR` when set (tests give each daemon a
-//! private one), else `$XDG_RUNTIME_DIR/tether`, else `<data dir>/run`. Its name carries a
-//! hash of the build ([`build_id`]), so a forwarder never talks to a daemon of another
-//! build: after an upgrade the old daemon serves its editors until they go, and the new
-//! build starts its own (R-DAEMON-1).
+//! One daemon per user and protocol version: its endpoint ([`crate::sys::endpoint::Address`]:
+//! a socket on Unix, a named pipe on Windows) belongs to a folder of the user's (owned by
+//! them, not a symlink; mode 0700 on Unix, the profile's ACL on Windows), `$TETHER_RUNTIME_DIR`
+//! when set (tests give each daemon a private one), else `$XDG_RUNTIME_DIR/tether`, else
+//! `<data dir>/run`. Its name carries the editor protocol's version ([`daemon_key`]), not the
+//! build: every `tether` binary of that version (the VS Code package's, the one on `PATH`, a
+//! development build) uses the same daemon and so the same sessions, and a binary of another
+//! protocol version never talks to it (R-DAEMON-1).
 
 use std::path::{Path, PathBuf};
 
@@ -89,37 +90,49 @@ pub fn ensure_private_dir(dir: &Path) -> Result<(), PathError> {
 
 pub use super::build::{build_id, build_id_of};
 
-/// The endpoint of this build's daemon ([`build_id`]) for the runtime folder `dir`.
+/// The name every daemon endpoint, start lock and log of this protocol version carries:
+/// `p<PROTOCOL_VERSION>` (R-DAEMON-1). Builds of one protocol version speak the same
+/// handshake and editor protocol, so they share a daemon; the build is only reported.
+#[must_use]
+pub fn daemon_key() -> String {
+    format!("p{}", crate::protocol::PROTOCOL_VERSION)
+}
+
+/// The endpoint of this protocol version's daemon ([`daemon_key`]) for the runtime folder
+/// `dir`.
 #[must_use]
 pub fn socket_path(dir: &Path) -> Address {
-    socket_path_for(dir, &build_id())
+    socket_path_for(dir, &daemon_key())
 }
 
-/// The endpoint of the daemon of build `build` (a [`build_id_of`] hash) for the runtime
-/// folder `dir` ([`Address::of_daemon`]: `<dir>/tether-<build>.sock` on Unix).
+/// The endpoint named `key` (a [`daemon_key`]) for the runtime folder `dir`
+/// ([`Address::of_daemon`]: `<dir>/tether-<key>.sock` on Unix).
 #[must_use]
-pub fn socket_path_for(dir: &Path, build: &str) -> Address {
-    Address::of_daemon(dir, build)
+pub fn socket_path_for(dir: &Path, key: &str) -> Address {
+    Address::of_daemon(dir, key)
 }
 
-/// The lock file that lets exactly one of several forwarders start the daemon.
+/// The lock file that lets exactly one of several forwarders, of any build, start the
+/// daemon.
 #[must_use]
 pub fn start_lock_path(dir: &Path) -> PathBuf {
-    dir.join(format!("tether-{}.start.lock", build_id()))
+    dir.join(format!("tether-{}.start.lock", daemon_key()))
 }
 
 /// The daemon's log file in `dir`.
 #[must_use]
 pub fn daemon_log_path(dir: &Path) -> PathBuf {
-    dir.join(format!("tether-{}.daemon.log", build_id()))
+    dir.join(format!("tether-{}.daemon.log", daemon_key()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The build id tells builds apart (it is reported); the endpoint's name carries the
+    /// protocol version only, so every build of it finds the same daemon (R-DAEMON-1).
     #[test]
-    fn the_endpoint_name_carries_the_build() {
+    fn the_endpoint_name_carries_the_protocol_version_not_the_build() {
         let id = build_id();
         assert_eq!(id.len(), 12);
         assert!(id.chars().all(|c| c.is_ascii_hexdigit()));
@@ -133,8 +146,15 @@ mod tests {
         );
         let dir = Path::new("/run/user/1000/tether");
         let name = socket_path(dir).path().display().to_string();
-        assert!(name.contains(&format!("tether-{id}")), "{name}");
-        assert_eq!(socket_path(dir), socket_path_for(dir, &id));
-        assert_ne!(socket_path(dir), socket_path_for(dir, "0123456789ab"));
+        let key = format!("p{}", crate::protocol::PROTOCOL_VERSION);
+        assert!(name.contains(&format!("tether-{key}")), "{name}");
+        assert!(!name.contains(&id), "no build in the name: {name}");
+        assert_eq!(socket_path(dir), socket_path_for(dir, &daemon_key()));
+        assert_ne!(
+            socket_path(dir),
+            socket_path_for(dir, "p0"),
+            "another protocol version, another daemon"
+        );
+        assert!(start_lock_path(dir).ends_with(format!("tether-{key}.start.lock")));
     }
 }

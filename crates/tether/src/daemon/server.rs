@@ -40,9 +40,10 @@ pub struct DaemonOptions {
     /// The endpoint its listener is bound to ([`bind`], [`bind_at`]): logged, and removed
     /// when the daemon stops.
     pub socket: Address,
-    /// The build it serves, a [`super::paths::build_id_of`] hash (`tether daemon run`: its
-    /// own, [`super::paths::build_id`]): a client whose hello names another build is
-    /// refused, and `status` reports it.
+    /// Its build, a [`super::paths::build_id_of`] hash (`tether daemon run`: its own,
+    /// [`super::paths::build_id`]): reported by `status` and logged beside a client of
+    /// another build. Clients of every build of this protocol version are served; one of
+    /// another protocol version is refused (R-DAEMON-1).
     pub build: String,
     /// Exit after this long with no editor connected and no live session.
     pub idle: Duration,
@@ -63,8 +64,17 @@ pub struct DaemonOptions {
 pub struct Status {
     /// The daemon's process id.
     pub pid: u32,
-    /// The build it serves ([`DaemonOptions::build`]).
+    /// Its package version (`CARGO_PKG_VERSION`).
+    #[serde(default)]
+    pub version: String,
+    /// The editor protocol version it serves (every build of it is served, R-DAEMON-1).
+    #[serde(default)]
+    pub protocol_version: u32,
+    /// Its build ([`DaemonOptions::build`]).
     pub build: String,
+    /// The binary it runs (the host's, for a daemon hosted in another program).
+    #[serde(default)]
+    pub exe: PathBuf,
     /// Editors connected now.
     pub clients: usize,
     /// Live sessions, across hubs.
@@ -263,17 +273,25 @@ impl Daemon {
             }
         };
         tracing::info!(?hello, "client");
-        if hello.protocol_version != crate::protocol::PROTOCOL_VERSION || hello.build != self.build
-        {
+        if hello.protocol_version != crate::protocol::PROTOCOL_VERSION {
             let why = format!(
-                "build mismatch: client {} (protocol {}), daemon {} (protocol {})",
-                hello.build,
+                "protocol mismatch: client protocol {} (build {}), daemon protocol {} (build {})",
                 hello.protocol_version,
+                hello.build,
+                crate::protocol::PROTOCOL_VERSION,
                 self.build,
-                crate::protocol::PROTOCOL_VERSION
             );
             let _ = write_line(stream.get_mut(), &self.welcome(Some(why))).await;
             return;
+        }
+        if hello.build != self.build {
+            // Another binary of this protocol version (R-DAEMON-1): served, and said once
+            // per connection so a log tells which builds shared the daemon.
+            tracing::info!(
+                client_build = %hello.build,
+                daemon_build = %self.build,
+                "a client of another build of this protocol version; served"
+            );
         }
         if write_line(stream.get_mut(), &self.welcome(None))
             .await
@@ -285,7 +303,10 @@ impl Daemon {
             Purpose::Status => {
                 let status = Status {
                     pid: std::process::id(),
+                    version: env!("CARGO_PKG_VERSION").to_owned(),
+                    protocol_version: crate::protocol::PROTOCOL_VERSION,
                     build: self.build.clone(),
+                    exe: std::env::current_exe().unwrap_or_default(),
                     clients: self.clients.load(Ordering::SeqCst),
                     sessions: self.live_sessions(),
                 };
@@ -414,7 +435,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_hosted_daemon_serves_the_build_it_is_given_and_stops_when_cancelled() {
+    async fn a_hosted_daemon_serves_every_build_of_its_protocol_and_stops_when_cancelled() {
         let tmp = tempfile::tempdir().unwrap();
         let build = "0123456789ab";
         let socket = socket_path_for(&tmp.path().join("run"), build);
@@ -435,11 +456,24 @@ mod tests {
         let status = status.unwrap();
         assert_eq!(status.build, build);
         assert_eq!(status.pid, std::process::id());
-        let (refused, _) = status_of(&socket, &crate::daemon::paths::build_id()).await;
+        // Another build of this protocol version is served (R-DAEMON-1).
+        let (other_build, status) = status_of(&socket, &crate::daemon::paths::build_id()).await;
+        assert!(other_build.ok, "{other_build:?}");
+        let status = status.unwrap();
+        assert_eq!(status.build, build, "the daemon reports its own build");
+        assert_eq!(status.version, env!("CARGO_PKG_VERSION"));
+        assert_eq!(status.protocol_version, crate::protocol::PROTOCOL_VERSION);
+        assert_eq!(status.exe, std::env::current_exe().unwrap());
+        // Another protocol version is refused.
+        let mut stream = BufReader::new(Stream::connect(&socket).await.unwrap());
+        let mut hello = Hello::of_this_process(Purpose::Status);
+        hello.protocol_version = crate::protocol::PROTOCOL_VERSION + 1;
+        write_line(stream.get_mut(), &hello).await.unwrap();
+        let refused: Welcome = read_line(&mut stream).await.unwrap();
         assert!(!refused.ok);
         assert!(
-            refused.error.unwrap().contains("build mismatch"),
-            "the host's own build is not the one served"
+            refused.error.unwrap().contains("protocol mismatch"),
+            "another protocol version is refused"
         );
         assert!(matches!(
             bind_at(&socket).await,
