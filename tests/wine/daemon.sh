@@ -98,7 +98,7 @@ grep -q 'tether daemon listening.*socket=\\\\.\\pipe\\tether-' "$daemon_log" \
 ls "$work"/run/tether-*.pipe >/dev/null || die "the daemon wrote no marker file"
 first_pid="$(status_field pid)"
 [ -n "$first_pid" ] || die "daemon status --json did not answer"
-log "serve --stdio started daemon pid $first_pid and got initialize's answer through $(grep -o '\\\\.\\pipe\\tether-[0-9a-f-]*' "$daemon_log" | head -1)"
+log "serve --stdio started daemon pid $first_pid and got initialize's answer through $(grep -o '\\\\.\\pipe\\tether-p[0-9]*-[0-9a-f]*' "$daemon_log" | head -1)"
 
 # --- 3. The editor is counted; a second daemon is refused -------------------------------------------
 one_editor() { [ "$(status_field clients)" = "1" ]; }
