@@ -116,6 +116,9 @@ enum Command {
         utc_offset: Option<String>,
     },
     /// Inspect or clear the session cache.
+    ///
+    /// Exit status: 0 done, 1 the cache could not be read or written, 2 bad arguments or no
+    /// such session.
     Sessions {
         #[command(subcommand)]
         action: tether::cli::sessions::Action,

@@ -225,8 +225,18 @@ fn sessions_list_show_and_clear_a_real_cache() {
         .args(common)
         .output()
         .unwrap();
-    assert!(!out.status.success());
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "an unknown session exits 2: {out:?}"
+    );
     assert!(String::from_utf8_lossy(&out.stderr).contains("no saved session nope"));
+    // The help promises what the test sees.
+    let help = tether().args(["sessions", "--help"]).output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&help.stdout).contains("2 bad arguments or no such session"),
+        "{help:?}"
+    );
 
     let out = tether()
         .args(["sessions", "clear", "--json"])
@@ -413,7 +423,7 @@ fn sessions_list_all_adds_the_agents_own_stores_newest_first() {
     );
     assert_eq!(shown["snapshot"]["context"]["workingDir"], root);
     let out = show(&["00000000-0000-0000-0000-000000000000"]);
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("nor in any agent's own store"));
 }
 

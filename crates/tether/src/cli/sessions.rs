@@ -90,15 +90,29 @@ fn print_json(value: &serde_json::Value) {
     );
 }
 
+/// Why an action failed, and its exit code: 1 the cache (or an agent's store) failed, 2 no
+/// such session (bad arguments exit 2 from the argument parser already).
+#[derive(Debug)]
+enum Failure {
+    Failed(String),
+    NoSuchSession(String),
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Self {
+        Self::Failed(message)
+    }
+}
+
 /// Runs one action. Exit codes: 0 done, 1 the cache failed, 2 bad arguments or no such
 /// session.
 pub fn run(action: Action) -> ExitCode {
-    let result = match &action {
+    let result: Result<(), Failure> = match &action {
         Action::List {
             common,
             all_workspaces,
             all,
-        } => open(common, false).and_then(|(store, ws)| {
+        } => open(common, false).map_err(Failure::from).and_then(|(store, ws)| {
             if *all {
                 let cached = store.list(&ws).map_err(|e| e.to_string())?;
                 let env = tether_history::Env::from_process();
@@ -138,7 +152,7 @@ pub fn run(action: Action) -> ExitCode {
             }
             Ok(())
         }),
-        Action::Show { common, session_id } => open(common, false).and_then(|(store, ws)| {
+        Action::Show { common, session_id } => open(common, false).map_err(Failure::from).and_then(|(store, ws)| {
             match store.load(&ws, session_id).map_err(|e| e.to_string())? {
                 Some(loaded) if common.json => print_json(&render::render_show_json(&loaded)),
                 Some(loaded) => print!("{}", render::render_show_table(&loaded)),
@@ -146,10 +160,10 @@ pub fn run(action: Action) -> ExitCode {
                     let env = tether_history::Env::from_process();
                     let agents = super::agent_session::load(session_id, ws.root(), &env)?;
                     let Some((agent, info, transcript)) = agents else {
-                        return Err(format!(
+                        return Err(Failure::NoSuchSession(format!(
                             "no saved session {session_id} for {} (nor in any agent's own store)",
                             ws.root().display()
-                        ));
+                        )));
                     };
                     if common.json {
                         print_json(&super::agent_session::render_json(
@@ -167,7 +181,7 @@ pub fn run(action: Action) -> ExitCode {
             }
             Ok(())
         }),
-        Action::Clear { common, session_id } => open(common, true).and_then(|(store, ws)| {
+        Action::Clear { common, session_id } => open(common, true).map_err(Failure::from).and_then(|(store, ws)| {
             let removed = store
                 .clear(&ws, session_id.as_deref())
                 .map_err(|e| e.to_string())?;
@@ -184,9 +198,13 @@ pub fn run(action: Action) -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
+        Err(Failure::Failed(err)) => {
             eprintln!("tether sessions: {err}");
             ExitCode::FAILURE
+        }
+        Err(Failure::NoSuchSession(err)) => {
+            eprintln!("tether sessions: {err}");
+            ExitCode::from(2)
         }
     }
 }
