@@ -3,7 +3,8 @@
 # checks what a user downloads:
 #   - every file of target/dist/ is in SHA256SUMS and matches it (`sha256sum -c`), and
 #     SHA256SUMS names nothing that is missing;
-#   - each archive holds tether-<version>-<target>/{tether,LICENSE,README.md}, and its
+#   - each archive holds tether-<version>-<target>/{tether,LICENSE,README.md} (LICENSE the
+#     checkout's root one, byte for byte), and its
 #     `tether --version` names its own target and this checkout's commit; the Windows .zip
 #     holds tether.exe, LICENSE and README.md at its root, and its tether.exe --version runs
 #     under Wine (tests/wine/lib.sh, as the wine suite runs it);
@@ -95,6 +96,7 @@ unpack() {
   [ "$listing" = "$root/LICENSE $root/README.md $root/tether " ] || die "$archive holds: $listing"
   tar -xzf "$archive" -C "$work"
   [ -x "$work/$root/tether" ] || die "$archive: tether is not executable"
+  cmp -s "$work/$root/LICENSE" "$repo/LICENSE" || die "$archive: its LICENSE is not the root LICENSE"
   printf '%s\n' "$work/$root/tether"
 }
 # check_version TRIPLE EXE [RUNNER...]: `--version` names the target, the commit and protocol.
@@ -123,6 +125,7 @@ win_zip="$dist/tether-$version-x86_64-pc-windows-gnu.zip"
 listing="$(unzip -Z1 "$win_zip" | sort | tr '\n' ' ')"
 [ "$listing" = "LICENSE README.md tether.exe " ] || die "$win_zip holds: $listing"
 mkdir -p "$work/windows" && unzip -q "$win_zip" -d "$work/windows"
+cmp -s "$work/windows/LICENSE" "$repo/LICENSE" || die "$win_zip: its LICENSE is not the root LICENSE"
 grep -q 'PE32+ executable.*x86-64.*MS Windows' <<<"$(file -b "$work/windows/tether.exe")" \
   || die "the Windows build is $(file -b "$work/windows/tether.exe")"
 check_version x86_64-pc-windows-gnu "$work/windows/tether.exe" "$TETHER_WINE"
