@@ -12,7 +12,7 @@
 #   - the aarch64 build plays `tether demo` under qemu-user (binfmt_misc, so the agent process
 #     the demo starts runs emulated too), and the Windows build's tether.exe under Wine;
 #   - each per-platform VS Code package carries the server in extension/server/ (executable;
-#     tether.exe in the win32-x64 one) and is at most 8 MB; the package without a server
+#     tether.exe in the win32-x64 one) and the root LICENSE, and is at most 8 MB; the package without a server
 #     carries none;
 #   - the linux-x64 package, installed into code-server with no `tether` on PATH and no
 #     tether.serverPath, starts its bundled server and runs a prompt turn
@@ -186,6 +186,11 @@ for platform in linux-x64 alpine-x64 linux-arm64 win32-x64; do
   # Windows decides by the extension; the Unix servers must carry the exec bit.
   [ "$platform" = win32-x64 ] || grep -q '^-rwx' <<<"$(unzip -Z -l "$vsix" "$server")" \
     || die "$vsix: server/tether is not executable"
+  # vsce packs editors/vscode/LICENSE (as extension/LICENSE.txt): it must be the root one.
+  license_entry="$(grep -iE '^extension/licen[cs]e(\.(md|txt))?$' <<<"$listing" | head -n 1)" || true
+  [ -n "$license_entry" ] || die "$vsix carries no LICENSE"
+  unzip -p "$vsix" "$license_entry" | cmp -s - "$repo/LICENSE" \
+    || die "$vsix: $license_entry is not the root LICENSE"
   if [ "$platform" = win32-x64 ]; then
     unzip -p "$vsix" "$server" | cmp -s - "$work/windows/tether.exe" \
       || die "$vsix: $server is not the tether.exe of the Windows archive"
