@@ -3,7 +3,8 @@
 # checks what a user downloads:
 #   - every file of target/dist/ is in SHA256SUMS and matches it (`sha256sum -c`), and
 #     SHA256SUMS names nothing that is missing;
-#   - each archive holds tether-<version>-<target>/{tether,LICENSE,README.md}, and its
+#   - each archive holds tether-<version>-<target>/{tether,LICENSE,README.md} (LICENSE the
+#     checkout's root one, byte for byte), and its
 #     `tether --version` names its own target and this checkout's commit; the Windows .zip
 #     holds tether.exe, LICENSE and README.md at its root, and its tether.exe --version runs
 #     under Wine (tests/wine/lib.sh, as the wine suite runs it);
@@ -11,7 +12,7 @@
 #   - the aarch64 build plays `tether demo` under qemu-user (binfmt_misc, so the agent process
 #     the demo starts runs emulated too), and the Windows build's tether.exe under Wine;
 #   - each per-platform VS Code package carries the server in extension/server/ (executable;
-#     tether.exe in the win32-x64 one) and is at most 8 MB; the package without a server
+#     tether.exe in the win32-x64 one) and the root LICENSE, and is at most 8 MB; the package without a server
 #     carries none;
 #   - the linux-x64 package, installed into code-server with no `tether` on PATH and no
 #     tether.serverPath, starts its bundled server and runs a prompt turn
@@ -95,6 +96,7 @@ unpack() {
   [ "$listing" = "$root/LICENSE $root/README.md $root/tether " ] || die "$archive holds: $listing"
   tar -xzf "$archive" -C "$work"
   [ -x "$work/$root/tether" ] || die "$archive: tether is not executable"
+  cmp -s "$work/$root/LICENSE" "$repo/LICENSE" || die "$archive: its LICENSE is not the root LICENSE"
   printf '%s\n' "$work/$root/tether"
 }
 # check_version TRIPLE EXE [RUNNER...]: `--version` names the target, the commit and protocol.
@@ -123,6 +125,7 @@ win_zip="$dist/tether-$version-x86_64-pc-windows-gnu.zip"
 listing="$(unzip -Z1 "$win_zip" | sort | tr '\n' ' ')"
 [ "$listing" = "LICENSE README.md tether.exe " ] || die "$win_zip holds: $listing"
 mkdir -p "$work/windows" && unzip -q "$win_zip" -d "$work/windows"
+cmp -s "$work/windows/LICENSE" "$repo/LICENSE" || die "$win_zip: its LICENSE is not the root LICENSE"
 grep -q 'PE32+ executable.*x86-64.*MS Windows' <<<"$(file -b "$work/windows/tether.exe")" \
   || die "the Windows build is $(file -b "$work/windows/tether.exe")"
 check_version x86_64-pc-windows-gnu "$work/windows/tether.exe" "$TETHER_WINE"
@@ -183,6 +186,11 @@ for platform in linux-x64 alpine-x64 linux-arm64 win32-x64; do
   # Windows decides by the extension; the Unix servers must carry the exec bit.
   [ "$platform" = win32-x64 ] || grep -q '^-rwx' <<<"$(unzip -Z -l "$vsix" "$server")" \
     || die "$vsix: server/tether is not executable"
+  # vsce packs editors/vscode/LICENSE (as extension/LICENSE.txt): it must be the root one.
+  license_entry="$(grep -iE '^extension/licen[cs]e(\.(md|txt))?$' <<<"$listing" | head -n 1)" || true
+  [ -n "$license_entry" ] || die "$vsix carries no LICENSE"
+  unzip -p "$vsix" "$license_entry" | cmp -s - "$repo/LICENSE" \
+    || die "$vsix: $license_entry is not the root LICENSE"
   if [ "$platform" = win32-x64 ]; then
     unzip -p "$vsix" "$server" | cmp -s - "$work/windows/tether.exe" \
       || die "$vsix: $server is not the tether.exe of the Windows archive"

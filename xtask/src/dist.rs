@@ -7,10 +7,12 @@
 //!    per-user cache of tests/run-all.sh); only the results go to `target/dist/`, so they
 //!    are in one known place whatever the build cache.
 //! 2. Per target, `tether-<version>-<triple>.tar.gz` (`.zip` on Windows) with the server,
-//!    `LICENSE` and `README.md` ([`crate::archive`]).
+//!    the checkout's root `LICENSE` and `README.md` ([`crate::archive`]).
 //! 3. Unless `--no-vsix`: per target, the VS Code package for its platform with the server
 //!    in `server/` (`tether-<version>-<platform>.vsix`), and `tether-<version>.vsix` without a
-//!    server (it uses `tether.serverPath` or `tether` on PATH).
+//!    server (it uses `tether.serverPath` or `tether` on PATH). vsce packs the extension
+//!    folder's own `LICENSE` (it wants one there), which must be the root `LICENSE` byte for
+//!    byte ([`check_licenses`]).
 //! 4. `SHA256SUMS` over everything written.
 
 use std::path::{Path, PathBuf};
@@ -75,6 +77,9 @@ pub fn run(opts: &Options) -> Result<(), String> {
         .ok_or("xtask has no parent folder")?;
     check_tools(&opts.targets)?;
     let vscode = root.join("editors/vscode");
+    if !opts.build_only {
+        check_licenses(root)?;
+    }
     if opts.vsix && !opts.build_only {
         check_vscode_version(&vscode)?;
     }
@@ -266,7 +271,7 @@ fn pack_archive(root: &Path, out: &Path, target: &Target, exe: &Path) -> Result<
         },
         Entry {
             name: "LICENSE".to_owned(),
-            source: root.join("editors/vscode/LICENSE"),
+            source: root.join("LICENSE"),
             executable: false,
         },
         Entry {
@@ -282,6 +287,27 @@ fn pack_archive(root: &Path, out: &Path, target: &Target, exe: &Path) -> Result<
         archive::write_tar_gz(&out.join(&name), &folder, &entries)?;
     }
     Ok(name)
+}
+
+/// The licence files that ship: the root `LICENSE` (in every archive) and
+/// `editors/vscode/LICENSE` (vsce packs the extension folder's own into every `.vsix`). They
+/// must be the same text, so every artifact carries one licence, the one `Cargo.toml`'s
+/// `license` field names (`MIT OR Apache-2.0`).
+///
+/// # Errors
+/// Either file unreadable, or the two differ.
+fn check_licenses(root: &Path) -> Result<(), String> {
+    let read =
+        |rel: &str| std::fs::read(root.join(rel)).map_err(|e| format!("cannot read {rel}: {e}"));
+    if read("LICENSE")? == read("editors/vscode/LICENSE")? {
+        Ok(())
+    } else {
+        Err(
+            "editors/vscode/LICENSE differs from the root LICENSE: copy the root one over it \
+             (`cp LICENSE editors/vscode/LICENSE`)"
+                .to_owned(),
+        )
+    }
 }
 
 /// `npm ci` in `editors/vscode` when its dependencies (vsce, esbuild) are not installed.
@@ -339,5 +365,34 @@ fn run_cmd(cmd: &mut Command) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!("{cmd:?} failed ({status})"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn root() -> &'static Path {
+        Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()
+    }
+
+    #[test]
+    fn the_vscode_license_is_the_root_license() {
+        check_licenses(root()).unwrap();
+    }
+
+    #[test]
+    fn the_license_names_what_cargo_toml_says() {
+        let manifest = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+        assert!(
+            manifest
+                .lines()
+                .any(|l| l.trim() == r#"license = "MIT OR Apache-2.0""#),
+            "Cargo.toml's license field is no longer MIT OR Apache-2.0: update LICENSE"
+        );
+        let license = std::fs::read_to_string(root().join("LICENSE")).unwrap();
+        assert!(license.contains("SPDX: MIT OR Apache-2.0"), "{license}");
+        assert!(license.contains("MIT License"), "{license}");
+        assert!(license.contains("Apache License, Version 2.0"), "{license}");
     }
 }
