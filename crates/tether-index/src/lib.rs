@@ -358,6 +358,7 @@ impl Index {
                     agent: s.agent.clone(),
                     title: None,
                     cwd: Some(ws.root().display().to_string()),
+                    project: None,
                     started_utc: Some(s.created_utc.clone()),
                     updated_utc: Some(s.updated_utc.clone()),
                     size_bytes: None,
@@ -436,9 +437,16 @@ impl Index {
     pub fn count(&self, filter: &Filter) -> Result<u64, IndexError> {
         self.conn
             .query_row(
-                "SELECT count(*) FROM sessions WHERE (?1 IS NULL OR cwd = ?1) \
-                 AND (?2 IS NULL OR agent = ?2)",
-                params![filter.workspace, filter.agent],
+                &format!(
+                    "SELECT count(*) FROM sessions s WHERE {}",
+                    query::WHERE_LIST
+                ),
+                params![
+                    filter.workspace,
+                    filter.agent,
+                    None::<i64>,
+                    query::projects_json(filter)
+                ],
                 |r| r.get::<_, i64>(0),
             )
             .map(|n| n.max(0) as u64)
@@ -477,6 +485,45 @@ fn stat(path: &Path) -> std::io::Result<Now> {
     })
 }
 
+/// The folder `kind` keeps `path` in, as `<agent>:<folder name>`, for agents that file
+/// sessions by workspace folder: Claude Code (`projects/<project>/<id>.jsonl`) and Gemini CLI
+/// (`tmp/<project>/chats/<file>`); `None` for the others.
+fn project_of(kind: AgentKind, path: &Path) -> Option<String> {
+    let folder = match kind {
+        AgentKind::Claude => path.parent()?,
+        AgentKind::Gemini => path.parent()?.parent()?,
+        _ => return None,
+    };
+    Some(format!(
+        "{}:{}",
+        kind.name(),
+        folder.file_name()?.to_string_lossy()
+    ))
+}
+
+/// The [`Filter`] of workspace `root` (R-HIST-4): its path, and the folders Claude Code and
+/// Gemini CLI (located from `env`) keep its sessions in, so a session is listed where its
+/// agent finds it. Claude Code's shortened names (over 200 characters) are matched by the
+/// full name only.
+#[must_use]
+pub fn workspace_filter(root: &Path, env: &Env) -> Filter {
+    let mut projects = vec![format!(
+        "claude:{}",
+        tether_history::claude::project_name(&root.to_string_lossy())
+    )];
+    if let Some(gemini) = tether_history::gemini::GeminiStore::locate(env) {
+        projects.extend(gemini.project_dirs(root).iter().filter_map(|d| {
+            d.file_name()
+                .map(|n| format!("gemini:{}", n.to_string_lossy()))
+        }));
+    }
+    Filter {
+        workspace: Some(root.display().to_string()),
+        projects,
+        agent: None,
+    }
+}
+
 /// One session's row, as written.
 struct Row<'a> {
     key: &'a str,
@@ -485,6 +532,7 @@ struct Row<'a> {
     agent: Option<String>,
     title: Option<String>,
     cwd: Option<String>,
+    project: Option<String>,
     started_utc: Option<String>,
     updated_utc: Option<String>,
     size_bytes: Option<u64>,
@@ -524,15 +572,16 @@ fn upsert(
         as_i64(row.seen.size),
         row.seen.mtime,
         as_i64(row.seen.offset),
+        row.project,
     ];
     match id {
         None => {
             tx.prepare(
                 "INSERT INTO sessions(key, source, session_id, agent, title, cwd, started_utc, \
                  updated_utc, updated_ms, turns, size_bytes, path, unreadable, damaged, \
-                 metadata_only, seen_size, seen_mtime, seen_offset) \
+                 metadata_only, seen_size, seen_mtime, seen_offset, project) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, \
-                 ?17, ?18)",
+                 ?17, ?18, ?19)",
             )?
             .execute(values)?;
             Ok(tx.last_insert_rowid())
@@ -548,7 +597,7 @@ fn upsert(
                  title = ?5, cwd = ?6, started_utc = ?7, updated_utc = ?8, updated_ms = ?9, \
                  turns = {turns_sql}, size_bytes = ?11, path = ?12, unreadable = ?13, \
                  damaged = {damaged_sql}, metadata_only = ?15, seen_size = ?16, \
-                 seen_mtime = ?17, seen_offset = ?18 WHERE id = ?19"
+                 seen_mtime = ?17, seen_offset = ?18, project = ?19 WHERE id = ?20"
             );
             let mut stmt = tx.prepare(&sql)?;
             let mut all: Vec<&dyn rusqlite::ToSql> = values.to_vec();
@@ -678,6 +727,7 @@ fn index_file(
         agent: Some(kind.name().to_owned()),
         title: info.as_ref().and_then(|i| i.title.clone()).map(redacted),
         cwd: info.as_ref().and_then(|i| i.cwd.clone()),
+        project: project_of(kind, path),
         started_utc: info.as_ref().and_then(|i| i.started_utc.clone()),
         updated_utc: info.as_ref().and_then(|i| i.updated_utc.clone()),
         size_bytes: Some(now.size),

@@ -32,8 +32,14 @@ pub fn match_expression(text: &str) -> Option<String> {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Filter {
     /// Only sessions whose working directory (for Tether's cache: workspace root) is this
-    /// path, compared as text.
+    /// path, compared as text, or that are kept in one of [`Filter::projects`] (and
+    /// unreadable sessions that say no working directory, listed in every workspace).
     pub workspace: Option<String>,
+    /// With [`Filter::workspace`]: the folders an agent keeps that workspace's sessions in,
+    /// as `<agent>:<folder name>` (Claude Code's project folder, Gemini CLI's; see
+    /// [`crate::workspace_filter`]), so a session is found where its agent finds it
+    /// (R-HIST-4) even when the file records another working directory.
+    pub projects: Vec<String>,
     /// Only sessions of this agent (`claude`, `codex`, `gemini`, `copilot`, `opencode`,
     /// or an agent name Tether's cache recorded).
     pub agent: Option<String>,
@@ -148,8 +154,9 @@ pub(crate) fn search(
         "WITH m AS (SELECT c.sid AS sid, min(t.rank) AS best FROM text t \
            JOIN chunks c ON c.rowid = t.rowid WHERE text MATCH ?1 GROUP BY c.sid) \
          SELECT s.id, m.best, {ENTRY_COLUMNS} FROM m JOIN sessions s ON s.id = m.sid \
-         WHERE (?2 IS NULL OR s.cwd = ?2) AND (?3 IS NULL OR s.agent = ?3) \
-         ORDER BY {order_by} LIMIT ?4"
+         WHERE (?2 IS NULL OR s.cwd = ?2 OR s.project IN (SELECT value FROM json_each(?5)) \
+           OR (s.cwd IS NULL AND s.unreadable IS NOT NULL)) \
+         AND (?3 IS NULL OR s.agent = ?3) ORDER BY {order_by} LIMIT ?4"
     );
     let mut stmt = conn.prepare(&sql)?;
     let found: Vec<(i64, f64, Entry)> = stmt
@@ -158,7 +165,8 @@ pub(crate) fn search(
                 expr,
                 filter.workspace,
                 filter.agent,
-                i64::try_from(limit).unwrap_or(i64::MAX)
+                i64::try_from(limit).unwrap_or(i64::MAX),
+                projects_json(filter)
             ],
             |row| Ok((row.get(0)?, row.get(1)?, entry_of(row, 2)?)),
         )?
@@ -185,6 +193,19 @@ pub(crate) fn search(
     Ok(hits)
 }
 
+/// The condition of a listing or a count on `sessions s`: `?1` workspace, `?2` agent, `?4`
+/// the projects as a JSON array ([`projects_json`]). A session that cannot be read and says
+/// no working directory is in every workspace, as unreadable, rather than in none (as
+/// tether-history's Codex listing).
+pub(crate) const WHERE_LIST: &str = "(?1 IS NULL OR s.cwd = ?1 OR s.project IN \
+     (SELECT value FROM json_each(?4)) OR (s.cwd IS NULL AND s.unreadable IS NOT NULL)) \
+     AND (?2 IS NULL OR s.agent = ?2)";
+
+/// [`Filter::projects`] as a JSON array of strings.
+pub(crate) fn projects_json(filter: &Filter) -> String {
+    serde_json::to_string(&filter.projects).unwrap_or_else(|_| "[]".to_owned())
+}
+
 /// The `limit` most recently updated sessions that pass `filter`, newest first.
 ///
 /// # Errors
@@ -196,15 +217,15 @@ pub(crate) fn list(
 ) -> rusqlite::Result<Vec<Entry>> {
     let sql = format!(
         "SELECT {ENTRY_COLUMNS} FROM sessions s \
-         WHERE (?1 IS NULL OR s.cwd = ?1) AND (?2 IS NULL OR s.agent = ?2) \
-         ORDER BY s.updated_ms DESC LIMIT ?3"
+         WHERE {WHERE_LIST} ORDER BY s.updated_ms DESC LIMIT ?3"
     );
     let mut stmt = conn.prepare(&sql)?;
     stmt.query_map(
         params![
             filter.workspace,
             filter.agent,
-            i64::try_from(limit).unwrap_or(i64::MAX)
+            i64::try_from(limit).unwrap_or(i64::MAX),
+            projects_json(filter)
         ],
         |row| entry_of(row, 0),
     )?

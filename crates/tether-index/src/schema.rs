@@ -24,6 +24,7 @@ CREATE TABLE sessions(
   agent TEXT,
   title TEXT,
   cwd TEXT,
+  project TEXT,
   started_utc TEXT,
   updated_utc TEXT,
   updated_ms INTEGER NOT NULL DEFAULT 0,
@@ -39,6 +40,7 @@ CREATE TABLE sessions(
 );
 CREATE INDEX sessions_updated ON sessions(updated_ms DESC);
 CREATE INDEX sessions_source ON sessions(source);
+CREATE INDEX sessions_cwd ON sessions(cwd);
 CREATE TABLE chunks(rowid INTEGER PRIMARY KEY, sid INTEGER NOT NULL, title INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX chunks_sid ON chunks(sid);
 CREATE VIRTUAL TABLE text USING fts5(body, tokenize = 'unicode61');
@@ -53,27 +55,37 @@ pub fn is_corruption(err: &rusqlite::Error) -> bool {
     )
 }
 
-/// Creates `dir` private (0700 on Unix, an owner-only ACL on Windows) when missing, its
-/// parents as usual, and checks that it is private.
+/// Creates the index folder `dir` and, when missing, its parent (the data folder, which the
+/// session cache also requires private) private (0700 on Unix, an owner-only ACL on
+/// Windows), the folders above them as usual, and checks that `dir` is private.
 ///
 /// # Errors
 /// [`IndexError::Io`], [`IndexError::NotPrivate`].
 pub fn private_dir(dir: &Path) -> Result<(), IndexError> {
+    if let Some(data) = dir.parent() {
+        make_private(data)?;
+    }
+    make_private(dir)?;
+    check_private(dir, true)
+}
+
+/// Creates `dir` private when missing (its parents as usual).
+fn make_private(dir: &Path) -> Result<(), IndexError> {
     let io = |source| IndexError::Io {
         path: dir.to_owned(),
         source,
     };
-    if std::fs::symlink_metadata(dir).is_err() {
-        if let Some(parent) = dir.parent() {
-            std::fs::create_dir_all(parent).map_err(io)?;
-        }
-        match tether_store::sys::create_private_dir(dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(io(e)),
-        }
+    if std::fs::symlink_metadata(dir).is_ok() {
+        return Ok(());
     }
-    check_private(dir, true)
+    if let Some(parent) = dir.parent() {
+        std::fs::create_dir_all(parent).map_err(io)?;
+    }
+    match tether_store::sys::create_private_dir(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(io(e)),
+    }
 }
 
 fn check_private(path: &Path, dir: bool) -> Result<(), IndexError> {

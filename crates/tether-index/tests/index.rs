@@ -399,7 +399,106 @@ fn the_index_is_private_and_holds_no_secret() {
         tether_store::sys::check_owner_only(&file, &meta, false)
             .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
     }
-    let dir = path.parent().unwrap();
-    tether_store::sys::check_owner_only(dir, &std::fs::symlink_metadata(dir).unwrap(), true)
+    // The index folder, and the data folder made for it (the cache requires it private).
+    for dir in [
+        path.parent().unwrap(),
+        path.parent().unwrap().parent().unwrap(),
+    ] {
+        tether_store::sys::check_owner_only(dir, &std::fs::symlink_metadata(dir).unwrap(), true)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    }
+}
+
+/// Tether's cache: a plaintext session's text is indexed (redacted); a session encrypted at
+/// rest gets a metadata-only entry, its words nowhere in the index (R-INDEX-6).
+#[test]
+fn an_encrypted_caches_sessions_get_metadata_only_entries() {
+    use std::sync::Arc;
+    use tether_store::{MemoryKeyProvider, PersistTrigger, SessionSnapshot, Store, StoreConfig};
+
+    let world = World::new();
+    let cache_dir = world.dir.path().join("cache");
+    let ws = world.dir.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let workspace = tether_store::Workspace::new(&ws).unwrap();
+    let snapshot = |text: &str| -> SessionSnapshot {
+        serde_json::from_value(serde_json::json!({
+            "chatTurns": [{"id": "t1", "role": "user", "text": text,
+                           "timestampUtc": "2026-11-22T01:00:00Z", "complete": true}],
+            "execTurns": [], "diffSessions": [], "approvals": {"pending": []},
+            "uiState": {"isStreamErrorVisible": false}, "context": {"workingDir": ws}
+        }))
+        .unwrap()
+    };
+    let keys = Arc::new(MemoryKeyProvider::empty());
+    let plain = Store::open(StoreConfig {
+        dir: Some(cache_dir.clone()),
+        ..StoreConfig::default()
+    })
+    .unwrap();
+    plain
+        .persist(
+            &workspace,
+            "plain-1",
+            PersistTrigger::TurnFinalized,
+            &snapshot("plaintext capybara"),
+            std::time::Instant::now(),
+        )
         .unwrap();
+    drop(plain);
+    let secret = Store::open(StoreConfig {
+        dir: Some(cache_dir.clone()),
+        encrypt: true,
+        key_provider: Some(keys.clone()),
+        ..StoreConfig::default()
+    })
+    .unwrap();
+    assert!(secret.encrypting());
+    secret
+        .persist(
+            &workspace,
+            "sealed-1",
+            PersistTrigger::TurnFinalized,
+            &snapshot("encrypted tapir"),
+            std::time::Instant::now(),
+        )
+        .unwrap();
+    drop(secret);
+    let reader = Store::open(StoreConfig {
+        dir: Some(cache_dir.clone()),
+        persist: false,
+        key_provider: Some(keys),
+        ..StoreConfig::default()
+    })
+    .unwrap();
+    let sources = Sources {
+        agents: Vec::new(),
+        cache: Some(reader),
+    };
+    let mut index = Index::open(&world.index_path()).unwrap();
+    let report = index.catch_up(&sources, &mut |_| {}).unwrap();
+    assert_eq!(report.seen, 2, "{report:?}");
+    let hits = index
+        .search("capybara", &Filter::default(), Order::Rank, 5)
+        .unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].entry.source, "tether");
+    assert!(
+        index
+            .search("tapir", &Filter::default(), Order::Rank, 5)
+            .unwrap()
+            .is_empty()
+    );
+    let sealed = index
+        .list(&Filter::default(), 10)
+        .unwrap()
+        .into_iter()
+        .find(|e| e.session_id == "sealed-1")
+        .expect("listed");
+    assert!(sealed.metadata_only && sealed.title.is_none(), "{sealed:?}");
+    drop(index);
+    for file in std::fs::read_dir(world.index_path().parent().unwrap()).unwrap() {
+        let bytes = std::fs::read(file.unwrap().path()).unwrap();
+        assert!(!bytes.windows(5).any(|w| w == b"tapir"));
+    }
 }
