@@ -161,27 +161,14 @@ impl AgentStore for ClaudeStore {
     }
 
     fn sessions(&self, cwd: &Path) -> Vec<PathBuf> {
-        let mut out = Vec::new();
-        for dir in self.project_dirs(cwd) {
-            let Ok(entries) = std::fs::read_dir(dir) else {
-                continue;
-            };
-            out.extend(
-                entries
-                    .filter_map(Result::ok)
-                    .map(|e| e.path())
-                    .filter(|p| {
-                        p.extension().is_some_and(|e| e == "jsonl")
-                            && p.file_stem()
-                                .and_then(|s| s.to_str())
-                                // `agent-*.jsonl`: a subagent's transcript (older versions).
-                                .is_some_and(|s| {
-                                    !s.starts_with(SUBAGENT_PREFIX) && validate_id(s).is_ok()
-                                })
-                    }),
-            );
-        }
-        out
+        session_files(self.project_dirs(cwd))
+    }
+
+    fn all_sessions(&self) -> Vec<PathBuf> {
+        let Ok(entries) = std::fs::read_dir(self.projects()) else {
+            return Vec::new();
+        };
+        session_files(entries.filter_map(Result::ok).map(|e| e.path()))
     }
 
     /// Whether `path` is in one of `cwd`'s project folders (where Claude Code looks).
@@ -189,6 +176,31 @@ impl AgentStore for ClaudeStore {
         let dir = path.parent()?;
         Some(self.project_dirs(cwd).iter().any(|d| d == dir))
     }
+}
+
+/// The session files (`<session id>.jsonl`, not a subagent's) of project folders `dirs`.
+fn session_files(dirs: impl IntoIterator<Item = PathBuf>) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        out.extend(
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.extension().is_some_and(|e| e == "jsonl")
+                        && p.file_stem()
+                            .and_then(|s| s.to_str())
+                            // `agent-*.jsonl`: a subagent's transcript (older versions).
+                            .is_some_and(|s| {
+                                !s.starts_with(SUBAGENT_PREFIX) && validate_id(s).is_ok()
+                            })
+                }),
+        );
+    }
+    out
 }
 
 /// The last `options.max_turns` turns of a Claude Code session file, read backwards from

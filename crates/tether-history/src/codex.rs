@@ -143,6 +143,10 @@ impl AgentStore for CodexStore {
         }))
     }
 
+    fn all_sessions(&self) -> Vec<PathBuf> {
+        self.rollouts()
+    }
+
     fn sessions(&self, cwd: &Path) -> Vec<PathBuf> {
         let want = cwd.to_string_lossy();
         self.rollouts()

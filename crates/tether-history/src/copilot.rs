@@ -111,6 +111,18 @@ impl AgentStore for CopilotStore {
         Ok(path.is_file().then_some(path))
     }
 
+    fn all_sessions(&self) -> Vec<PathBuf> {
+        let Ok(entries) = std::fs::read_dir(self.root.join("session-state")) else {
+            return Vec::new();
+        };
+        entries
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.path().join("events.jsonl"))
+            .filter(|p| p.is_file())
+            .collect()
+    }
+
     fn sessions(&self, cwd: &Path) -> Vec<PathBuf> {
         let want = cwd.to_string_lossy();
         let Ok(entries) = std::fs::read_dir(self.root.join("session-state")) else {

@@ -255,6 +255,13 @@ impl AgentStore for GeminiStore {
         Ok(None)
     }
 
+    fn all_sessions(&self) -> Vec<PathBuf> {
+        self.all_project_dirs()
+            .iter()
+            .flat_map(|dir| chat_files(dir))
+            .collect()
+    }
+
     fn sessions(&self, cwd: &Path) -> Vec<PathBuf> {
         let mut out: Vec<PathBuf> = Vec::new();
         for dir in self.project_dirs(cwd) {

@@ -94,16 +94,17 @@ impl OpencodeStore {
 
     /// The ids of the sessions whose working directory is `cwd`, leaving out subagents'
     /// sessions and archived ones (as opencode's own list does).
-    fn session_ids(&self, cwd: &Path) -> Result<Vec<String>, HistoryError> {
+    /// With `cwd` `None`, of every working directory.
+    fn session_ids(&self, cwd: Option<&Path>) -> Result<Vec<String>, HistoryError> {
         let conn = open(&self.db)?;
         let mut stmt = conn
             .prepare(
-                "SELECT id FROM session WHERE directory = ?1 AND parent_id IS NULL \
-                 AND time_archived IS NULL",
+                "SELECT id FROM session WHERE (?1 IS NULL OR directory = ?1) \
+                 AND parent_id IS NULL AND time_archived IS NULL",
             )
             .map_err(sql_error(&self.db))?;
         let ids = stmt
-            .query_map(params![cwd.to_string_lossy()], |row| {
+            .query_map(params![cwd.map(|c| c.to_string_lossy())], |row| {
                 row.get::<_, String>(0)
             })
             .map_err(sql_error(&self.db))?
@@ -141,11 +142,22 @@ impl AgentStore for OpencodeStore {
         Ok(found.map(|()| session_path(&self.db, session_id)))
     }
 
+    fn all_sessions(&self) -> Vec<PathBuf> {
+        if !self.db.is_file() {
+            return Vec::new();
+        }
+        self.session_ids(None)
+            .unwrap_or_default()
+            .iter()
+            .map(|id| session_path(&self.db, id))
+            .collect()
+    }
+
     fn sessions(&self, cwd: &Path) -> Vec<PathBuf> {
         if !self.db.is_file() {
             return Vec::new();
         }
-        self.session_ids(cwd)
+        self.session_ids(Some(cwd))
             .unwrap_or_default()
             .iter()
             .map(|id| session_path(&self.db, id))

@@ -190,6 +190,12 @@ pub trait AgentStore: Send + Sync + std::fmt::Debug {
     /// The session files of workspace `cwd` (unordered).
     fn sessions(&self, cwd: &Path) -> Vec<PathBuf>;
 
+    /// Every session file of the store, whatever its workspace (unordered; subagents'
+    /// transcripts and archived sessions left out as [`AgentStore::sessions`] leaves them
+    /// out): what `tether-index` indexes (R-INDEX-1). For opencode, `<database>#<id>`
+    /// paths ([`crate::opencode::session_path`]).
+    fn all_sessions(&self) -> Vec<PathBuf>;
+
     /// The last `options.max_turns` turns of the session in `path` (R-HIST-2), read with
     /// this agent's reader ([`read_session`]).
     ///

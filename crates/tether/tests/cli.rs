@@ -500,10 +500,10 @@ fn sessions_of_an_unknown_format_are_listed_unreadable_and_refused_by_show() {
         .expect("listed");
     assert_eq!(published["skippedLines"], 1, "{published}");
     let out = run(&["list", "--all"]);
-    let table = String::from_utf8(out.stdout).unwrap();
+    let table = String::from_utf8(out.stdout.clone()).unwrap();
     assert!(
         table.contains("UNREADABLE") && table.contains("[1 lines not JSON]"),
-        "{table}"
+        "{out:?}"
     );
 
     let out = run(&["show", unknown_id]);
@@ -519,4 +519,134 @@ fn sessions_of_an_unknown_format_are_listed_unreadable_and_refused_by_show() {
             && text.contains("[REDACTED_ASSISTANT_TEXT]"),
         "{text}"
     );
+}
+
+/// `sessions search`: every word of the query, as plain text, in Tether's cache and the
+/// agents' own stores, through the session index in the cache folder, which each run
+/// catches up first: a line appended to a session is found by the next search, a damaged
+/// index file is rebuilt with a warning (R-INDEX-3..6).
+#[test]
+fn sessions_search_finds_words_in_every_store_through_the_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let store = tether_store::Store::open(tether_store::StoreConfig {
+        dir: Some(cache.clone()),
+        ..Default::default()
+    })
+    .unwrap();
+    let workspace = tether_store::Workspace::new(&ws).unwrap();
+    let snapshot: tether_store::SessionSnapshot = serde_json::from_value(json!({
+        "chatTurns": [{"id": "t1", "role": "user", "text": "cached pangolin question", "timestampUtc": "2026-11-22T01:00:00Z", "complete": true}],
+        "execTurns": [], "diffSessions": [], "approvals": {"pending": []},
+        "uiState": {"isStreamErrorVisible": false}, "context": {"workingDir": ws}
+    }))
+    .unwrap();
+    store
+        .persist(
+            &workspace,
+            "s-1",
+            tether_store::PersistTrigger::TurnFinalized,
+            &snapshot,
+            std::time::Instant::now(),
+        )
+        .unwrap();
+    drop(store);
+    let fixtures =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tether-history/tests/fixtures");
+    let claude_id = "011056c5-379b-4671-ae05-7da2d0635fdb";
+    let claude_dir = dir.path().join("claude");
+    let project = claude_dir.join("projects/-home-user-work");
+    std::fs::create_dir_all(&project).unwrap();
+    let claude_file = project.join(format!("{claude_id}.jsonl"));
+    std::fs::copy(
+        fixtures.join(format!("claude/projects/-home-user-work/{claude_id}.jsonl")),
+        &claude_file,
+    )
+    .unwrap();
+    let search = |args: &[&str]| {
+        let out = tether()
+            .args(["sessions", "search"])
+            .args(args)
+            .arg("--dir")
+            .arg(&cache)
+            .env("HOME", dir.path())
+            .env("CLAUDE_CONFIG_DIR", &claude_dir)
+            .env_remove("CODEX_HOME")
+            .env_remove("XDG_DATA_HOME")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        out
+    };
+    let json_of =
+        |out: &std::process::Output| -> Value { serde_json::from_slice(&out.stdout).unwrap() };
+
+    let out = search(&["fixture", "--json"]);
+    // Not a terminal: no progress bar; a fresh index: no warning.
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let found = json_of(&out);
+    let hits = found["sessions"].as_array().unwrap();
+    assert_eq!(hits.len(), 1, "{found}");
+    assert_eq!(hits[0]["sessionId"], claude_id);
+    assert_eq!(hits[0]["title"], "please run the fixture command");
+    assert!(
+        hits[0]["snippet"].as_str().unwrap().contains("«fixture»"),
+        "{found}"
+    );
+    let found = json_of(&search(&["pangolin", "--json"]));
+    assert_eq!(found["sessions"][0]["source"], "tether", "{found}");
+    assert_eq!(found["sessions"][0]["sessionId"], "s-1");
+    // Filters, and FTS syntax as plain text.
+    assert_eq!(
+        json_of(&search(&["fixture", "--agent", "codex", "--json"]))["sessions"],
+        json!([])
+    );
+    let ws_arg = ws.to_str().unwrap();
+    let found = json_of(&search(&["pangolin", "--workspace", ws_arg, "--json"]));
+    assert_eq!(found["sessions"].as_array().unwrap().len(), 1, "{found}");
+    for query in [
+        "\"fixture",
+        "fixture*",
+        "NEAR(fixture",
+        "-fixture",
+        "body:fixture",
+    ] {
+        let found = json_of(&search(&[query, "--json"]));
+        assert!(found["sessions"].is_array(), "{query}: {found}");
+    }
+    let table = String::from_utf8(search(&["fixture"]).stdout).unwrap();
+    assert!(
+        table.starts_with("1 sessions match \"fixture\"") && table.contains(claude_id),
+        "{table}"
+    );
+
+    // Appended after the index was built: found by the next search.
+    let line = json!({"parentUuid": null, "isSidechain": false, "type": "user",
+        "message": {"role": "user", "content": "one more armadillo"}, "uuid": "late",
+        "timestamp": "2026-11-26T10:00:00.000Z", "cwd": "/home/user/work", "sessionId": claude_id});
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&claude_file)
+        .unwrap();
+    writeln!(f, "{line}").unwrap();
+    drop(f);
+    let found = json_of(&search(&["armadillo", "--json"]));
+    assert_eq!(found["sessions"][0]["sessionId"], claude_id, "{found}");
+
+    // The index is private, and a damaged one is rebuilt with a warning.
+    let index = cache.join("index/sessions.sqlite3");
+    let meta = std::fs::symlink_metadata(&index).unwrap();
+    tether_store::sys::check_owner_only(&index, &meta, false).unwrap();
+    std::fs::write(&index, b"garbage, not SQLite").unwrap();
+    let _ = std::fs::remove_file(cache.join("index/sessions.sqlite3-wal"));
+    let out = search(&["armadillo", "--json"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("warning") && err.contains("rebuilt"), "{err}");
+    assert_eq!(json_of(&out)["sessions"][0]["sessionId"], claude_id);
 }

@@ -1,18 +1,11 @@
 //! `tether sessions list --all`: a workspace's sessions across Tether's cache and every
 //! readable agent's own store (Claude Code, Codex, Gemini CLI, Copilot CLI, opencode;
-//! R-HIST-1), newest first. Agent sessions
-//! are summarized from a bounded head and tail of their files (R-HIST-2), never read whole;
-//! their stores are located from this process's environment, as the agents would locate
-//! them when started from this shell.
-
-use std::path::Path;
+//! R-HIST-1), newest first, as rows and tables. The rows come from the session index
+//! (`search.rs`, R-INDEX-4), caught up first from the stores located from this process's
+//! environment, as the agents would locate them when started from this shell.
 
 use serde::Serialize;
 use serde_json::{Value, json};
-use tether_history::{AgentKind, Env, locate};
-use tether_store::SessionSummary;
-
-use super::scan_progress::ScanProgress;
 
 /// Longest title shown in the table, in characters.
 const TITLE_CHARS: usize = 50;
@@ -30,7 +23,7 @@ pub struct Row {
     pub agent: Option<String>,
     /// The title, else the first prompt, when known.
     pub title: Option<String>,
-    /// Chat turns, when known without reading the whole session (Tether's cache only).
+    /// Chat turns: the cache's count, or the turns the session index read of an agent's file.
     pub turn_count: Option<u64>,
     /// The session file's size in bytes (agent stores only).
     pub size_bytes: Option<u64>,
@@ -50,100 +43,6 @@ pub struct Row {
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
-}
-
-/// The rows of Tether's cache listing `cached` and of every agent store located from
-/// `env` for workspace `root`, newest first. Files that cannot be read are listed with the
-/// reason ([`Row::unreadable`]) and counted in the second value. Each store and each file
-/// summarized is counted on `progress`.
-#[must_use]
-pub fn rows(
-    root: &Path,
-    cached: &[SessionSummary],
-    env: &Env,
-    progress: &mut ScanProgress,
-) -> (Vec<Row>, usize) {
-    let mut rows: Vec<Row> = cached
-        .iter()
-        .map(|s| Row {
-            source: "tether".into(),
-            session_id: s.session_id.clone(),
-            agent: s.agent.clone(),
-            title: s.title.clone().or_else(|| s.first_prompt.clone()),
-            turn_count: Some(s.turn_count),
-            size_bytes: None,
-            updated_utc: s.updated_utc.clone(),
-            path: None,
-            unreadable: None,
-            skipped_lines: 0,
-        })
-        .collect();
-    let mut unreadable = 0;
-    for kind in AgentKind::ALL {
-        let Some(store) = locate(kind, env) else {
-            continue;
-        };
-        let paths = store.sessions(root);
-        progress.store(kind.display_name(), paths.len());
-        for path in paths {
-            progress.file();
-            match store.summary(&path) {
-                Ok(info) if info.unreadable.is_some() => {
-                    unreadable += 1;
-                    rows.push(Row {
-                        source: kind.name().into(),
-                        agent: Some(kind.name().into()),
-                        title: None,
-                        turn_count: None,
-                        size_bytes: Some(info.size_bytes),
-                        updated_utc: info.updated_utc.unwrap_or_default(),
-                        path: Some(info.path.display().to_string()),
-                        unreadable: info.unreadable,
-                        skipped_lines: info.skipped_lines,
-                        session_id: info.session_id,
-                    });
-                }
-                Ok(info) => rows.push(Row {
-                    unreadable: None,
-                    skipped_lines: info.skipped_lines,
-                    source: kind.name().into(),
-                    session_id: info.session_id,
-                    agent: Some(kind.name().into()),
-                    title: info.title,
-                    turn_count: None,
-                    size_bytes: Some(info.size_bytes),
-                    updated_utc: info.updated_utc.unwrap_or_default(),
-                    path: Some(info.path.display().to_string()),
-                }),
-                Err(err) => {
-                    unreadable += 1;
-                    rows.push(Row {
-                        source: kind.name().into(),
-                        session_id: path
-                            .file_stem()
-                            .map(|s| s.to_string_lossy().into_owned())
-                            .unwrap_or_default(),
-                        agent: Some(kind.name().into()),
-                        title: None,
-                        turn_count: None,
-                        size_bytes: std::fs::metadata(&path).ok().map(|m| m.len()),
-                        updated_utc: String::new(),
-                        path: Some(path.display().to_string()),
-                        unreadable: Some(err.to_string()),
-                        skipped_lines: 0,
-                    });
-                }
-            }
-        }
-    }
-    rows.sort_by_key(|r| std::cmp::Reverse(sort_key(&r.updated_utc)));
-    (rows, unreadable)
-}
-
-/// Milliseconds since the epoch of an RFC 3339 time (0 when it does not parse), so times
-/// written with different precision sort right.
-fn sort_key(time: &str) -> i64 {
-    chrono::DateTime::parse_from_rfc3339(time).map_or(0, |t| t.timestamp_millis())
 }
 
 /// `{"sessions": [Row…], "unreadable": n}`.
@@ -245,11 +144,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sizes_and_times_sort_and_print_as_people_read_them() {
+    fn sizes_print_as_people_read_them() {
         assert_eq!(human_size(512), "512 B");
         assert_eq!(human_size(150_603), "147.1 KB");
         assert_eq!(human_size(104_861_499), "100.0 MB");
-        assert!(sort_key("2026-11-25T13:05:03.417Z") > sort_key("2026-11-25T13:05:03Z"));
-        assert_eq!(sort_key("garbage"), 0);
     }
 }

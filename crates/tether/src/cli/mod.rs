@@ -7,6 +7,7 @@ pub mod classify;
 pub mod classify_corpus;
 mod render;
 pub mod scan_progress;
+pub mod search;
 pub mod serve;
 pub mod sessions;
 

@@ -1,6 +1,8 @@
 //! `tether sessions list|show|clear [--workspace DIR] [--json]`: the session cache, for
 //! people (readable tables) and scripts (`--json`); `list --all` adds the agents' own
-//! stores (`all_sessions.rs`), and `show` falls back on them (`agent_session.rs`).
+//! stores, answered from the session index (`search.rs`, R-INDEX-4), `search` finds
+//! sessions by their words in that index, and `show` falls back on the agents' stores
+//! (`agent_session.rs`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -37,9 +39,39 @@ pub enum Action {
         all_workspaces: bool,
         /// Also list the workspace's sessions in every agent's own store (Claude Code's,
         /// Codex's, Gemini CLI's, Copilot CLI's and opencode's), newest first, with their
-        /// size and file.
+        /// size and file (from the session index, caught up first).
         #[arg(long)]
         all: bool,
+        /// With --all: how many sessions to show, newest first.
+        #[arg(long, value_name = "N", default_value_t = 50)]
+        limit: usize,
+    },
+    /// Sessions of Tether's cache and of every agent's own store whose prompts, answers or
+    /// title hold every word of QUERY (taken as plain text), best match first, each with
+    /// the text around the match. Uses the session index, caught up first.
+    Search {
+        /// The words to find (quotes, `*`, `-`, `:` and NEAR are searched as text).
+        #[arg(allow_hyphen_values = true)]
+        query: String,
+        /// Only sessions whose working directory is DIR.
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+        /// Only sessions of this agent (claude, codex, gemini, copilot, opencode).
+        #[arg(long, value_name = "NAME")]
+        agent: Option<String>,
+        /// How many sessions to show.
+        #[arg(long, value_name = "N", default_value_t = 20)]
+        limit: usize,
+        /// Newest first instead of best match first.
+        #[arg(long)]
+        newest: bool,
+        /// The cache folder (default: the per-user local data folder, as `tether serve`);
+        /// the index is in its `index` folder.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
     },
     /// One saved session: metadata, stale marks, warnings and its recent turns; a session
     /// that is not in Tether's cache is looked for in the agents' own stores.
@@ -56,6 +88,23 @@ pub enum Action {
         /// The session to remove; without it, every session of the workspace.
         session_id: Option<String>,
     },
+}
+
+/// The data folder: `dir`, else tether-store's default root.
+fn data_dir(dir: Option<&PathBuf>) -> Result<PathBuf, String> {
+    dir.cloned()
+        .or_else(tether_store::default_root)
+        .ok_or_else(|| "no home folder to keep the session index in: give --dir".to_owned())
+}
+
+/// `path` made absolute against the current directory.
+fn absolute(path: &std::path::Path) -> Result<PathBuf, String> {
+    if path.is_absolute() {
+        return Ok(path.to_owned());
+    }
+    std::env::current_dir()
+        .map(|d| d.join(path))
+        .map_err(|e| format!("cannot read the current directory: {e}"))
 }
 
 /// Opens the cache. `write` is false for `list` and `show`: a read-only store takes no lock
@@ -112,25 +161,35 @@ pub fn run(action: Action) -> ExitCode {
             common,
             all_workspaces,
             all,
+            limit,
         } => open(common, false).map_err(Failure::from).and_then(|(store, ws)| {
             if *all {
-                let cached = store.list(&ws).map_err(|e| e.to_string())?;
+                let data = data_dir(common.dir.as_ref())?;
                 let env = tether_history::Env::from_process();
-                // On stderr, when it is a terminal and the scan takes over 200 ms.
-                let mut progress = super::scan_progress::ScanProgress::stderr(
-                    tether_history::AgentKind::ALL.len(),
-                );
-                let (rows, unreadable) =
-                    super::all_sessions::rows(ws.root(), &cached, &env, &mut progress);
-                progress.finish();
+                // Caught up first; the scan's bar on stderr when it is a terminal and the
+                // catch-up takes over 200 ms (R-INDEX-3).
+                let (index, _) = super::search::caught_up(&data, Some(store), &env)?;
+                let root = ws.root().display().to_string();
+                let filter = tether_index::workspace_filter(ws.root(), &env);
+                let entries = index.list(&filter, *limit).map_err(|e| e.to_string())?;
+                let total = index.count(&filter).map_err(|e| e.to_string())?;
+                let rows: Vec<_> = entries.iter().map(super::search::row_of).collect();
+                let unreadable = rows.iter().filter(|r| r.unreadable.is_some()).count();
                 if common.json {
-                    print_json(&super::all_sessions::render_json(&rows, unreadable));
+                    let mut value = super::all_sessions::render_json(&rows, unreadable);
+                    value["total"] = total.into();
+                    print_json(&value);
                 } else {
-                    let root = ws.root().display().to_string();
                     print!(
                         "{}",
                         super::all_sessions::render_table(&root, &rows, unreadable)
                     );
+                    if total > rows.len() as u64 {
+                        println!(
+                            "({} of {total} shown, newest first: --limit N for more)",
+                            rows.len()
+                        );
+                    }
                 }
             } else if *all_workspaces {
                 let list = store.workspaces().map_err(|e| e.to_string())?;
@@ -152,6 +211,51 @@ pub fn run(action: Action) -> ExitCode {
             }
             Ok(())
         }),
+        Action::Search {
+            query,
+            workspace,
+            agent,
+            limit,
+            newest,
+            dir,
+            json,
+        } => (|| -> Result<(), String> {
+            let store = Store::open(StoreConfig {
+                dir: dir.clone(),
+                persist: false,
+                ..StoreConfig::default()
+            })
+            .map_err(|e| format!("cannot open the session cache: {e}"))?;
+            let data = data_dir(dir.as_ref())?;
+            let env = tether_history::Env::from_process();
+            let (index, _) = super::search::caught_up(&data, Some(store), &env)?;
+            let mut filter = match workspace {
+                Some(w) => tether_index::workspace_filter(
+                    Workspace::new(absolute(w)?)
+                        .map_err(|e| format!("bad workspace {}: {e}", w.display()))?
+                        .root(),
+                    &env,
+                ),
+                None => tether_index::Filter::default(),
+            };
+            filter.agent = agent.clone();
+            let order = if *newest {
+                tether_index::Order::Newest
+            } else {
+                tether_index::Order::Rank
+            };
+            let hits = index
+                .search(query, &filter, order, *limit)
+                .map_err(|e| e.to_string())?;
+            let indexed = index.count(&filter).map_err(|e| e.to_string())?;
+            if *json {
+                print_json(&super::search::render_json(query, &hits, indexed));
+            } else {
+                print!("{}", super::search::render_table(query, &hits, indexed));
+            }
+            Ok(())
+        })()
+        .map_err(Failure::from),
         Action::Show { common, session_id } => open(common, false).map_err(Failure::from).and_then(|(store, ws)| {
             match store.load(&ws, session_id).map_err(|e| e.to_string())? {
                 Some(loaded) if common.json => print_json(&render::render_show_json(&loaded)),
