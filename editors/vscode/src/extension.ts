@@ -129,9 +129,20 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   await start(context);
 }
 
-/** One `tether.*` setting as this window sees it now. */
+/**
+ * One `tether.*` setting as the user set it (folder, workspace or user/remote value), or
+ * `undefined` when it is not set: src/core/config.ts applies the defaults, and tells a set
+ * old name (deprecated) from one left alone.
+ */
 function setting(key: string): unknown {
-  return vscode.workspace.getConfiguration('tether').get(key);
+  const config = vscode.workspace.getConfiguration('tether');
+  const seen = config.inspect(key);
+  if (!seen) return undefined;
+  const explicit = seen.workspaceFolderValue ?? seen.workspaceValue ?? seen.globalValue;
+  if (explicit !== undefined) return explicit;
+  // A value get() merges from a layer inspect() does not list: still the user's.
+  const value = config.get(key);
+  return JSON.stringify(value) === JSON.stringify(seen.defaultValue) ? undefined : value;
 }
 
 export async function deactivate(): Promise<void> {
@@ -148,13 +159,14 @@ function start(context: vscode.ExtensionContext): Promise<void> {
 async function doStart(context: vscode.ExtensionContext): Promise<void> {
   if (!ui || running) return;
   const out = ui.output;
-  const { settings, problems } = readSettings(setting);
+  const { settings, problems, deprecations } = readSettings(setting);
   startedWith = JSON.stringify(settings);
+  for (const d of deprecations) out.warn(d);
   for (const p of problems) out.warn(p);
   if (problems.length > 0) void vscode.window.showWarningMessage(`Tether: ${problems.join('; ')}`);
 
   const server = resolveServer({
-    configured: settings.serverPath,
+    configured: settings.server.path,
     extensionPath: context.extensionPath,
     platform: process.platform,
     envPath: process.env.PATH,
@@ -162,21 +174,21 @@ async function doStart(context: vscode.ExtensionContext): Promise<void> {
   if (!server.ok) {
     // Where VS Code looked for the setting: tells a missing setting from one this window
     // does not read. In a remote window (Remote-SSH, WSL, code-server) VS Code ignores local
-    // user values of machine-scoped settings such as tether.serverPath; they belong in the
+    // user values of machine-scoped settings such as tether.server.path; they belong in the
     // Remote settings.
-    const seen = vscode.workspace.getConfiguration('tether').inspect('serverPath');
+    const seen = vscode.workspace.getConfiguration('tether').inspect('server.path');
     const remote = vscode.env.remoteName;
     const hint =
-      remote !== undefined && !settings.serverPath && seen?.globalValue === undefined
-        ? ` In this remote window (${remote}) tether.serverPath is read from the Remote settings, not from your local User settings.`
+      remote !== undefined && !settings.server.path && seen?.globalValue === undefined
+        ? ` In this remote window (${remote}) tether.server.path is read from the Remote settings, not from your local User settings.`
         : '';
     out.error(server.error + hint);
     out.info(
-      `tether.serverPath as this window sees it: ${JSON.stringify({ remoteName: remote, global: seen?.globalValue, workspace: seen?.workspaceValue, folder: seen?.workspaceFolderValue, default: seen?.defaultValue })}`,
+      `tether.server.path as this window sees it: ${JSON.stringify({ remoteName: remote, global: seen?.globalValue, workspace: seen?.workspaceValue, folder: seen?.workspaceFolderValue, default: seen?.defaultValue })}`,
     );
     ui.setStatus(LocalStatus.serverUnavailable(server.error));
     void vscode.window.showErrorMessage(`Tether: ${server.error}${hint}`, 'Open Settings', 'Show Logs').then((a) => {
-      if (a === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'tether.serverPath');
+      if (a === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'tether.server.path');
       if (a === 'Show Logs') out.show(true);
     });
     return;
@@ -261,7 +273,7 @@ async function doStart(context: vscode.ExtensionContext): Promise<void> {
     out.error(`${server.command}: ${verdict.error}`);
     ui.setStatus(LocalStatus.serverUnavailable(verdict.error));
     void vscode.window.showErrorMessage(`Tether: ${verdict.error}`, 'Open Settings', 'Show Logs').then((a) => {
-      if (a === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'tether.serverPath');
+      if (a === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'tether.server.path');
       if (a === 'Show Logs') out.show(true);
     });
     void client.stop().catch(() => undefined);
@@ -485,6 +497,6 @@ function recordShutdown(logDir: string, report: ShutdownReport): void {
 
 function logSettings(s: TetherSettings): void {
   ui?.output.info(
-    `settings: persistence=${s.persistence.enabled} encrypt=${s.persistence.encrypt} agent=${s.agent.command || '(server default)'}`,
+    `settings: persistence=${s.persistence.enabled} encrypt=${s.persistence.encrypt} agents=${s.agents ? Object.keys(s.agents).join(',') : '(server default)'} defaultAgent=${s.defaultAgent ?? '(server default)'}`,
   );
 }

@@ -308,7 +308,7 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
   e2e('installs from the .vsix, activates on start-up, shows its status item and its logs', async () => {
     await requireHarness();
     const { cs, page } = await launch('activate', {
-      'tether.serverPath': tetherBin,
+      'tether.server.path': tetherBin,
       'tether.resumeOnStartup': false,
     });
     // The status bar item exists whatever the server's state: activation happened.
@@ -328,7 +328,9 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     const lines = readFileSync(logFile, 'utf8');
     assert.match(lines, /Tether 0\.1\.0 activating \(VS Code 1\.100\.3\)/);
     // Either the server started, or the extension said exactly why not.
-    assert.match(lines, /server: .*tether \(from setting\)|tether\.serverPath is ".*", which is not an executable file/);
+    assert.match(lines, /server: .*tether \(from setting\)|tether\.server\.path is ".*", which is not an executable file/);
+    // Set by its new name: no deprecation note.
+    assert.doesNotMatch(lines, /is deprecated/);
     console.log(`status item: "${text.trim()}"; screenshot ${shot}`);
   });
 
@@ -337,15 +339,18 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     requireServerAndAgent();
     const { agentDir, script } = scriptedAgent('agent-none', { reply: 'hello from the first session' });
     const stateDir = path.join(agentDir, 'state');
+    // The new names: several agents (the built-in claude stays, the scripted one is the default).
     const { cs, page } = await launch('no-history', {
-      'tether.serverPath': tetherBin,
+      'tether.server.path': tetherBin,
       'tether.persistence.directory': tempDir('storage-none'),
-      'tether.agent.name': 'scripted',
-      'tether.agent.command': scriptedAgentBin,
-      'tether.agent.args': [script],
+      'tether.agents': { scripted: { command: scriptedAgentBin, args: [script] } },
+      'tether.defaultAgent': 'scripted',
       'tether.resumeOnStartup': true,
     });
     const extLog = () => readFileSync(findLog(cs.dirs.userData, 'Tether.log') ?? '/dev/null', 'utf8');
+    // Both agents go to the server, which accepts them (initialize succeeded).
+    await waitForText('the initializationOptions', extLog, /initializationOptions: .*"agents":\{"claude":\{"command":"claude-agent-acp".*"scripted":\{"command":"[^"]*tether-scripted-agent","args":\[.*"defaultAgent":"scripted"/, 60_000);
+    assert.doesNotMatch(extLog(), /is deprecated/);
 
     // 1. The start-up resume asks with create: false and the server has nothing to resume.
     await waitForText('the start-up resume', extLog, /result: nothingToResume session=null /, 60_000);
@@ -418,6 +423,15 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     //    agent starts (R-RESUME-11); the user starts a session with "Tether: Resume Session".
     const firstLog = () => readFileSync(findLog(cs.dirs.userData, 'Tether.log') ?? '/dev/null', 'utf8');
     await waitForText('the start-up resume', firstLog, /result: nothingToResume /, 60_000);
+    // The old setting names still work; the log names each one's new key.
+    for (const note of [
+      'tether.serverPath is deprecated: use tether.server.path',
+      'tether.agent.name is deprecated: use tether.defaultAgent',
+      'tether.agent.command is deprecated: use tether.agents.scripted.command',
+      'tether.agent.args is deprecated: use tether.agents.scripted.args',
+    ]) {
+      assert.ok(firstLog().includes(note), `Tether.log says "${note}"`);
+    }
     await runCommand(page, 'Tether: Resume Session');
     await waitForText('Tether: Resume Session', firstLog, /result: started /, 60_000);
     await waitForStatus(page, /^\s*Tether\s*$/, 60_000);
