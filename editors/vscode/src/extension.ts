@@ -369,7 +369,7 @@ async function resolveFolder(current: string | undefined): Promise<string | unde
     case 'ask': {
       const picked = await vscode.window.showQuickPick(
         choice.folders.map((f) => ({ label: path.basename(f), description: f, root: f })),
-        { title: 'Tether: Choose Folder', placeHolder: "Several folders are open and no editor is active: whose agent session should Tether show?" },
+        { title: 'Tether: Choose Folder', placeHolder: 'No editor is active: pick the folder whose agent session Tether shows' },
       );
       if (picked) return picked.root;
       ui?.log(`no folder picked: the session view follows ${choice.folders[0]} (the first folder) until an editor of another folder is active`);
