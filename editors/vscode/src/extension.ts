@@ -78,6 +78,8 @@ let running: Running | undefined;
 let starting: Promise<void> | undefined;
 /** The settings the last start read (JSON), to tell a real change from a repeated event. */
 let startedWith: string | undefined;
+/** The folder the session view followed last: a restarted server keeps to it without asking again. */
+let followed: string | undefined;
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const output = vscode.window.createOutputChannel('Tether', { log: true });
@@ -276,7 +278,8 @@ async function doStart(context: vscode.ExtensionContext): Promise<void> {
       },
     );
   };
-  const root = await resolveFolder(undefined);
+  const root = await resolveFolder(followed);
+  followed = root;
   if (root !== undefined && folderPaths().length > 1) out.info(`the session view follows ${root}`);
   const controller = make(root);
   const byRoot = new Map<string, SessionController>();
@@ -399,6 +402,7 @@ function follow(): void {
     run.byRoot.set(root, controller);
   }
   run.root = root;
+  followed = root;
   run.controller = controller;
   const c = controller;
   panel?.attach({ fullState: () => c.transcript.fullState(), onMessage: (m) => onViewMessage(c, m) });
