@@ -31,6 +31,7 @@ import { resolveServer } from './core/serverPath';
 import { checkServer } from './core/serverVersion';
 import { LocalStatus } from './core/status';
 import { TranscriptModel, type WebviewMessage } from './core/transcript';
+import { chooseFolder, memoryKey, RESTRICTED_REASON, routeMessage, startGate } from './core/workspace';
 import { SessionPanel, VIEW_TYPE } from './sessionPanel';
 import { VscodeUi } from './vscodeUi';
 
@@ -59,7 +60,15 @@ interface Running {
   /** The first start completed (later Starting → Running transitions are restarts). */
   started: boolean;
   client: LanguageClient;
+  /** The controller of the folder the session view follows (`root`). */
   controller: SessionController;
+  /** The folder the session view follows; `undefined` with no folder open. */
+  root: string | undefined;
+  /** Every folder's controller made so far (multi-root: one per folder the view followed). */
+  byRoot: Map<string, SessionController>;
+  /** Makes the controller of a folder. */
+  make: (root: string | undefined) => SessionController;
+  resumeOnStartup: boolean;
   countdown: ReturnType<typeof setInterval> | undefined;
 }
 
@@ -69,6 +78,8 @@ let running: Running | undefined;
 let starting: Promise<void> | undefined;
 /** The settings the last start read (JSON), to tell a real change from a repeated event. */
 let startedWith: string | undefined;
+/** The folder the session view followed last: a restarted server keeps to it without asking again. */
+let followed: string | undefined;
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const output = vscode.window.createOutputChannel('Tether', { log: true });
@@ -94,10 +105,21 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('tether.resumeSession', async () => {
       if (!running) {
         await start(context);
-        if (!running) return;
+        if (!running) {
+          if (!vscode.workspace.isTrusted) notRunning();
+          return;
+        }
       }
       await running.controller.resume();
     }),
+    // Restricted Mode: nothing started; trusting the workspace proceeds.
+    vscode.workspace.onDidGrantWorkspaceTrust(() => {
+      ui?.log('the workspace is trusted now: starting the Tether server');
+      void start(context);
+    }),
+    // Multi-root: the session view follows the folder of the active editor.
+    vscode.window.onDidChangeActiveTextEditor(() => follow()),
+    vscode.workspace.onDidChangeWorkspaceFolders(() => follow()),
     vscode.commands.registerCommand('tether.clearSession', () => clearSession()),
     vscode.commands.registerCommand('tether.sendPrompt', () => sendPrompt()),
     vscode.commands.registerCommand('tether.openSession', () => panel?.open(false)),
@@ -129,9 +151,20 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   await start(context);
 }
 
-/** One `tether.*` setting as this window sees it now. */
+/**
+ * One `tether.*` setting as the user set it (folder, workspace or user/remote value), or
+ * `undefined` when it is not set: src/core/config.ts applies the defaults, and tells a set
+ * old name (deprecated) from one left alone.
+ */
 function setting(key: string): unknown {
-  return vscode.workspace.getConfiguration('tether').get(key);
+  const config = vscode.workspace.getConfiguration('tether');
+  const seen = config.inspect(key);
+  if (!seen) return undefined;
+  const explicit = seen.workspaceFolderValue ?? seen.workspaceValue ?? seen.globalValue;
+  if (explicit !== undefined) return explicit;
+  // A value get() merges from a layer inspect() does not list: still the user's.
+  const value = config.get(key);
+  return JSON.stringify(value) === JSON.stringify(seen.defaultValue) ? undefined : value;
 }
 
 export async function deactivate(): Promise<void> {
@@ -148,13 +181,23 @@ function start(context: vscode.ExtensionContext): Promise<void> {
 async function doStart(context: vscode.ExtensionContext): Promise<void> {
   if (!ui || running) return;
   const out = ui.output;
-  const { settings, problems } = readSettings(setting);
+  // Restricted Mode: agents run shell tools, so an untrusted workspace starts no server and
+  // no agent; the view and the status item say why and what to do.
+  const gate = startGate(vscode.workspace.isTrusted);
+  if (!gate.start) {
+    out.warn(`${gate.reason} (no server started)`);
+    ui.setStatus(LocalStatus.restricted(gate.reason));
+    attachStopped(gate.reason);
+    return;
+  }
+  const { settings, problems, deprecations } = readSettings(setting);
   startedWith = JSON.stringify(settings);
+  for (const d of deprecations) out.warn(d);
   for (const p of problems) out.warn(p);
   if (problems.length > 0) void vscode.window.showWarningMessage(`Tether: ${problems.join('; ')}`);
 
   const server = resolveServer({
-    configured: settings.serverPath,
+    configured: settings.server.path,
     extensionPath: context.extensionPath,
     platform: process.platform,
     envPath: process.env.PATH,
@@ -162,21 +205,21 @@ async function doStart(context: vscode.ExtensionContext): Promise<void> {
   if (!server.ok) {
     // Where VS Code looked for the setting: tells a missing setting from one this window
     // does not read. In a remote window (Remote-SSH, WSL, code-server) VS Code ignores local
-    // user values of machine-scoped settings such as tether.serverPath; they belong in the
+    // user values of machine-scoped settings such as tether.server.path; they belong in the
     // Remote settings.
-    const seen = vscode.workspace.getConfiguration('tether').inspect('serverPath');
+    const seen = vscode.workspace.getConfiguration('tether').inspect('server.path');
     const remote = vscode.env.remoteName;
     const hint =
-      remote !== undefined && !settings.serverPath && seen?.globalValue === undefined
-        ? ` In this remote window (${remote}) tether.serverPath is read from the Remote settings, not from your local User settings.`
+      remote !== undefined && !settings.server.path && seen?.globalValue === undefined
+        ? ` In this remote window (${remote}) tether.server.path is read from the Remote settings, not from your local User settings.`
         : '';
     out.error(server.error + hint);
     out.info(
-      `tether.serverPath as this window sees it: ${JSON.stringify({ remoteName: remote, global: seen?.globalValue, workspace: seen?.workspaceValue, folder: seen?.workspaceFolderValue, default: seen?.defaultValue })}`,
+      `tether.server.path as this window sees it: ${JSON.stringify({ remoteName: remote, global: seen?.globalValue, workspace: seen?.workspaceValue, folder: seen?.workspaceFolderValue, default: seen?.defaultValue })}`,
     );
     ui.setStatus(LocalStatus.serverUnavailable(server.error));
     void vscode.window.showErrorMessage(`Tether: ${server.error}${hint}`, 'Open Settings', 'Show Logs').then((a) => {
-      if (a === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'tether.serverPath');
+      if (a === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'tether.server.path');
       if (a === 'Show Logs') out.show(true);
     });
     return;
@@ -210,27 +253,48 @@ async function doStart(context: vscode.ExtensionContext): Promise<void> {
   const client = new LanguageClient('tether', 'Tether', serverOptions, clientOptions);
   client.registerFeature(new TetherCapabilitiesFeature());
 
-  const controller = new SessionController(
-    ui,
-    {
-      request: (method, params) => client.sendRequest(method, params),
-      notify: (method, params) => void client.sendNotification(method, params).catch((err: unknown) => ui?.log(`${method}: ${String(err)}`)),
-    },
-    {
-      workspaceRoot: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath,
-      persistenceEnabled: settings.persistence.enabled,
-      ...(panel ? { view: panel } : {}),
-      daemon,
-      memory: {
-        get: () => context.workspaceState.get<unknown>(VIEW_SESSION_KEY),
-        set: (value) =>
-          void Promise.resolve(context.workspaceState.update(VIEW_SESSION_KEY, value)).catch((err: unknown) =>
-            ui?.log(`remembering the view's session failed: ${errorText(err)}`),
-          ),
+  const ui0 = ui;
+  const make = (root: string | undefined): SessionController => {
+    // Each folder of a multi-root workspace remembers its own view session.
+    const key = root === undefined ? VIEW_SESSION_KEY : memoryKey(VIEW_SESSION_KEY, root, folderPaths().length);
+    return new SessionController(
+      ui0,
+      {
+        request: (method, params) => client.sendRequest(method, params),
+        notify: (method, params) => void client.sendNotification(method, params).catch((err: unknown) => ui?.log(`${method}: ${String(err)}`)),
       },
-    },
-  );
-  const run: Running = { logDir: context.logUri.fsPath, started: false, client, controller, countdown: undefined };
+      {
+        workspaceRoot: root,
+        persistenceEnabled: settings.persistence.enabled,
+        ...(panel ? { view: panel } : {}),
+        daemon,
+        memory: {
+          get: () => context.workspaceState.get<unknown>(key),
+          set: (value) =>
+            void Promise.resolve(context.workspaceState.update(key, value)).catch((err: unknown) =>
+              ui?.log(`remembering the view's session failed: ${errorText(err)}`),
+            ),
+        },
+      },
+    );
+  };
+  const root = await resolveFolder(followed);
+  followed = root;
+  if (root !== undefined && folderPaths().length > 1) out.info(`the session view follows ${root}`);
+  const controller = make(root);
+  const byRoot = new Map<string, SessionController>();
+  if (root !== undefined) byRoot.set(root, controller);
+  const run: Running = {
+    logDir: context.logUri.fsPath,
+    started: false,
+    client,
+    controller,
+    root,
+    byRoot,
+    make,
+    resumeOnStartup: settings.resumeOnStartup,
+    countdown: undefined,
+  };
   wire(run);
 
   try {
@@ -261,7 +325,7 @@ async function doStart(context: vscode.ExtensionContext): Promise<void> {
     out.error(`${server.command}: ${verdict.error}`);
     ui.setStatus(LocalStatus.serverUnavailable(verdict.error));
     void vscode.window.showErrorMessage(`Tether: ${verdict.error}`, 'Open Settings', 'Show Logs').then((a) => {
-      if (a === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'tether.serverPath');
+      if (a === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'tether.server.path');
       if (a === 'Show Logs') out.show(true);
     });
     void client.stop().catch(() => undefined);
@@ -276,38 +340,133 @@ async function doStart(context: vscode.ExtensionContext): Promise<void> {
   // Without a folder there is nothing to resume; say so only when asked (the command).
   // `create: false`: only a session that exists is resumed; opening a folder never starts an
   // agent (R-RESUME-11). The first prompt, or "Tether: Resume Session", starts one.
-  if (settings.resumeOnStartup && vscode.workspace.workspaceFolders?.length) void controller.resume({ create: false });
+  if (settings.resumeOnStartup && root !== undefined) void controller.resume({ create: false });
   logSettings(settings);
+  // An editor of another folder may have become active meanwhile.
+  follow();
+}
+
+/** The workspace folders' paths, in order. */
+function folderPaths(): string[] {
+  return (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
+}
+
+/** The workspace folder of the active editor's file, if it lies in one. */
+function activeEditorFolder(): string | undefined {
+  const doc = vscode.window.activeTextEditor?.document;
+  return doc ? vscode.workspace.getWorkspaceFolder(doc.uri)?.uri.fsPath : undefined;
+}
+
+/**
+ * The folder whose session the view shows at start-up: the active editor's, else the only
+ * one; with several folders and no active editor, the user picks one (dismissing the pick
+ * takes the first folder, until an editor of another folder becomes active).
+ */
+async function resolveFolder(current: string | undefined): Promise<string | undefined> {
+  const choice = chooseFolder({ folders: folderPaths(), activeEditorFolder: activeEditorFolder(), current });
+  switch (choice.kind) {
+    case 'none':
+      return undefined;
+    case 'folder':
+      return choice.root;
+    case 'ask': {
+      const picked = await vscode.window.showQuickPick(
+        choice.folders.map((f) => ({ label: path.basename(f), description: f, root: f })),
+        { title: 'Tether: Choose Folder', placeHolder: 'No editor is active: pick the folder whose agent session Tether shows' },
+      );
+      if (picked) return picked.root;
+      ui?.log(`no folder picked: the session view follows ${choice.folders[0]} (the first folder) until an editor of another folder is active`);
+      return choice.folders[0];
+    }
+  }
+}
+
+/**
+ * Multi-root: when the active editor's file lies in another folder (or the followed folder
+ * left the workspace and one remains), the session view switches to that folder's session.
+ * Each folder keeps its own controller, so switching back shows its session as it was; a
+ * folder shown for the first time resumes only a session that exists (`create: false`).
+ */
+function follow(): void {
+  const run = running;
+  if (!run) return;
+  const choice = chooseFolder({ folders: folderPaths(), activeEditorFolder: activeEditorFolder(), current: run.root });
+  // Switch only to a definite folder: an editor change never opens a quick pick.
+  if (choice.kind !== 'folder' || choice.root === run.root) return;
+  const root = choice.root;
+  ui?.log(`the session view follows ${root} (${choice.why === 'activeEditor' ? 'the active editor is in it' : 'the only folder left'})`);
+  let controller = run.byRoot.get(root);
+  const fresh = controller === undefined;
+  if (!controller) {
+    controller = run.make(root);
+    run.byRoot.set(root, controller);
+  }
+  run.root = root;
+  followed = root;
+  run.controller = controller;
+  const c = controller;
+  panel?.attach({ fullState: () => c.transcript.fullState(), onMessage: (m) => onViewMessage(c, m) });
+  if (fresh) {
+    c.setLiveIdle();
+    ui?.setStatus(LocalStatus.idle());
+    if (run.resumeOnStartup) void c.resume({ create: false });
+  } else {
+    ui?.setStatus(c.sessionId ? LocalStatus.live(c.sessionId, false) : LocalStatus.idle());
+  }
+}
+
+/** The controller a server message is for: the folder's that knows its session, else the followed one. */
+function controllerFor(run: Running, params: unknown): SessionController {
+  if (run.byRoot.size < 2 || run.root === undefined) return run.controller;
+  const folders = [...run.byRoot].map(([root, c]) => ({ root, sessionIds: [c.sessionId, c.transcript.sessionId] }));
+  return run.byRoot.get(routeMessage(folders, params, run.root)) ?? run.controller;
+}
+
+/** Every controller of the run (one per folder followed so far). */
+function controllersOf(run: Running): SessionController[] {
+  return run.byRoot.size > 0 ? [...run.byRoot.values()] : [run.controller];
+}
+
+/** Says why no server runs: Restricted Mode (with the way out), or see the logs. */
+function notRunning(): void {
+  if (!vscode.workspace.isTrusted) {
+    void vscode.window.showWarningMessage(`Tether: ${RESTRICTED_REASON}`, 'Manage Workspace Trust').then((a) => {
+      if (a) void vscode.commands.executeCommand('workbench.trust.manage');
+    });
+    return;
+  }
+  void vscode.window.showErrorMessage('Tether: the server is not running (see Tether: Show Logs).');
 }
 
 function wire(run: Running): void {
-  const { client, controller } = run;
+  const { client } = run;
+  const to = (p: unknown) => controllerFor(run, p);
   // vscode-languageclient restarts a server that crashed (its default error handler); the
   // new process knows no live session, so resume again, the way start-up does. The first
   // start is doStart's.
   client.onDidChangeState((e) => {
     if (run.started && e.oldState === State.Starting && e.newState === State.Running && running === run) {
-      void controller.serverRestarted();
+      for (const c of controllersOf(run)) void c.serverRestarted();
     }
   });
   client.onNotification(ServerMethods.status, (p: unknown) => {
-    controller.onStatus(p);
-    if (controller.tick() && !run.countdown) {
+    to(p).onStatus(p);
+    if (run.controller.tick() && !run.countdown) {
       run.countdown = setInterval(() => {
-        if (!controller.tick() && run.countdown) {
+        if (!run.controller.tick() && run.countdown) {
           clearInterval(run.countdown);
           run.countdown = undefined;
         }
       }, 1_000);
     }
   });
-  client.onNotification(ServerMethods.restored, (p: unknown) => controller.onRestored(p));
-  client.onNotification(ServerMethods.banner, (p: unknown) => controller.onBanner(p));
-  client.onNotification(ServerMethods.bannerCleared, (p: unknown) => controller.onBannerCleared(p));
-  client.onNotification(ServerMethods.expired, (p: unknown) => controller.onExpired(p));
-  client.onNotification(ServerMethods.update, (p: unknown) => controller.onUpdate(p));
-  client.onNotification(ServerMethods.turnEnded, (p: unknown) => controller.onTurnEnded(p));
-  client.onNotification(ServerMethods.reattached, (p: unknown) => void controller.onReattached(p));
+  client.onNotification(ServerMethods.restored, (p: unknown) => to(p).onRestored(p));
+  client.onNotification(ServerMethods.banner, (p: unknown) => to(p).onBanner(p));
+  client.onNotification(ServerMethods.bannerCleared, (p: unknown) => to(p).onBannerCleared(p));
+  client.onNotification(ServerMethods.expired, (p: unknown) => to(p).onExpired(p));
+  client.onNotification(ServerMethods.update, (p: unknown) => to(p).onUpdate(p));
+  client.onNotification(ServerMethods.turnEnded, (p: unknown) => to(p).onTurnEnded(p));
+  client.onNotification(ServerMethods.reattached, (p: unknown) => void to(p).onReattached(p));
   client.onNotification(ServerMethods.telemetry, (p: unknown) => ui?.log(`telemetry ${JSON.stringify(p)}`));
   // A question another editor answered (or that timed out) is closed here as a cancelled
   // turn closes it; the server ignores this editor's late answer (R-DAEMON-6).
@@ -328,16 +487,20 @@ function wire(run: Running): void {
       token.onCancellationRequested(() => resolve());
       if (seq !== undefined) settledElsewhere.set(seq, resolve);
     });
-    return controller.onPermissionRequest(p, closed).finally(() => {
+    return to(p).onPermissionRequest(p, closed).finally(() => {
       if (seq !== undefined) settledElsewhere.delete(seq);
     });
   });
 }
 
-/** The session view while no server runs: an empty conversation that says so. */
-function attachStopped(): void {
+/**
+ * The session view while no server runs: an empty conversation that says so; with a
+ * `restricted` reason, that the workspace is in Restricted Mode and how to trust it.
+ */
+function attachStopped(restricted?: string): void {
   const idle = new TranscriptModel(() => undefined);
-  idle.serverStopped();
+  if (restricted === undefined) idle.serverStopped();
+  else idle.restricted(restricted);
   panel?.attach({ fullState: () => idle.fullState(), onMessage: () => undefined });
 }
 
@@ -371,24 +534,29 @@ async function stop(): Promise<void> {
   if (!run) return;
   attachStopped();
   if (run.countdown) clearInterval(run.countdown);
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const report = await Promise.race([
-    run.controller.shutdown(),
-    new Promise<ShutdownReport>((resolve) => {
-      timer = setTimeout(
-        () => resolve({ sent: true, sessionId: run.controller.sessionId ?? '', error: `no answer within ${SHUTDOWN_PERSIST_TIMEOUT_MS} ms` }),
-        SHUTDOWN_PERSIST_TIMEOUT_MS,
-      );
+  // Every folder's controller persists its session (one folder: just the one).
+  await Promise.all(
+    controllersOf(run).map(async (controller) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const report = await Promise.race([
+        controller.shutdown(),
+        new Promise<ShutdownReport>((resolve) => {
+          timer = setTimeout(
+            () => resolve({ sent: true, sessionId: controller.sessionId ?? '', error: `no answer within ${SHUTDOWN_PERSIST_TIMEOUT_MS} ms` }),
+            SHUTDOWN_PERSIST_TIMEOUT_MS,
+          );
+        }),
+      ]);
+      if (timer) clearTimeout(timer);
+      recordShutdown(run.logDir, report);
     }),
-  ]);
-  if (timer) clearTimeout(timer);
-  recordShutdown(run.logDir, report);
+  );
   await run.client.stop().catch((err: unknown) => ui?.log(`stopping the server: ${String(err)}`));
 }
 
 async function clearSession(): Promise<void> {
   if (!running) {
-    void vscode.window.showErrorMessage('Tether: the server is not running (see Tether: Show Logs).');
+    notRunning();
     return;
   }
   const answer = await vscode.window.showWarningMessage(
@@ -414,7 +582,7 @@ async function clearSession(): Promise<void> {
 
 async function sendPrompt(): Promise<void> {
   if (!running) {
-    void vscode.window.showErrorMessage('Tether: the server is not running (see Tether: Show Logs).');
+    notRunning();
     return;
   }
   const text = await vscode.window.showInputBox({
@@ -439,7 +607,7 @@ async function sendPrompt(): Promise<void> {
 async function showSessions(): Promise<void> {
   const run = running;
   if (!run) {
-    void vscode.window.showErrorMessage('Tether: the server is not running (see Tether: Show Logs).');
+    notRunning();
     return;
   }
   let picks;
@@ -485,6 +653,6 @@ function recordShutdown(logDir: string, report: ShutdownReport): void {
 
 function logSettings(s: TetherSettings): void {
   ui?.output.info(
-    `settings: persistence=${s.persistence.enabled} encrypt=${s.persistence.encrypt} agent=${s.agent.command || '(server default)'}`,
+    `settings: persistence=${s.persistence.enabled} encrypt=${s.persistence.encrypt} agents=${s.agents ? Object.keys(s.agents).join(',') : '(server default)'} defaultAgent=${s.defaultAgent ?? '(server default)'}`,
   );
 }

@@ -1,5 +1,5 @@
 /**
- * Which `tether` executable to start: the `tether.serverPath` setting, else the server bundled in
+ * Which `tether` executable to start: the `tether.server.path` setting, else the server bundled in
  * the extension's `server/` (the per-platform packages `cargo xtask dist` builds carry it, as
  * rust-analyzer's do), else `tether` on `PATH` (README.md, "Install"). A configured path that is
  * not an executable file is an error, not a silent fall-through: the user asked for that binary.
@@ -17,7 +17,7 @@ export type ServerResolution =
   | { ok: false; error: string };
 
 export interface ResolveInput {
-  /** `tether.serverPath`, trimmed; empty when unset. */
+  /** `tether.server.path`, trimmed; empty when unset. */
   configured: string;
   /** The extension's install folder. */
   extensionPath: string;
@@ -41,11 +41,11 @@ export function resolveServer(input: ResolveInput, isExecutable: (file: string) 
   const exe = input.platform === 'win32' ? 'tether.exe' : 'tether';
   if (input.configured !== '') {
     if (!path.isAbsolute(input.configured)) {
-      return { ok: false, error: `tether.serverPath must be an absolute path, got "${input.configured}"` };
+      return { ok: false, error: `tether.server.path must be an absolute path, got "${input.configured}"` };
     }
     return isExecutable(input.configured)
       ? { ok: true, command: input.configured, source: 'setting' }
-      : { ok: false, error: `tether.serverPath is "${input.configured}", which is not an executable file` };
+      : { ok: false, error: `tether.server.path is "${input.configured}", which is not an executable file` };
   }
   const bundled = path.join(input.extensionPath, BUNDLED_DIR, exe);
   if (isExecutable(bundled)) return { ok: true, command: bundled, source: 'bundled' };
@@ -57,6 +57,6 @@ export function resolveServer(input: ResolveInput, isExecutable: (file: string) 
   }
   return {
     ok: false,
-    error: `no tether server found: tether.serverPath is empty, ${bundled} does not exist, and "${exe}" is not on PATH`,
+    error: `no tether server found: tether.server.path is empty, ${bundled} does not exist, and "${exe}" is not on PATH`,
   };
 }

@@ -26,7 +26,7 @@ export type ServerVerdict =
 function fixFor(source: ServerSource): string {
   switch (source) {
     case 'setting':
-      return 'point tether.serverPath at a matching tether, or clear it to use the server bundled with this extension';
+      return 'point tether.server.path at a matching tether, or clear it to use the server bundled with this extension';
     case 'path':
       return 'update the tether on PATH (README.md, "Install"), or install the Tether package for your platform, which bundles a matching server';
     case 'bundled':
@@ -52,7 +52,7 @@ export function checkServer(facts: ServerFacts, extensionVersion: string, source
       };
     }
     const older = proto < PROTOCOL_VERSION;
-    const fix = older ? fixFor(source) : 'update the Tether extension, or point tether.serverPath at a tether as old as this extension';
+    const fix = older ? fixFor(source) : 'update the Tether extension, or point tether.server.path at a tether as old as this extension';
     return {
       ok: false,
       error: `${server} speaks Tether protocol ${proto}; this extension (${extensionVersion}) speaks ${PROTOCOL_VERSION}. The server is ${older ? 'older' : 'newer'} than this extension: ${fix}.`,

@@ -16,7 +16,7 @@ export interface StatusView {
   tooltip: string;
   severity: 'normal' | 'warning' | 'error';
   /** What the item runs when clicked. */
-  command: 'tether.resumeSession' | 'tether.showLogs';
+  command: 'tether.resumeSession' | 'tether.showLogs' | 'workbench.trust.manage';
 }
 
 /** What the progress notification should do after a status change. */
@@ -136,6 +136,14 @@ export const LocalStatus = {
       'Tether is running; no session yet. A prompt starts one ("Tether: Send Prompt" or the session view, "Tether: Open Session"), or click to start a session now.',
     severity: 'normal',
     command: 'tether.resumeSession',
+  }),
+  /** Restricted Mode: nothing starts until the folder is trusted (click: manage trust). */
+  restricted: (reason: string): StatusView => ({
+    icon: 'shield',
+    text: 'Tether: Restricted Mode',
+    tooltip: reason,
+    severity: 'warning',
+    command: 'workbench.trust.manage',
   }),
   serverUnavailable: (reason: string): StatusView => ({
     icon: 'error',

@@ -69,7 +69,7 @@ export type OlderState =
 /** The status line at the top of the view. */
 export interface StatusLine {
   /** `idle`, the server's `SessionState`, or the extension's own `needsChoice` / `stopped`. */
-  state: SessionState | 'idle' | 'needsChoice' | 'stopped' | 'live';
+  state: SessionState | 'idle' | 'needsChoice' | 'stopped' | 'restricted' | 'live';
   text: string;
 }
 
@@ -178,6 +178,8 @@ function blockedReason(status: StatusLine): string | undefined {
       return 'The session could not be resumed. Run "Tether: Resume Session" to try again.';
     case 'stopped':
       return 'The Tether server is not running (see "Tether: Show Logs").';
+    case 'restricted':
+      return 'Restricted Mode: trust this folder ("Workspaces: Manage Workspace Trust") to start an agent.';
     case 'idle':
       // No session yet: sending a prompt starts one (the controller resumes first).
       return undefined;
@@ -401,6 +403,14 @@ export class TranscriptModel {
     this.busy = false;
     this.statusAt = undefined;
     this.setStatus({ state: 'stopped', text: 'Tether server is not running' });
+    this.refreshPrompt();
+  }
+  /** Restricted Mode: no server, no agent until the folder is trusted; `reason` says so. */
+  restricted(reason: string): void {
+    this.live = false;
+    this.busy = false;
+    this.statusAt = undefined;
+    this.setStatus({ state: 'restricted', text: reason });
     this.refreshPrompt();
   }
 

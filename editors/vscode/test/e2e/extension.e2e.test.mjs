@@ -7,7 +7,7 @@
 // Functions passed to page.evaluate run in the browser, with its globals.
 /* global document, window, requestAnimationFrame, performance, MessageEvent */
 import { strict as assert } from 'node:assert';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -308,7 +308,7 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
   e2e('installs from the .vsix, activates on start-up, shows its status item and its logs', async () => {
     await requireHarness();
     const { cs, page } = await launch('activate', {
-      'tether.serverPath': tetherBin,
+      'tether.server.path': tetherBin,
       'tether.resumeOnStartup': false,
     });
     // The status bar item exists whatever the server's state: activation happened.
@@ -328,7 +328,9 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     const lines = readFileSync(logFile, 'utf8');
     assert.match(lines, /Tether 0\.1\.0 activating \(VS Code 1\.100\.3\)/);
     // Either the server started, or the extension said exactly why not.
-    assert.match(lines, /server: .*tether \(from setting\)|tether\.serverPath is ".*", which is not an executable file/);
+    assert.match(lines, /server: .*tether \(from setting\)|tether\.server\.path is ".*", which is not an executable file/);
+    // Set by its new name: no deprecation note.
+    assert.doesNotMatch(lines, /is deprecated/);
     console.log(`status item: "${text.trim()}"; screenshot ${shot}`);
   });
 
@@ -337,15 +339,18 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     requireServerAndAgent();
     const { agentDir, script } = scriptedAgent('agent-none', { reply: 'hello from the first session' });
     const stateDir = path.join(agentDir, 'state');
+    // The new names: several agents (the built-in claude stays, the scripted one is the default).
     const { cs, page } = await launch('no-history', {
-      'tether.serverPath': tetherBin,
+      'tether.server.path': tetherBin,
       'tether.persistence.directory': tempDir('storage-none'),
-      'tether.agent.name': 'scripted',
-      'tether.agent.command': scriptedAgentBin,
-      'tether.agent.args': [script],
+      'tether.agents': { scripted: { command: scriptedAgentBin, args: [script] } },
+      'tether.defaultAgent': 'scripted',
       'tether.resumeOnStartup': true,
     });
     const extLog = () => readFileSync(findLog(cs.dirs.userData, 'Tether.log') ?? '/dev/null', 'utf8');
+    // Both agents go to the server, which accepts them (initialize succeeded).
+    await waitForText('the initializationOptions', extLog, /initializationOptions: .*"agents":\{"claude":\{"command":"claude-agent-acp".*"scripted":\{"command":"[^"]*tether-scripted-agent","args":\[.*"defaultAgent":"scripted"/, 60_000);
+    assert.doesNotMatch(extLog(), /is deprecated/);
 
     // 1. The start-up resume asks with create: false and the server has nothing to resume.
     await waitForText('the start-up resume', extLog, /result: nothingToResume session=null /, 60_000);
@@ -359,7 +364,8 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     assert.deepEqual(pidsWithArg(script), [], 'no agent process');
     assert.equal(existsSync(stateDir), false, `the scripted agent never started (${stateDir})`);
     assert.deepEqual((await notificationTexts(page)).filter((t) => /Tether|agent|error|fail/i.test(t)), [], 'no notification of Tether, no error');
-    assert.doesNotMatch(extLog(), /result: (started|failed)|resume failed|claude-agent-acp/);
+    // claude-agent-acp is configured (the built-in agent, in the initializationOptions line) but never started.
+    assert.doesNotMatch(extLog().replace(/^.*initializationOptions: .*$/m, ''), /result: (started|failed)|resume failed|claude-agent-acp/);
     assert.equal(await page.locator('.monaco-dialog-box').count(), 0, 'no dialog');
     await screenshot(page, '24-no-history-idle');
 
@@ -418,6 +424,15 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     //    agent starts (R-RESUME-11); the user starts a session with "Tether: Resume Session".
     const firstLog = () => readFileSync(findLog(cs.dirs.userData, 'Tether.log') ?? '/dev/null', 'utf8');
     await waitForText('the start-up resume', firstLog, /result: nothingToResume /, 60_000);
+    // The old setting names still work; the log names each one's new key.
+    for (const note of [
+      'tether.serverPath is deprecated: use tether.server.path',
+      'tether.agent.name is deprecated: use tether.defaultAgent',
+      'tether.agent.command is deprecated: use tether.agents.scripted.command',
+      'tether.agent.args is deprecated: use tether.agents.scripted.args',
+    ]) {
+      assert.ok(firstLog().includes(note), `Tether.log says "${note}"`);
+    }
     await runCommand(page, 'Tether: Resume Session');
     await waitForText('Tether: Resume Session', firstLog, /result: started /, 60_000);
     await waitForStatus(page, /^\s*Tether\s*$/, 60_000);
@@ -1170,5 +1185,138 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     await waitInView(view, '[data-id="bench-4999"]');
     const shot = await screenshot(page, '20-view-5000-turns');
     writeFileSync(path.join(path.dirname(shot), 'render-5000.json'), `${JSON.stringify(perf, null, 2)}\n`);
+  });
+});
+
+// Workspace trust and multi-root workspaces: a budget of their own (the suite above has 5 min).
+describe('Tether in a real VS Code: Restricted Mode and multi-root workspaces', { timeout: 240_000 }, () => {
+  e2e('Restricted Mode starts no server and no agent, and the session view says why; trusting the folder starts them', async () => {
+    await requireHarness();
+    requireServerAndAgent();
+    const { script } = scriptedAgent('agent-trust', { reply: 'hello from a trusted folder' });
+    const workspace = tempDir('trust-ws');
+    // Workspace trust on (the other tests turn it off): code-server asks at start-up.
+    const cs = await startCodeServer({
+      name: 'trust',
+      workspace,
+      trust: true,
+      settings: {
+        'tether.server.path': tetherBin,
+        'tether.persistence.directory': tempDir('storage-trust'),
+        'tether.agents': { scripted: { command: scriptedAgentBin, args: [script] } },
+        'tether.defaultAgent': 'scripted',
+        'tether.resumeOnStartup': true,
+      },
+    });
+    cleanups.push(cs.stop);
+    const { browser, page } = await openBrowser(cs.folderUrl);
+    cleanups.push(() => browser.close());
+    current = { name: 'trust', cs, page };
+    const extLog = () => readFileSync(findLog(cs.dirs.userData, 'Tether.log') ?? '/dev/null', 'utf8');
+    const servers = () => pidsWithArg(`${cs.root}/`).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes('serve'));
+
+    // 1. The folder is not trusted: the user answers code-server's question with No.
+    const dialog = await waitForDialog(page, 60_000);
+    assert.match(dialog.message, /Do you trust the authors of the files in this folder\?/);
+    await dialog.box.locator('.monaco-button', { hasText: "No, I don't trust the authors" }).click();
+    await waitForStatus(page, /Tether: Restricted Mode/, 60_000);
+    await waitForText('the Restricted Mode note', extLog, /Restricted Mode: Tether starts no agent in a folder you have not trusted.*\(no server started\)/, 30_000);
+    assert.deepEqual(servers(), [], 'no tether serve runs');
+    assert.deepEqual(pidsWithArg(script), [], 'no agent process');
+
+    // 2. The session view says why and what to do; the prompt box stays closed.
+    await runCommand(page, 'Tether: Open Session');
+    const view = await sessionViewFrame(page, 60_000);
+    await view.locator('#status', { hasText: 'Trust the folder ("Workspaces: Manage Workspace Trust") and the session starts' }).waitFor({ timeout: 30_000 });
+    await view.locator('#send[disabled]').waitFor({ timeout: 10_000 });
+    await screenshot(page, '26-restricted-mode');
+    assert.deepEqual(servers(), [], 'still no tether serve');
+
+    // 3. Trusting the folder (the Workspace Trust editor's Trust) starts the server; the
+    //    start-up resume finds nothing (R-RESUME-11) and the first prompt starts the session.
+    await runCommand(page, 'Workspaces: Manage Workspace Trust');
+    await page.locator('.workspace-trust-editor .monaco-button', { hasText: /^Trust$/ }).click();
+    await waitForText('the start after trust', extLog, /the workspace is trusted now: starting the Tether server/, 30_000);
+    await waitForText('the start-up resume', extLog, /result: nothingToResume /, 60_000);
+    assert.equal(servers().length, 1, 'tether serve runs once the folder is trusted');
+    await page.locator('.tab', { hasText: 'Tether Session' }).first().click();
+    const trusted = await sessionViewFrame(page, 60_000);
+    await trusted.locator('#status', { hasText: 'No session yet. Send a prompt to start one' }).waitFor({ timeout: 30_000 });
+    await trusted.locator('#prompt').fill('hello');
+    await trusted.locator('#prompt').press('Enter');
+    await trusted.locator('.turn.agent', { hasText: 'hello from a trusted folder' }).waitFor({ timeout: 60_000 });
+    await screenshot(page, '27-trusted-first-prompt');
+    assert.equal(pidsWithArg(script).length, 1, 'one agent process, started by the prompt after trust');
+  });
+
+  e2e('multi-root: the session view follows the folder of the active editor, and asks when no editor is active', async () => {
+    await requireHarness();
+    requireServerAndAgent();
+    const { script } = scriptedAgent('agent-multi', { reply: 'hello from api' });
+    const base = tempDir('multi-ws');
+    const api = path.join(base, 'api');
+    const web = path.join(base, 'web');
+    for (const [dir, file] of [[api, 'api-notes.txt'], [web, 'web-notes.txt']]) {
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(path.join(dir, file), `${file}\n`);
+    }
+    const workspaceFile = path.join(base, 'multi.code-workspace');
+    writeFileSync(workspaceFile, JSON.stringify({ folders: [{ path: 'api' }, { path: 'web' }] }));
+    const cs = await startCodeServer({
+      name: 'multi',
+      workspace: workspaceFile,
+      settings: {
+        'tether.server.path': tetherBin,
+        'tether.persistence.directory': tempDir('storage-multi'),
+        'tether.agents': { scripted: { command: scriptedAgentBin, args: [script] } },
+        'tether.defaultAgent': 'scripted',
+        'tether.resumeOnStartup': true,
+      },
+    });
+    cleanups.push(cs.stop);
+    const { browser, page } = await openBrowser(cs.workspaceUrl);
+    cleanups.push(() => browser.close());
+    current = { name: 'multi', cs, page };
+    const extLog = () => readFileSync(findLog(cs.dirs.userData, 'Tether.log') ?? '/dev/null', 'utf8');
+    const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    // Opens a file from the Explorer (a click: the active editor changes to it).
+    const openFile = async (name) => {
+      await page.locator('.explorer-folders-view .monaco-list-row', { hasText: name }).first().click();
+      await page.locator('.tab.active', { hasText: name }).first().waitFor({ timeout: 10_000 });
+    };
+    const follows = (root) => extLog().split(`the session view follows ${root} (the active editor is in it)`).length - 1;
+
+    // 1. Two folders and no editor: the extension asks which folder's session to show.
+    const pick = page.locator('.quick-input-widget', { hasText: 'Tether: Choose Folder' });
+    await pick.waitFor({ timeout: 60_000 });
+    await screenshot(page, '28-multi-root-pick');
+    await pick.locator('.monaco-list-row', { hasText: web }).first().click();
+    await waitForText('the followed folder', extLog, new RegExp(`the session view follows ${escape(web)}\n`), 60_000);
+    await waitForText('the start-up resume of web', extLog, new RegExp(`session/resume ${escape(web)} create=false\n`), 60_000);
+
+    // 2. An editor of the other folder: the view follows it; its start-up resume finds nothing.
+    await openFile('api-notes.txt');
+    await waitForText('following api', extLog, new RegExp(`the session view follows ${escape(api)} \\(the active editor is in it\\)`), 30_000);
+    await waitForText('the start-up resume of api', extLog, new RegExp(`session/resume ${escape(api)} create=false\n`), 60_000);
+
+    // 3. A prompt from the view starts api's session (the workspace root is api).
+    await runCommand(page, 'Tether: Open Session');
+    const view = await sessionViewFrame(page, 60_000);
+    await view.locator('#status', { hasText: 'No session yet' }).waitFor({ timeout: 30_000 });
+    await view.locator('#prompt').fill('hello');
+    await view.locator('#prompt').press('Enter');
+    await view.locator('.turn.agent', { hasText: 'hello from api' }).waitFor({ timeout: 60_000 });
+    assert.match(extLog(), new RegExp(`session/resume ${escape(api)}\n`), 'the prompt started a session of api');
+
+    // 4. Back to web: its own (empty) view; then api again: its conversation as it was.
+    await openFile('web-notes.txt');
+    await waitForText('following web again', extLog, new RegExp(`the session view follows ${escape(web)} \\(the active editor is in it\\)`), 30_000);
+    const webView = await sessionViewFrame(page, 30_000);
+    await webView.waitForFunction(() => !document.querySelector('.turn.agent'), undefined, { timeout: 30_000 });
+    await openFile('api-notes.txt');
+    await waitForText('following api again', () => String(follows(api)), /^2$/, 30_000);
+    const apiView = await sessionViewFrame(page, 30_000);
+    await apiView.locator('.turn.agent', { hasText: 'hello from api' }).waitFor({ timeout: 30_000 });
+    await screenshot(page, '29-multi-root-follows-editor');
   });
 });

@@ -72,10 +72,12 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
  * `undefined` is removed, e.g.
  * `{TETHER_REMOTE: undefined}` for the default, a daemon in this run's own XDG_RUNTIME_DIR.
  * `vsix` is the package installed (default: the one `npm run package` builds).
+ * `trust: true` keeps VS Code's workspace trust on (the other tests turn it off), so the
+ * folder opens in Restricted Mode until the test trusts it.
  * Returns `{url, root, dirs, env, logs, kill, stop}`: `kill` ends code-server's process group,
  * `stop` does that and removes the temp folder.
  */
-export async function startCodeServer({ name, settings, workspace, env: envChanges = {}, vsix = vsixPath }) {
+export async function startCodeServer({ name, settings, workspace, env: envChanges = {}, vsix = vsixPath, trust = false }) {
   const root = mkdtempSync(path.join(tmpdir(), `tether-e2e-${name}-`));
   const dirs = {
     extensions: path.join(root, 'extensions'),
@@ -126,7 +128,7 @@ export async function startCodeServer({ name, settings, workspace, env: envChang
     'workbench.startupEditor': 'none',
     'workbench.tips.enabled': false,
     'workbench.welcomePage.walkthroughs.openOnInstall': false,
-    'security.workspace.trust.enabled': false,
+    'security.workspace.trust.enabled': trust,
     'extensions.autoCheckUpdates': false,
     'extensions.autoUpdate': false,
     'update.mode': 'none',
@@ -144,7 +146,7 @@ export async function startCodeServer({ name, settings, workspace, env: envChang
       '--auth', 'none',
       '--disable-telemetry',
       '--disable-update-check',
-      '--disable-workspace-trust',
+      ...(trust ? [] : ['--disable-workspace-trust']),
       '--disable-getting-started-override',
       ...common,
       workspace,
@@ -191,7 +193,18 @@ export async function startCodeServer({ name, settings, workspace, env: envChang
     await kill();
     if (!process.env.TETHER_E2E_KEEP) rmSync(root, { recursive: true, force: true });
   };
-  return { url, root, dirs, env, logs, kill, stop, folderUrl: `${url}/?folder=${encodeURIComponent(workspace)}` };
+  return {
+    url,
+    root,
+    dirs,
+    env,
+    logs,
+    kill,
+    stop,
+    folderUrl: `${url}/?folder=${encodeURIComponent(workspace)}`,
+    // When `workspace` is a .code-workspace file (a multi-root workspace).
+    workspaceUrl: `${url}/?workspace=${encodeURIComponent(workspace)}`,
+  };
 }
 
 /**

@@ -31,7 +31,7 @@ describe('server version check at initialize', () => {
     const v = checkServer({ version: undefined, protocolVersion: undefined }, '0.1.0', 'setting');
     const error = !v.ok ? v.error : '';
     assert.match(error, /tether \(no version\) does not say which Tether protocol it speaks/);
-    assert.match(error, /point tether\.serverPath at a matching tether/);
+    assert.match(error, /point tether\.server\.path at a matching tether/);
   });
 
   it('tells a broken bundle to reinstall', () => {
