@@ -68,15 +68,17 @@ binfmt=/proc/sys/fs/binfmt_misc
 [ -e "$binfmt/qemu-aarch64" ] || $sudo update-binfmts --enable qemu-aarch64 \
   || die "cannot register qemu-aarch64 with binfmt_misc (update-binfmts --enable qemu-aarch64)"
 
+# cargo-zigbuild and zig (the glibc 2.17 builds), cached in ~/.cache/tether/zigbuild; before
+# Wine starts, so that a failure here leaves no wineserver behind.
+# shellcheck source=tests/dist/zig-tools.sh
+source "$repo/tests/dist/zig-tools.sh"
+zig_tools_setup
+
 # mingw-w64 (the Windows build's C compiler and linker), the Windows rustup target, and Wine
 # with its prefix for the Windows archive's check below.
 # shellcheck source=tests/wine/lib.sh
 source "$repo/tests/wine/lib.sh"
 wine_setup
-# cargo-zigbuild and zig (the glibc 2.17 builds), cached in ~/.cache/tether/zigbuild.
-# shellcheck source=tests/dist/zig-tools.sh
-source "$repo/tests/dist/zig-tools.sh"
-zig_tools_setup
 if [ "${1:-}" = --prepare ]; then
   wine_stop
   log "the release build's tools are in place"
@@ -138,7 +140,8 @@ export QEMU_LD_PREFIX=/usr/aarch64-linux-gnu   # the aarch64 loader and libc for
 check_version aarch64-unknown-linux-gnu "$arm" qemu-aarch64
 # The glibc builds start on glibc 2.17 (xtask/src/targets.rs, MIN_GLIBC): no GLIBC_ symbol
 # version above it. The same servers in the VS Code packages are checked below.
-min_glibc=2.17
+min_glibc="$(sed -n 's/^pub const MIN_GLIBC: &str = "\([0-9.]*\)";$/\1/p' xtask/src/targets.rs)"
+[ -n "$min_glibc" ] || die "no MIN_GLIBC in xtask/src/targets.rs"
 tests/dist/check-glibc.sh "$min_glibc" "$gnu" "$arm" | sed 's/^/[dist] glibc: /' \
   || die "a linux-gnu build needs a glibc newer than $min_glibc (above)"
 # Windows: a .zip with the files at its root (cargo-dist's layout), tether.exe run by Wine.
