@@ -34,7 +34,8 @@ echo "check-glibc-test: refused $ls_bin against 2.17: $(cat "$work/err")"
 # 2. The same binary passes against the version it needs (so case 1 failed for the version).
 "$check" "$host_top" "$ls_bin" >"$work/out" 2>"$work/err" \
   || fail "check-glibc.sh $host_top $ls_bin refused a binary that needs GLIBC_$host_top: $(cat "$work/err")"
-grep -q "needs GLIBC_$host_top at most" "$work/out" || fail "unexpected output: $(cat "$work/out")"
+grep -q "highest GLIBC_ version needed: $host_top (.*), not above $host_top" "$work/out" \
+  || fail "unexpected output: $(cat "$work/out")"
 
 # 3. One bad file among good binaries fails the whole check: a file that is no ELF, and
 # Debian's /sbin/ldconfig, an ELF that is statically linked and so requires no GLIBC_ version.

@@ -7,7 +7,8 @@
 # is the glibc the binary needs.
 #
 # Usage: tests/dist/check-glibc.sh MAX BINARY...     MAX as major.minor, e.g. 2.17
-# Prints, per binary, "<binary>: needs GLIBC_<x.y> at most (<symbol>)". Exits 1 naming the
+# Prints, per binary, "<binary>: highest GLIBC_ version needed: <x.y> (<symbols>), not above MAX"
+# (the first three symbols that need it, and how many more). Exits 1 naming the
 # binary, the symbol and its version when one needs more than MAX, or when a binary requires
 # no GLIBC_ version at all (then it is no glibc binary, and the check would prove nothing);
 # exits 2 on wrong usage or when readelf (binutils) is missing.
@@ -42,10 +43,10 @@ for bin in "$@"; do
     continue
   fi
   # The symbols that need the top version (there may be none: a version required alone).
-  top_syms="$(printf '%s\n' "$syms" | awk -v v="$top" '$1 == v {print $2}' | sort -u | tr '\n' ' ')"
-  top_syms="${top_syms% }"
+  top_syms="$(printf '%s\n' "$syms" | awk -v v="$top" '$1 == v {print $2}' | sort -u \
+    | awk '{ n++; if (n <= 3) s = s (n > 1 ? " " : "") $0 } END { if (n > 3) s = s " and " n - 3 " more"; print s }')"
   if version_le "$top" "$max"; then
-    echo "$bin: needs GLIBC_$top at most (${top_syms:-no symbol, required by .gnu.version_r})"
+    echo "$bin: highest GLIBC_ version needed: $top (${top_syms:-no symbol, required by .gnu.version_r}), not above $max"
   else
     # Every symbol over the limit, each with its version, highest first.
     over="$(printf '%s\n' "$syms" | sort -Vr -k1,1 | while read -r v s; do
