@@ -244,6 +244,11 @@ prebuild_t0=0
 start_dist_prebuild() {
   [ -z "$prebuild_pid" ] || return 0
   phase "  dist: tools for the release build" run tests/dist/run.sh --prepare
+  # cargo-zigbuild and zig for the glibc 2.17 builds: installed by --prepare into the per-user
+  # cache; sourced here for the PATH and CARGO_ZIGBUILD_PYTHON_PATH the build below needs.
+  # shellcheck source=tests/dist/zig-tools.sh
+  source "$repo/tests/dist/zig-tools.sh"
+  zig_tools_setup
   prebuild_log="$(mktemp)"
   prebuild_t0=$(date +%s)
   log "dist: the release build starts in the background (nice 19; log shown by suite dist)"

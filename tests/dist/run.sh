@@ -8,6 +8,11 @@
 #     `tether --version` names its own target and this checkout's commit; the Windows .zip
 #     holds tether.exe, LICENSE and README.md at its root, and its tether.exe --version runs
 #     under Wine (tests/wine/lib.sh, as the wine suite runs it);
+#   - each glibc build (x86_64 and aarch64 linux-gnu, in the archives and in the VS Code
+#     packages) needs no glibc newer than 2.17 (xtask/src/targets.rs, MIN_GLIBC): the highest
+#     GLIBC_x.y symbol version it requires, read by tests/dist/check-glibc.sh, whose own test
+#     (tests/dist/check-glibc-test.sh: this machine's /bin/ls, which needs GLIBC_2.34, is
+#     refused) runs first;
 #   - the musl build is static and plays `tether demo` here;
 #   - the aarch64 build plays `tether demo` under qemu-user (binfmt_misc, so the agent process
 #     the demo starts runs emulated too), and the Windows build's tether.exe under Wine;
@@ -17,14 +22,17 @@
 #   - the linux-x64 package, installed into code-server with no `tether` on PATH and no
 #     tether.serverPath, starts its bundled server and runs a prompt turn
 #     (editors/vscode/test/e2e/bundled.e2e.test.mjs).
-# It installs what it needs (apt: cross compilers, musl-tools, qemu-user with its binfmt
-# registration, mingw-w64 and wine64 through tests/wine/lib.sh; rustup targets; code-server and
-# Chromium through editors/vscode/scripts/install-e2e.sh)
+# It installs what it needs (apt: musl-tools, the arm64 glibc that qemu-user loads, qemu-user
+# with its binfmt registration, binutils' readelf, mingw-w64 and wine64 through
+# tests/wine/lib.sh; rustup targets; cargo-zigbuild from crates.io and zig from PyPI into the
+# per-user cache through tests/dist/zig-tools.sh; code-server and Chromium through
+# editors/vscode/scripts/install-e2e.sh)
 # and fails, naming it, when something cannot be installed.
 #
 # Usage: tests/dist/run.sh   (honours CARGO_TARGET_DIR; the set is written to target/dist/)
 #        tests/dist/run.sh --prepare   only installs what the release build needs, then exits
-#        (tests/run-all.sh runs it before building the set in the background).
+#        (tests/run-all.sh runs it before building the set in the background, then sources
+#        tests/dist/zig-tools.sh itself for the PATH to cargo-zigbuild and zig).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -35,7 +43,9 @@ sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 
 # --- What the cross builds and the emulated runs need ----------------------------------------
-apt_pkgs=(musl-tools gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user qemu-user-binfmt binfmt-support unzip file)
+# The glibc targets need no cross gcc (zig compiles and links them); libc6-arm64-cross is the
+# aarch64 loader and glibc that qemu-user runs the aarch64 build with; binutils has readelf.
+apt_pkgs=(musl-tools libc6-arm64-cross qemu-user qemu-user-binfmt binfmt-support unzip file binutils)
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -47,7 +57,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     || die "apt-get install ${missing[*]} failed"
 fi
 installed_targets="$(rustup target list --installed)" || die "rustup is needed for the cross targets"
-for t in x86_64-unknown-linux-musl aarch64-unknown-linux-gnu; do
+for t in x86_64-unknown-linux-gnu x86_64-unknown-linux-musl aarch64-unknown-linux-gnu; do
   grep -qx "$t" <<<"$installed_targets" || { log "rustup target add $t"; rustup target add "$t" || die "rustup target add $t failed"; }
 done
 # The demo starts its agent as a child process: under qemu-user that exec must go through
@@ -57,6 +67,12 @@ binfmt=/proc/sys/fs/binfmt_misc
   || die "cannot mount binfmt_misc at $binfmt (needs a privileged machine or container)"
 [ -e "$binfmt/qemu-aarch64" ] || $sudo update-binfmts --enable qemu-aarch64 \
   || die "cannot register qemu-aarch64 with binfmt_misc (update-binfmts --enable qemu-aarch64)"
+
+# cargo-zigbuild and zig (the glibc 2.17 builds), cached in ~/.cache/tether/zigbuild; before
+# Wine starts, so that a failure here leaves no wineserver behind.
+# shellcheck source=tests/dist/zig-tools.sh
+source "$repo/tests/dist/zig-tools.sh"
+zig_tools_setup
 
 # mingw-w64 (the Windows build's C compiler and linker), the Windows rustup target, and Wine
 # with its prefix for the Windows archive's check below.
@@ -68,6 +84,9 @@ if [ "${1:-}" = --prepare ]; then
   log "the release build's tools are in place"
   exit 0
 fi
+
+# --- The glibc check refuses what it must (before it is trusted below) -----------------------
+tests/dist/check-glibc-test.sh || die "tests/dist/check-glibc-test.sh: the glibc check does not refuse a binary that needs a newer glibc"
 
 # --- Build the set ----------------------------------------------------------------------------
 t0=$(date +%s)
@@ -119,6 +138,12 @@ arm="$(unpack aarch64-unknown-linux-gnu)"
 grep -q 'ARM aarch64' <<<"$(file -b "$arm")" || die "the aarch64 build is $(file -b "$arm")"
 export QEMU_LD_PREFIX=/usr/aarch64-linux-gnu   # the aarch64 loader and libc for qemu-user
 check_version aarch64-unknown-linux-gnu "$arm" qemu-aarch64
+# The glibc builds start on glibc 2.17 (xtask/src/targets.rs, MIN_GLIBC): no GLIBC_ symbol
+# version above it. The same servers in the VS Code packages are checked below.
+min_glibc="$(sed -n 's/^pub const MIN_GLIBC: &str = "\([0-9.]*\)";$/\1/p' xtask/src/targets.rs)"
+[ -n "$min_glibc" ] || die "no MIN_GLIBC in xtask/src/targets.rs"
+tests/dist/check-glibc.sh "$min_glibc" "$gnu" "$arm" | sed 's/^/[dist] glibc: /' \
+  || die "a linux-gnu build needs a glibc newer than $min_glibc (above)"
 # Windows: a .zip with the files at its root (cargo-dist's layout), tether.exe run by Wine.
 win_zip="$dist/tether-$version-x86_64-pc-windows-gnu.zip"
 [ -f "$win_zip" ] || die "no archive $win_zip"
@@ -195,6 +220,13 @@ for platform in linux-x64 alpine-x64 linux-arm64 win32-x64; do
     unzip -p "$vsix" "$server" | cmp -s - "$work/windows/tether.exe" \
       || die "$vsix: $server is not the tether.exe of the Windows archive"
   fi
+  case "$platform" in
+    linux-x64 | linux-arm64)
+      mkdir -p "$work/vsix-$platform" && unzip -p "$vsix" "$server" >"$work/vsix-$platform/tether"
+      tests/dist/check-glibc.sh "$min_glibc" "$work/vsix-$platform/tether" | sed 's/^/[dist] glibc: /' \
+        || die "$vsix: its server needs a glibc newer than $min_glibc (above)"
+      ;;
+  esac
   log "$(basename "$vsix"): $size bytes"
 done
 universal="$dist/tether-$version.vsix"

@@ -1,9 +1,12 @@
 //! `cargo xtask dist`: the release set, written to `<checkout>/target/dist/`.
 //!
-//! 1. One `cargo build --profile dist` for every target at once (the targets share the
-//!    build scripts and proc macros built for the host), each cross compiler and linker set
-//!    through the environment for this build only ([`Target::build_env`]); a variable the
-//!    caller already set wins. Cargo builds wherever it would (`CARGO_TARGET_DIR`, the
+//! 1. One `cargo build --profile dist` for the musl and Windows targets at once (the targets
+//!    share the build scripts and proc macros built for the host), each cross compiler and
+//!    linker set through the environment for this build only ([`Target::build_env`]; a
+//!    variable the caller already set wins), then one `cargo zigbuild --profile dist` for
+//!    the glibc targets, each as `<triple>.<glibc>` ([`Target::build_target`],
+//!    [`crate::targets::MIN_GLIBC`]; a compiler or linker variable the caller set for them
+//!    is removed, since it would defeat zig). Cargo builds wherever it would (`CARGO_TARGET_DIR`, the
 //!    per-user cache of tests/run-all.sh); only the results go to `target/dist/`, so they
 //!    are in one known place whatever the build cache.
 //! 2. Per target, `tether-<version>-<triple>.tar.gz` (`.zip` on Windows) with the server,
@@ -132,33 +135,11 @@ pub fn run(opts: &Options) -> Result<(), String> {
     Ok(())
 }
 
-/// Every tool the build needs is here: each target's Rust standard library (rustup) and C
-/// compiler and linker (Debian packages); else one error that lists what to install.
+/// Every tool the build needs is here: each target's Rust standard library (rustup), C
+/// compiler and linker (Debian packages), and for the glibc targets cargo-zigbuild and zig;
+/// else one error that lists what to install.
 fn check_tools(targets: &[Target]) -> Result<(), String> {
-    let mut missing = Vec::new();
-    let installed = Command::new("rustup")
-        .args(["target", "list", "--installed"])
-        .output();
-    for target in targets {
-        if let Ok(out) = &installed
-            && out.status.success()
-            && !String::from_utf8_lossy(&out.stdout)
-                .lines()
-                .any(|l| l.trim() == target.triple)
-        {
-            missing.push(format!("rustup target add {}", target.triple));
-        }
-        for tool in target.cc.iter().chain(target.linker.iter()) {
-            if !on_path(tool) {
-                missing.push(format!(
-                    "apt-get install {} (for `{tool}`, {})",
-                    target.apt.unwrap_or("<the package with it>"),
-                    target.triple
-                ));
-            }
-        }
-    }
-    missing.dedup();
+    let missing = missing_tools(targets, &SystemProbe::new());
     if missing.is_empty() {
         Ok(())
     } else {
@@ -167,6 +148,116 @@ fn check_tools(targets: &[Target]) -> Result<(), String> {
             missing.join("\n  ")
         ))
     }
+}
+
+/// What [`missing_tools`] asks of the machine (a trait so that its test can answer).
+trait Probe {
+    /// Whether rustup lists `triple` as installed; `true` when rustup cannot be asked (a
+    /// toolchain without rustup: cargo then names the missing standard library itself).
+    fn has_rust_target(&self, triple: &str) -> bool;
+    /// Whether the program `tool` is on `PATH`.
+    fn on_path(&self, tool: &str) -> bool;
+    /// Whether `cargo zigbuild --help` runs (cargo finds `cargo-zigbuild` on `PATH` or in
+    /// `~/.cargo/bin`; the subcommand takes no `--version`).
+    fn has_cargo_zigbuild(&self) -> bool;
+    /// Whether cargo-zigbuild finds a zig: `$CARGO_ZIGBUILD_ZIG_PATH` or `zig` on `PATH`
+    /// runs `zig version`, or `${CARGO_ZIGBUILD_PYTHON_PATH:-python3} -m ziglang version`
+    /// runs (the PyPI `ziglang` package); cargo-zigbuild's own order of looking
+    /// (its `src/zig/locate.rs`).
+    fn has_zig(&self) -> bool;
+}
+
+/// The install commands for what `targets` need and `probe` does not find, one a line, in
+/// the order found, without repeats.
+fn missing_tools(targets: &[Target], probe: &dyn Probe) -> Vec<String> {
+    let mut missing: Vec<String> = Vec::new();
+    let mut push = |line: String| {
+        if !missing.contains(&line) {
+            missing.push(line);
+        }
+    };
+    for target in targets {
+        if !probe.has_rust_target(target.triple) {
+            push(format!("rustup target add {}", target.triple));
+        }
+        for tool in target.cc.iter().chain(target.linker.iter()) {
+            if !probe.on_path(tool) {
+                push(format!(
+                    "apt-get install {} (for `{tool}`, {})",
+                    target.apt.unwrap_or("<the package with it>"),
+                    target.triple
+                ));
+            }
+        }
+        // One line each however many targets need them (the same tool builds them all).
+        if let Some(glibc) = target.glibc {
+            if !probe.has_cargo_zigbuild() {
+                push(format!(
+                    "cargo install cargo-zigbuild --locked (for `cargo zigbuild`, which builds \
+                     the linux-gnu targets for glibc {glibc})"
+                ));
+            }
+            if !probe.has_zig() {
+                push(
+                    "pip install ziglang (zig, the C compiler and linker of `cargo zigbuild`, \
+                     found as `zig` on PATH or `python3 -m ziglang`)"
+                        .to_owned(),
+                );
+            }
+        }
+    }
+    missing
+}
+
+/// [`Probe`] of this machine.
+struct SystemProbe {
+    /// `rustup target list --installed`, when rustup ran.
+    installed: Option<String>,
+}
+
+impl SystemProbe {
+    fn new() -> Self {
+        let installed = Command::new("rustup")
+            .args(["target", "list", "--installed"])
+            .output()
+            .ok()
+            .filter(|out| out.status.success())
+            .map(|out| String::from_utf8_lossy(&out.stdout).into_owned());
+        Self { installed }
+    }
+}
+
+impl Probe for SystemProbe {
+    fn has_rust_target(&self, triple: &str) -> bool {
+        self.installed
+            .as_ref()
+            .is_none_or(|list| list.lines().any(|l| l.trim() == triple))
+    }
+
+    fn on_path(&self, tool: &str) -> bool {
+        on_path(tool)
+    }
+
+    fn has_cargo_zigbuild(&self) -> bool {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+        runs(Command::new(cargo).args(["zigbuild", "--help"]))
+    }
+
+    fn has_zig(&self) -> bool {
+        let zig = std::env::var_os("CARGO_ZIGBUILD_ZIG_PATH").unwrap_or_else(|| "zig".into());
+        let python =
+            std::env::var_os("CARGO_ZIGBUILD_PYTHON_PATH").unwrap_or_else(|| "python3".into());
+        runs(Command::new(zig).arg("version"))
+            || runs(Command::new(python).args(["-m", "ziglang", "version"]))
+    }
+}
+
+/// Whether `cmd` starts and exits with status 0 (its output is not shown).
+fn runs(cmd: &mut Command) -> bool {
+    cmd.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
 }
 
 fn on_path(tool: &str) -> bool {
@@ -191,11 +282,48 @@ fn check_vscode_version(vscode: &Path) -> Result<(), String> {
     }
 }
 
+/// Builds `targets` with one `cargo build` for those with their own C compiler and linker
+/// (musl, Windows) and one `cargo zigbuild` for the glibc ones; both build into the same
+/// target folder, so the second reuses what the first built for the host.
 fn build(root: &Path, targets: &[Target]) -> Result<(), String> {
+    let (zig, plain): (Vec<Target>, Vec<Target>) = targets.iter().partition(|t| t.glibc.is_some());
+    if !plain.is_empty() {
+        let mut cmd = dist_build(root, "build");
+        for target in &plain {
+            cmd.args(["--target", target.triple]);
+            for (key, value) in target.build_env() {
+                if std::env::var_os(&key).is_none() {
+                    println!("dist: {key}={value}");
+                    cmd.env(key, value);
+                }
+            }
+        }
+        run_cmd(&mut cmd)?;
+    }
+    if !zig.is_empty() {
+        let mut cmd = dist_build(root, "zigbuild");
+        for target in &zig {
+            cmd.args(["--target", &target.build_target()]);
+            // cargo-zigbuild keeps a compiler or linker the caller set, which would link
+            // against this machine's glibc instead of the old one.
+            for key in target.zig_conflicting_env() {
+                if std::env::var_os(&key).is_some() {
+                    println!("dist: {key} unset for `cargo zigbuild` (zig compiles and links)");
+                    cmd.env_remove(key);
+                }
+            }
+        }
+        run_cmd(&mut cmd)?;
+    }
+    Ok(())
+}
+
+/// `cargo <subcommand> --locked --profile dist -p tether --bin tether` in `root`.
+fn dist_build(root: &Path, subcommand: &str) -> Command {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(root).args([
-        "build",
+        subcommand,
         "--locked",
         "--profile",
         "dist",
@@ -204,16 +332,7 @@ fn build(root: &Path, targets: &[Target]) -> Result<(), String> {
         "--bin",
         "tether",
     ]);
-    for target in targets {
-        cmd.args(["--target", target.triple]);
-        for (key, value) in target.build_env() {
-            if std::env::var_os(&key).is_none() {
-                println!("dist: {key}={value}");
-                cmd.env(key, value);
-            }
-        }
-    }
-    run_cmd(&mut cmd)
+    cmd
 }
 
 /// Cargo's target folder as cargo resolves it (`CARGO_TARGET_DIR`, `build.target-dir`, or
@@ -394,5 +513,82 @@ mod tests {
         assert!(license.contains("SPDX: MIT OR Apache-2.0"), "{license}");
         assert!(license.contains("MIT License"), "{license}");
         assert!(license.contains("Apache License, Version 2.0"), "{license}");
+    }
+
+    /// A machine with the rustup targets and nothing else: no program on `PATH`, no
+    /// cargo-zigbuild, no zig.
+    struct Bare;
+
+    impl Probe for Bare {
+        fn has_rust_target(&self, _: &str) -> bool {
+            true
+        }
+        fn on_path(&self, _: &str) -> bool {
+            false
+        }
+        fn has_cargo_zigbuild(&self) -> bool {
+            false
+        }
+        fn has_zig(&self) -> bool {
+            false
+        }
+    }
+
+    /// Everything there.
+    struct Full;
+
+    impl Probe for Full {
+        fn has_rust_target(&self, _: &str) -> bool {
+            true
+        }
+        fn on_path(&self, _: &str) -> bool {
+            true
+        }
+        fn has_cargo_zigbuild(&self) -> bool {
+            true
+        }
+        fn has_zig(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn a_missing_zigbuild_and_zig_are_named_with_their_install() {
+        let gnu = targets::select(&[
+            "x86_64-unknown-linux-gnu".to_owned(),
+            "aarch64-unknown-linux-gnu".to_owned(),
+        ])
+        .unwrap();
+        let missing = missing_tools(&gnu, &Bare);
+        // Once each, though both targets need them; no apt package (zig is the compiler).
+        assert_eq!(missing.len(), 2, "{missing:#?}");
+        assert!(
+            missing[0].starts_with("cargo install cargo-zigbuild --locked"),
+            "{missing:#?}"
+        );
+        assert!(missing[0].contains("glibc 2.17"), "{missing:#?}");
+        assert!(
+            missing[1].starts_with("pip install ziglang"),
+            "{missing:#?}"
+        );
+        assert!(missing_tools(&gnu, &Full).is_empty());
+    }
+
+    #[test]
+    fn the_other_targets_need_no_zig() {
+        let others = targets::select(&[
+            "x86_64-unknown-linux-musl".to_owned(),
+            "x86_64-pc-windows-gnu".to_owned(),
+        ])
+        .unwrap();
+        let missing = missing_tools(&others, &Bare);
+        assert_eq!(
+            missing,
+            vec![
+                "apt-get install musl-tools (for `musl-gcc`, x86_64-unknown-linux-musl)",
+                "apt-get install gcc-mingw-w64-x86-64 (for `x86_64-w64-mingw32-gcc`, \
+                 x86_64-pc-windows-gnu)",
+            ]
+        );
     }
 }
