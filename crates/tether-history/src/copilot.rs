@@ -125,14 +125,9 @@ impl AgentStore for CopilotStore {
 
     fn sessions(&self, cwd: &Path) -> Vec<PathBuf> {
         let want = cwd.to_string_lossy();
-        let Ok(entries) = std::fs::read_dir(self.root.join("session-state")) else {
-            return Vec::new();
-        };
-        entries
-            .filter_map(Result::ok)
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-            .map(|e| e.path().join("events.jsonl"))
-            .filter(|p| p.is_file() && scalar(&workspace_of(p), "cwd") == Some(want.as_ref()))
+        self.all_sessions()
+            .into_iter()
+            .filter(|p| scalar(&workspace_of(p), "cwd") == Some(want.as_ref()))
             .collect()
     }
 }
