@@ -266,6 +266,13 @@ pub fn reap_orphans(path: &Path) -> Result<ReapReport, RegistryError> {
 /// the daemon, whose editors sent different configurations).
 static OPEN: Mutex<Vec<(PathBuf, std::sync::Weak<ChildRegistry>)>> = Mutex::new(Vec::new());
 
+/// What [`open_for_process`] gives: the registry, and the report of the reap it ran first
+/// (`None` when it found the registry already open in this process).
+pub type Opened = (
+    Arc<ChildRegistry>,
+    Option<Result<ReapReport, RegistryError>>,
+);
+
 /// The registry at `path` for this process: the one already open when another hub of this
 /// process uses the same file, else orphans of dead servers are reaped ([`reap_orphans`],
 /// its report returned) and a new registry is created ([`ChildRegistry::create`]).
@@ -275,16 +282,7 @@ static OPEN: Mutex<Vec<(PathBuf, std::sync::Weak<ChildRegistry>)>> = Mutex::new(
 /// Those of [`ChildRegistry::create`]. A failed reap is returned in the report's place
 /// (`Some(Err)`): the registry is still opened, since a server must be able to record its
 /// own agents even when an earlier one's file cannot be read.
-#[allow(clippy::type_complexity)]
-pub fn open_for_process(
-    path: &Path,
-) -> Result<
-    (
-        Arc<ChildRegistry>,
-        Option<Result<ReapReport, RegistryError>>,
-    ),
-    RegistryError,
-> {
+pub fn open_for_process(path: &Path) -> Result<Opened, RegistryError> {
     let mut open = OPEN
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);

@@ -1,6 +1,7 @@
 //! The command line as a user runs it: the real binary as a child process.
 
 use std::io::Write;
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
@@ -159,21 +160,17 @@ fn classify_refuses_bad_input_clearly() {
     }
 }
 
-#[test]
-fn sessions_list_show_and_clear_a_real_cache() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = dir.path().join("cache");
-    let ws = dir.path().join("ws");
-    std::fs::create_dir_all(&ws).unwrap();
-    // Write a session the way the server does.
+/// Writes session `s-1` of workspace `ws` into the cache at `cache` the way the server does:
+/// one finalized turn whose user text is `text`. Returns the workspace.
+fn cache_one_session(cache: &Path, ws: &Path, text: &str) -> tether_store::Workspace {
     let store = tether_store::Store::open(tether_store::StoreConfig {
-        dir: Some(cache.clone()),
+        dir: Some(cache.to_owned()),
         ..Default::default()
     })
     .unwrap();
-    let workspace = tether_store::Workspace::new(&ws).unwrap();
+    let workspace = tether_store::Workspace::new(ws).unwrap();
     let snapshot: tether_store::SessionSnapshot = serde_json::from_value(json!({
-        "chatTurns": [{"id": "t1", "role": "user", "text": "hello", "timestampUtc": "2026-11-22T01:00:00Z", "complete": true}],
+        "chatTurns": [{"id": "t1", "role": "user", "text": text, "timestampUtc": "2026-11-22T01:00:00Z", "complete": true}],
         "execTurns": [], "diffSessions": [], "approvals": {"pending": []},
         "uiState": {"isStreamErrorVisible": false}, "context": {"workingDir": ws}
     }))
@@ -187,7 +184,16 @@ fn sessions_list_show_and_clear_a_real_cache() {
             std::time::Instant::now(),
         )
         .unwrap();
-    drop(store);
+    workspace
+}
+
+#[test]
+fn sessions_list_show_and_clear_a_real_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    cache_one_session(&cache, &ws, "hello");
     let common = [
         "--dir",
         cache.to_str().unwrap(),
@@ -256,29 +262,8 @@ fn sessions_list_all_adds_the_agents_own_stores_newest_first() {
     let cache = dir.path().join("cache");
     let ws = dir.path().join("ws");
     std::fs::create_dir_all(&ws).unwrap();
-    let store = tether_store::Store::open(tether_store::StoreConfig {
-        dir: Some(cache.clone()),
-        ..Default::default()
-    })
-    .unwrap();
-    let workspace = tether_store::Workspace::new(&ws).unwrap();
+    let workspace = cache_one_session(&cache, &ws, "hello");
     let root = workspace.root().to_str().unwrap().to_owned();
-    let snapshot: tether_store::SessionSnapshot = serde_json::from_value(json!({
-        "chatTurns": [{"id": "t1", "role": "user", "text": "hello", "timestampUtc": "2026-11-22T01:00:00Z", "complete": true}],
-        "execTurns": [], "diffSessions": [], "approvals": {"pending": []},
-        "uiState": {"isStreamErrorVisible": false}, "context": {"workingDir": ws}
-    }))
-    .unwrap();
-    store
-        .persist(
-            &workspace,
-            "s-1",
-            tether_store::PersistTrigger::TurnFinalized,
-            &snapshot,
-            std::time::Instant::now(),
-        )
-        .unwrap();
-    drop(store);
     // The agents' own files, as the real agents wrote them, moved to this workspace.
     let fixtures =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tether-history/tests/fixtures");
@@ -531,28 +516,7 @@ fn sessions_search_finds_words_in_every_store_through_the_index() {
     let cache = dir.path().join("cache");
     let ws = dir.path().join("ws");
     std::fs::create_dir_all(&ws).unwrap();
-    let store = tether_store::Store::open(tether_store::StoreConfig {
-        dir: Some(cache.clone()),
-        ..Default::default()
-    })
-    .unwrap();
-    let workspace = tether_store::Workspace::new(&ws).unwrap();
-    let snapshot: tether_store::SessionSnapshot = serde_json::from_value(json!({
-        "chatTurns": [{"id": "t1", "role": "user", "text": "cached pangolin question", "timestampUtc": "2026-11-22T01:00:00Z", "complete": true}],
-        "execTurns": [], "diffSessions": [], "approvals": {"pending": []},
-        "uiState": {"isStreamErrorVisible": false}, "context": {"workingDir": ws}
-    }))
-    .unwrap();
-    store
-        .persist(
-            &workspace,
-            "s-1",
-            tether_store::PersistTrigger::TurnFinalized,
-            &snapshot,
-            std::time::Instant::now(),
-        )
-        .unwrap();
-    drop(store);
+    cache_one_session(&cache, &ws, "cached pangolin question");
     let fixtures =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tether-history/tests/fixtures");
     let claude_id = "011056c5-379b-4671-ae05-7da2d0635fdb";
