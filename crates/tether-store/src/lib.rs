@@ -54,4 +54,4 @@ pub use model::*;
 pub use page::{ChatPage, ExecPage, TurnPage};
 pub use persist::{PersistReport, PersistTrigger};
 pub use store::{Store, default_root};
-pub use summary::{FIRST_PROMPT_CHARS, SessionSummary, WorkspaceSummary};
+pub use summary::{FIRST_PROMPT_CHARS, ProjectNote, SessionSummary, WorkspaceSummary};

@@ -44,4 +44,31 @@ pub struct WorkspaceSummary {
     pub root: String,
     /// Sessions in it.
     pub session_count: u64,
+    /// Its project, when one was noted ([`crate::Store::note_project`]); absent in a
+    /// workspace an older Tether made and this one has not seen since.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<ProjectNote>,
+}
+
+/// A workspace's project as `workspace.json` records it (R-PROJECT-2): which project the
+/// folder belongs to (crate `tether-project` computes it) and the checkout it was seen as.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProjectNote {
+    /// The project id: 64 lowercase hex characters.
+    pub id: String,
+    /// What the id rests on, for people: `git github.com/team/app`, `folder /home/ada/x`.
+    pub label: String,
+    /// The git branch checked out when last seen (`main`, `detached at 1a2b3c4`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// The git checkout's top-level folder when last seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkout: Option<String>,
+    /// Whether that checkout is a linked worktree (`git worktree add`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub linked_worktree: bool,
+    /// When it was last noted, RFC 3339 UTC (set by the store).
+    #[serde(default)]
+    pub seen_utc: String,
 }

@@ -38,13 +38,19 @@ impl Store {
             if !self.check(&dir, true)? {
                 continue;
             }
-            let root = self
+            let info = self
                 .fs
                 .read(&dir.join("workspace.json"))
                 .ok()
-                .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+                .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
+            let root = info
+                .as_ref()
                 .and_then(|v| v.get("root").and_then(Value::as_str).map(str::to_owned))
                 .unwrap_or_default();
+            let project = info
+                .as_ref()
+                .and_then(|v| v.get("project"))
+                .and_then(|p| serde_json::from_value(p.clone()).ok());
             let sdir = dir.join("sessions");
             let session_count = if self.check(&sdir, true)? {
                 self.fs
@@ -60,6 +66,7 @@ impl Store {
                 workspace_id: id,
                 root,
                 session_count,
+                project,
             });
         }
         out.sort_by(|a, b| a.workspace_id.cmp(&b.workspace_id));

@@ -5,7 +5,8 @@
 //! session), `replay` (journal scans), `plan` (diff planning), `write` (journal appends and
 //! checkpoints), `persist` (the persist API and the failure switch), `coalesce` (held
 //! `timer`/`edit` snapshots), `load` (resumes), `paging` (older turns), `list` (listing),
-//! `archive` (clear and archive), `index` (`index.json`) and `migrate` (schema 1).
+//! `archive` (clear and archive), `index` (`index.json`), `project` (a workspace's
+//! project and moving sessions between workspaces) and `migrate` (schema 1).
 
 mod archive;
 mod coalesce;
@@ -19,6 +20,7 @@ mod open;
 mod paging;
 mod persist;
 mod plan;
+mod project;
 mod replay;
 mod write;
 
