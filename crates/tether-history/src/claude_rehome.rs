@@ -40,7 +40,10 @@
 //!   (`.<name>.tether-rehome-<pid>-<n>.tmp`, which no reader lists), flushed to disk
 //!   (`fsync`), then linked under its name only if that name is still free, and the folder
 //!   is flushed too; a crash leaves either no copy or a whole one (and maybe the temporary
-//!   file). On Unix files are created `0600` and folders `0700`, as Claude Code creates them.
+//!   file). On Unix files are created `0600`, as Claude Code creates its own (its transcript
+//!   writer appends with `mode: 0o600` in claude-agent-sdk 0.2.83's `cli.js`; the real-agent
+//!   test compares the modes), and folders `0700`, stricter than Claude Code 2.1.83, whose
+//!   project folders were seen `0755` (the umask's default): a folder's name is a path.
 //! * Nothing is overwritten: when the target file exists (a re-home done before, or a
 //!   session Claude Code already continued at `new`), nothing is written and
 //!   [`Rehomed::AlreadyThere`] says so, so a later re-home never clobbers newer turns.

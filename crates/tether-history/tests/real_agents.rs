@@ -341,6 +341,16 @@ async fn claude_session_loads_at_its_renamed_folder_after_a_rehome() {
         store.project_dirs(&b)[0].join(format!("{session}.jsonl"))
     );
     assert!(copy.rewritten_lines >= 2, "{copy:?}");
+    #[cfg(unix)]
+    {
+        // The file as private as Claude Code makes its own; the folder private too (Claude
+        // Code 2.1.83 made its own 0755 here).
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).expect("metadata").permissions().mode() & 0o777;
+        assert_eq!(mode(&copy.to), mode(&original));
+        assert_eq!(mode(&copy.to), 0o600);
+        assert_eq!(mode(copy.to.parent().expect("a folder")), 0o700);
+    }
     assert!(
         !copy.torn_tail_dropped && copy.not_json_lines == 0,
         "{copy:?}"
