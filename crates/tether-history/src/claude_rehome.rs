@@ -856,6 +856,29 @@ mod tests {
         );
     }
 
+    /// Publishing never replaces a name taken meanwhile (another re-home, or Claude Code
+    /// continuing the session at the new path), and leaves no temporary file either way.
+    #[test]
+    fn publishing_never_replaces_a_taken_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let dst = dir.path().join("s.jsonl");
+        let temp = TempFile::create(dir.path(), &dst).unwrap();
+        std::fs::write(&temp.path, b"copy\n").unwrap();
+        std::fs::write(&dst, b"newer\n").unwrap();
+        assert!(!temp.publish(&dst).unwrap());
+        assert_eq!(std::fs::read(&dst).unwrap(), b"newer\n");
+        std::fs::remove_file(&dst).unwrap();
+        let temp = TempFile::create(dir.path(), &dst).unwrap();
+        std::fs::write(&temp.path, b"copy\n").unwrap();
+        assert!(temp.publish(&dst).unwrap());
+        assert_eq!(std::fs::read(&dst).unwrap(), b"copy\n");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["s.jsonl"]);
+    }
+
     #[test]
     fn long_folder_names_get_nodes_hash() {
         let cwd = format!("/{}", "a".repeat(250));

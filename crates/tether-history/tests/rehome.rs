@@ -448,3 +448,27 @@ fn older_subagent_files_beside_the_session_move_with_it() {
     );
     assert!(!dir.join("agent-ffffff1.jsonl").exists());
 }
+
+/// A copy that cannot be written is an error that leaves nothing behind: no copy, no
+/// temporary file, the original as it was.
+#[test]
+fn a_failed_write_leaves_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let root = home.path().join(".claude");
+    let store = ClaudeStore::at(&root);
+    let original = put(
+        &root,
+        "/w/app",
+        &format!("{SID}.jsonl"),
+        line("/w/app", "x").as_bytes(),
+    );
+    // The new path's project folder's name is taken by a file.
+    std::fs::write(root.join("projects").join(project_name("/w/new")), b"").unwrap();
+    let got = rehome_claude_session(&store, SID, Path::new("/w/app"), Path::new("/w/new"));
+    assert!(matches!(got, Err(RehomeError::Io { .. })), "{got:?}");
+    assert_eq!(
+        std::fs::read_to_string(&original).unwrap(),
+        line("/w/app", "x")
+    );
+    assert_no_temp_files(&root);
+}
