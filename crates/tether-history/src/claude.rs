@@ -74,7 +74,7 @@ impl ClaudeStore {
             .map(Self::at)
     }
 
-    fn projects(&self) -> PathBuf {
+    pub(crate) fn projects(&self) -> PathBuf {
         self.root.join("projects")
     }
 
