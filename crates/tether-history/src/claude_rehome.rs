@@ -1,4 +1,4 @@
-//! The crate's one write to an agent's store (issue #38, "a session belongs to its project,
+//! The crate's one write to an agent's store (R-PROJECT-4, "a session belongs to its project,
 //! not to a path"): a copy of a Claude Code session file under the project folder of the
 //! path its project folder was renamed or moved to, so that Claude Code (and
 //! `claude-agent-acp`'s `session/load`) finds it there. Everything else in this crate only

@@ -9,7 +9,7 @@
 //!   database, `opencode.db`, read-only through SQLite). Each locates its store the way the
 //!   agent does, from an [`Env`] (the agent's environment, not necessarily this process's), and
 //!   never writes to it: files are opened read-only and never locked, created or repaired.
-//! * The one exception, [`claude_rehome`] (issue #38: a session belongs to its project, not
+//! * The one exception, [`claude_rehome`] (R-PROJECT-4: a session belongs to its project, not
 //!   to a path): [`rehome_claude_session`] writes a NEW file into Claude Code's store, a
 //!   copy of a session under the project folder of the path the project was moved to, its
 //!   records' `cwd` moved there, so Claude Code's own `session/load` finds it at the new

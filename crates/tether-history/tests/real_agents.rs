@@ -6,7 +6,7 @@
 //! and its reader must give both prompts, the tool call with its output, and the answers.
 //! A format change in a new agent version fails here before it reaches users.
 //!
-//! And issue #38 with the real claude-agent-acp: a session made in folder A, A renamed to B,
+//! And R-PROJECT-4 with the real claude-agent-acp: a session made in folder A, A renamed to B,
 //! `session/load` at B fails; after `rehome_claude_session` it loads, and the next prompt
 //! carries the first turn to the model.
 //!
@@ -263,7 +263,7 @@ async fn opencode_sessions_read_back_as_they_were_written() {
     assert_eq!(t.snapshot.context.model.as_deref(), Some("stub/x"));
 }
 
-/// Issue #38 against the real claude-agent-acp (Claude Code as Tether drives it): a session
+/// R-PROJECT-4 against the real claude-agent-acp (Claude Code as Tether drives it): a session
 /// made in folder A, A renamed to B, and the session loaded at B. Without the re-home,
 /// `session/load` at B fails (Claude Code looks only in B's project folder); after
 /// [`rehome_claude_session`] it replays the conversation, and the next prompt carries the

@@ -63,6 +63,8 @@ impl Hub {
                         source: Some(ACP_SOURCE.to_owned()),
                         path: None,
                         size_bytes: None,
+                        recorded_at: None,
+                        branch: None,
                     }));
                 }
                 Ok(Err(err)) => {

@@ -55,9 +55,18 @@ impl Hub {
                     source: None,
                     path: None,
                     size_bytes: None,
+                    recorded_at: None,
+                    branch: None,
                 }
             })
             .collect();
+        // R-PROJECT-3: the sessions recorded at this project's other paths.
+        for s in self.project_sessions(&workspace).await {
+            if !sessions.iter().any(|c| c.session_id == s.session_id) {
+                sessions.push(s);
+            }
+        }
+        sessions.sort_by_key(|s| std::cmp::Reverse(epoch_ms(&s.updated_utc)));
         if params.all {
             // R-HIST-1: the agents' own sessions of this workspace, newest first with ours.
             // R-HIST-7: then what live agents list over ACP that no store had.
@@ -65,6 +74,14 @@ impl Hub {
                 self.agent_sessions(&workspace),
                 self.agent_listed_sessions(&workspace)
             );
+            // And those the agents recorded at this project's other paths.
+            for root in self.project_roots_elsewhere(&workspace).await {
+                let mut there = self.agent_sessions(&root).await;
+                for s in &mut there {
+                    s.recorded_at = Some(root.display().to_string());
+                }
+                theirs.extend(there);
+            }
             theirs.retain(|s| !sessions.iter().any(|c| c.session_id == s.session_id));
             sessions.extend(theirs);
             for s in listed {

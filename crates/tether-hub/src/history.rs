@@ -12,7 +12,7 @@ use std::path::Path;
 
 use serde_json::Value;
 use tether_history::{
-    AgentKind, DEFAULT_MAX_TURNS, Env, Found, ReadOptions, Transcript, find_session,
+    AgentKind, AgentStore, DEFAULT_MAX_TURNS, Env, Found, ReadOptions, Transcript, find_session,
 };
 use tether_host::AgentConfig;
 
@@ -269,6 +269,8 @@ impl Hub {
                         source: Some(kind.name().to_owned()),
                         path: Some(path.display().to_string()),
                         size_bytes: Some(info.size_bytes),
+                        recorded_at: None,
+                        branch: None,
                     });
                 }
             }
@@ -357,4 +359,62 @@ fn agent_env(config: &AgentConfig) -> Env {
         env.set(name.clone(), value.clone());
     }
     env
+}
+
+impl Hub {
+    /// R-PROJECT-4: copies Claude Code's own file of session `session_id`, recorded in
+    /// `from`, to where Claude Code looks from `to` (its `cwd` fields rewritten, the
+    /// original kept: `tether_history::rehome_claude_session`), for each Claude store a
+    /// configured agent or this server's environment names. Returns one sentence for the
+    /// editor saying what happened to the agent's own session.
+    pub(super) async fn bring_agent_file_here(
+        &self,
+        session_id: &str,
+        from: &Path,
+        to: &Path,
+    ) -> String {
+        let mut envs: Vec<Env> = self
+            .config
+            .agents
+            .values()
+            .filter(|c| agent_kinds(c) == [AgentKind::Claude])
+            .map(agent_env)
+            .collect();
+        envs.push(base_env());
+        let (id, from, to) = (session_id.to_owned(), from.to_owned(), to.to_owned());
+        let outcome = tokio::task::spawn_blocking(move || {
+            let mut seen = Vec::new();
+            for env in envs {
+                let Some(store) = tether_history::claude::ClaudeStore::locate(&env) else {
+                    continue;
+                };
+                if seen.contains(&store.root().to_owned()) {
+                    continue;
+                }
+                seen.push(store.root().to_owned());
+                match tether_history::rehome_claude_session(&store, &id, &from, &to) {
+                    Ok(tether_history::Rehomed::Copied(copy)) => {
+                        return Some(Ok(copy.to));
+                    }
+                    Ok(tether_history::Rehomed::AlreadyThere { path }) => return Some(Ok(path)),
+                    Err(tether_history::RehomeError::NotFound { .. }) => {}
+                    Err(e) => return Some(Err(e.to_string())),
+                }
+            }
+            None
+        })
+        .await
+        .ok()
+        .flatten();
+        match outcome {
+            Some(Ok(path)) => format!(
+                "Claude Code's own copy of it is now where Claude looks from here ({}), so the agent picks up the conversation.",
+                path.display()
+            ),
+            Some(Err(why)) => format!(
+                "Claude Code's own copy of it could not be moved ({why}); if the agent cannot load it, Tether offers to carry the conversation into a new session."
+            ),
+            None => "If the agent cannot load it from here, Tether offers to carry the conversation into a new session.".to_owned(),
+        }
+    }
 }

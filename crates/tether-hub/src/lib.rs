@@ -46,6 +46,7 @@ mod kept;
 pub mod live;
 mod persist;
 mod print;
+mod project;
 mod prompt;
 pub mod protocol;
 mod report;
@@ -181,6 +182,8 @@ pub struct Hub {
     /// ([`sessions::SessionState`]).
     sessions: sessions::Sessions,
     persist_failures: Mutex<u32>,
+    /// Workspace roots' project identities, remembered briefly (R-PROJECT-1).
+    projects: project::Projects,
     /// Editors come and go while this hub lives ([`HubOptions::shared`]).
     shared: bool,
     shutdown: CancellationToken,
@@ -275,6 +278,7 @@ impl Hub {
             rng: Mutex::new(ChaCha8Rng::seed_from_u64(seed)),
             sessions: sessions::Sessions::default(),
             persist_failures: Mutex::new(0),
+            projects: project::Projects::default(),
             shared: options.shared,
             shutdown: CancellationToken::new(),
             shutdown_done: tokio::sync::Mutex::new(false),

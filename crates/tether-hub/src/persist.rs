@@ -62,6 +62,12 @@ impl Hub {
                 *lock(&self.persist_failures) = 0;
                 if report.saved {
                     self.saved(&params.session_id, Ok(())).await;
+                    // The workspace has a folder in the cache now: note its project, off
+                    // this request's path (R-PROJECT-2).
+                    if let Some(hub) = self.me.upgrade() {
+                        let root = workspace.clone();
+                        tokio::spawn(async move { hub.note_project_after_save(&root).await });
+                    }
                     let properties = props(json!({
                         "workspaceId": workspace_id, "turnCount": turn_count, "execCount": exec_count,
                         "bytes": report.bytes, "durationMs": report.duration.as_millis() as u64, "trigger": trigger,

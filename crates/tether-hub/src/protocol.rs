@@ -623,6 +623,15 @@ pub struct SessionSummary {
     /// That file's size in bytes (with `source`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size_bytes: Option<u64>,
+    /// The folder the session was recorded at, when it is another path of the workspace's
+    /// project (a renamed or moved folder, another clone or worktree: R-PROJECT-3).
+    /// Resuming it here moves it here. Absent for a session of this path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded_at: Option<String>,
+    /// The git branch of the checkout it was recorded in, when last seen (with
+    /// `recordedAt`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
 }
 
 /// `session/list` result.
@@ -797,6 +806,9 @@ pub enum BannerKind {
     /// Saving a session failed (a full disk, an I/O error); cleared when a save works
     /// again (R-STORE-15).
     CannotSave,
+    /// The session was recorded at another path of this workspace's project (a renamed
+    /// or moved folder, another checkout) and now lives here (R-PROJECT-4).
+    MovedHere,
 }
 
 /// `session/banner` params.

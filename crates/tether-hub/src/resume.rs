@@ -48,9 +48,22 @@ impl Hub {
             Some(id) => {
                 tether_store::validate_session_id(&id)
                     .map_err(|e| invalid_params("sessionId", &e.to_string()))?;
+                // Recorded at another path of this project: it moves here (R-PROJECT-4).
+                self.bring_here(&workspace, &id).await;
                 Some(id)
             }
-            None => self.latest_session(&workspace).await,
+            None => match self.latest_session(&workspace).await {
+                Some(id) => Some(id),
+                // Nothing here, but this project's folder was renamed or moved: its latest
+                // session comes along (R-PROJECT-4).
+                None => match self.latest_moved_session(&workspace).await {
+                    Some(id) => {
+                        self.bring_here(&workspace, &id).await;
+                        Some(id)
+                    }
+                    None => None,
+                },
+            },
         };
         // A cached session goes on with the agent it was saved with, not the default one
         // (whose agent never had it: a window reloaded, a daemon replaced, resumes by id).

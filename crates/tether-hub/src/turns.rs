@@ -100,7 +100,12 @@ impl Hub {
         };
         let sid = session_id.to_owned();
         match tokio::task::spawn_blocking(move || store.set_meta(&ws, &sid, &meta)).await {
-            Ok(Ok(())) => self.saved(session_id, Ok(())).await,
+            Ok(Ok(())) => {
+                self.saved(session_id, Ok(())).await;
+                // The workspace has a folder in the cache now: note its project
+                // (R-PROJECT-2), before a rename can take the path away.
+                self.note_project_after_save(workspace).await;
+            }
             Ok(Err(err)) => {
                 self.log(session_id, format!("could not record the session: {err}"))
                     .await;

@@ -614,3 +614,90 @@ fn sessions_search_finds_words_in_every_store_through_the_index() {
     assert!(err.contains("warning") && err.contains("rebuilt"), "{err}");
     assert_eq!(json_of(&out)["sessions"][0]["sessionId"], claude_id);
 }
+
+/// R-PROJECT-5: a plain folder (no git) moved by hand loses its sessions from view until
+/// `tether sessions move OLD NEW` moves them, with Claude Code's own session file copied to
+/// the new path's project folder (its `cwd` rewritten, the original kept).
+#[test]
+fn sessions_move_rehomes_a_plain_folder_moved_by_hand() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let old = dir.path().join("notes");
+    let new = dir.path().join("notes-moved");
+    std::fs::create_dir_all(&old).unwrap();
+    cache_one_session(&cache, &old, "hello");
+    let claude = dir.path().join("claude");
+    let project = |p: &Path| tether_history::claude::project_name(&p.to_string_lossy());
+    let original = claude
+        .join("projects")
+        .join(project(&old))
+        .join("s-1.jsonl");
+    std::fs::create_dir_all(original.parent().unwrap()).unwrap();
+    let record = json!({"type": "user", "cwd": old, "sessionId": "s-1", "uuid": "u1",
+        "timestamp": "2026-11-22T01:00:00Z", "message": {"role": "user", "content": "hello"}});
+    std::fs::write(&original, format!("{record}\n")).unwrap();
+    std::fs::rename(&old, &new).unwrap();
+    let cache_arg = ["--dir", cache.to_str().unwrap()];
+    let list_at = |root: &Path| -> Value {
+        let out = tether()
+            .args(["sessions", "list", "--json", "--workspace"])
+            .arg(root)
+            .args(cache_arg)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    assert_eq!(
+        list_at(&new)["sessions"],
+        json!([]),
+        "a plain folder is its path"
+    );
+
+    let out = tether()
+        .args(["sessions", "move", "--json"])
+        .arg(&old)
+        .arg(&new)
+        .args(cache_arg)
+        .env("CLAUDE_CONFIG_DIR", &claude)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["moved"], json!(["s-1"]), "{report}");
+    assert_eq!(report["claudeCopied"], json!(["s-1"]), "{report}");
+    assert_eq!(list_at(&new)["sessions"][0]["sessionId"], "s-1");
+    assert_eq!(list_at(&old)["sessions"], json!([]));
+    let copy = claude
+        .join("projects")
+        .join(project(&new))
+        .join("s-1.jsonl");
+    let copied: Value =
+        serde_json::from_str(std::fs::read_to_string(&copy).unwrap().trim()).unwrap();
+    assert_eq!(copied["cwd"], new.display().to_string());
+    assert_eq!(
+        std::fs::read_to_string(&original).unwrap(),
+        format!("{record}\n"),
+        "the original is kept as it was"
+    );
+
+    // Nothing left to move, and a folder onto itself, say so.
+    let out = tether()
+        .args(["sessions", "move"])
+        .arg(&old)
+        .arg(&new)
+        .args(cache_arg)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("No saved sessions"));
+    let out = tether()
+        .args(["sessions", "move"])
+        .arg(&new)
+        .arg(&new)
+        .args(cache_arg)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the same folder"));
+}

@@ -1775,3 +1775,164 @@ async fn every_prompt_and_answer_is_cached_in_order_when_the_prompt_is_answered(
     );
     hub.shutdown().await;
 }
+
+/// Runs `git args…` in `dir` (a real repository for the project identity, R-PROJECT-1).
+fn git(dir: &Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "Ada")
+        .env("GIT_AUTHOR_EMAIL", "ada@example.invalid")
+        .env("GIT_COMMITTER_NAME", "Ada")
+        .env("GIT_COMMITTER_EMAIL", "ada@example.invalid")
+        .output()
+        .expect("git must be installed for this test");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The world's workspace made a git checkout of `git@github.com:team/app.git` on `main`.
+fn make_checkout(world: &World) {
+    std::fs::write(world.workspace.join("README"), "app\n").unwrap();
+    git(&world.workspace, &["init", "-q", "-b", "main"]);
+    git(&world.workspace, &["add", "."]);
+    git(&world.workspace, &["commit", "-q", "-m", "first"]);
+    git(
+        &world.workspace,
+        &["remote", "add", "origin", "git@github.com:team/app.git"],
+    );
+}
+
+fn list_at(root: &Path) -> tether::protocol::WorkspaceParams {
+    serde_json::from_value(json!({"workspace": {"root": root}})).unwrap()
+}
+
+/// R-PROJECT-3/4: a git checkout renamed between two sessions. At the new path the list
+/// shows the session with the path it was recorded at, a start-up resume picks it up and
+/// moves it here (the editor is told), the agent gets the next prompt on the same session,
+/// and the session is then listed as this path's own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renamed_checkouts_session_is_listed_and_resumed_at_its_new_path() {
+    use tether::protocol::ResumeOutcome;
+    let world = World::new(json!([]));
+    make_checkout(&world);
+    let sid = cached_session(&world).await;
+    let old_root = world.workspace.clone();
+    let new_root = world.path().join("app-renamed");
+    std::fs::rename(&old_root, &new_root).unwrap();
+
+    let recorder = Recorder::new(None, None);
+    let hub = world.hub(&recorder).await;
+    let listed = hub.list(list_at(&new_root)).await.unwrap();
+    let rows: Vec<Value> = listed
+        .sessions
+        .iter()
+        .map(|s| serde_json::to_value(s).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["sessionId"], sid.as_str());
+    assert_eq!(rows[0]["recordedAt"], old_root.display().to_string());
+    assert_eq!(rows[0]["branch"], "main");
+
+    let startup: ResumeParams =
+        serde_json::from_value(json!({"workspace": {"root": new_root}, "create": false})).unwrap();
+    let r = hub.resume(startup, None).await.expect("resumed");
+    assert_eq!(r.outcome, ResumeOutcome::Resumed, "{r:?}");
+    assert_eq!(r.session_id.as_deref(), Some(sid.as_str()));
+    let moved = recorder.wait_for("banner:movedHere").await;
+    let message = moved.detail["message"].as_str().unwrap();
+    assert!(
+        message.contains(&old_root.display().to_string()) && message.contains("(branch main)"),
+        "{message}"
+    );
+    hub.prompt(prompt(&sid, "second"), None)
+        .await
+        .expect("a turn at the new path");
+    let prompts = prompts_received(&world.path().join("agent"));
+    let texts: Vec<(&str, &str)> = prompts
+        .iter()
+        .map(|(s, p)| (s.as_str(), p[0]["text"].as_str().unwrap_or("")))
+        .collect();
+    assert_eq!(
+        texts,
+        [(sid.as_str(), "first"), (sid.as_str(), "second")],
+        "one agent session across the rename"
+    );
+    let listed = hub.list(list_at(&new_root)).await.unwrap();
+    assert_eq!(listed.sessions.len(), 1);
+    assert_eq!(listed.sessions[0].recorded_at, None, "it lives here now");
+    assert!(
+        hub.list(list_at(&old_root))
+            .await
+            .unwrap()
+            .sessions
+            .is_empty()
+    );
+    hub.shutdown().await;
+}
+
+/// R-PROJECT-3/4: a second checkout (a linked worktree on another branch) lists the first
+/// one's session labelled with its path and branch, keeps it there on a start-up resume
+/// (that checkout still exists), and moves it here when it is resumed by id, saying where
+/// it ran before. A plain folder is not a project beyond its path.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_checkout_lists_the_session_and_takes_it_only_when_asked() {
+    use tether::protocol::ResumeOutcome;
+    let world = World::new(json!([]));
+    make_checkout(&world);
+    let sid = cached_session(&world).await;
+    let other = world.path().join("app-feature");
+    git(
+        &world.workspace,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "feature",
+            other.to_str().unwrap(),
+        ],
+    );
+    let plain = world.path().join("plain");
+    std::fs::create_dir(&plain).unwrap();
+
+    let recorder = Recorder::new(None, None);
+    let hub = world.hub(&recorder).await;
+    assert!(hub.list(list_at(&plain)).await.unwrap().sessions.is_empty());
+    let listed = hub.list(list_at(&other)).await.unwrap();
+    assert_eq!(listed.sessions.len(), 1);
+    assert_eq!(
+        listed.sessions[0].recorded_at.as_deref(),
+        Some(world.workspace.display().to_string().as_str())
+    );
+    let startup: ResumeParams =
+        serde_json::from_value(json!({"workspace": {"root": other}, "create": false})).unwrap();
+    let r = hub.resume(startup, None).await.expect("answered");
+    assert_eq!(r.outcome, ResumeOutcome::NothingToResume, "{r:?}");
+
+    let by_id: ResumeParams =
+        serde_json::from_value(json!({"workspace": {"root": other}, "sessionId": sid})).unwrap();
+    let r = hub.resume(by_id, None).await.expect("resumed");
+    assert_eq!(r.outcome, ResumeOutcome::Resumed, "{r:?}");
+    let moved = recorder.wait_for("banner:movedHere").await;
+    assert!(
+        moved.detail["message"]
+            .as_str()
+            .unwrap()
+            .contains("(branch main)"),
+        "{}",
+        moved.detail
+    );
+    // Now it is the worktree's; the first checkout lists it as recorded there.
+    let first = hub.list(list_at(&world.workspace)).await.unwrap();
+    assert_eq!(
+        first.sessions[0].recorded_at.as_deref(),
+        Some(other.display().to_string().as_str())
+    );
+    assert_eq!(first.sessions[0].branch.as_deref(), Some("feature"));
+    hub.shutdown().await;
+}

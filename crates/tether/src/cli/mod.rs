@@ -5,6 +5,7 @@ pub mod agent_session;
 pub mod all_sessions;
 pub mod classify;
 pub mod classify_corpus;
+mod project;
 mod render;
 pub mod scan_progress;
 pub mod search;

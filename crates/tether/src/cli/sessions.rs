@@ -1,4 +1,4 @@
-//! `tether sessions list|show|clear [--workspace DIR] [--json]`: the session cache, for
+//! `tether sessions list|show|clear|move [--workspace DIR] [--json]`: the session cache, for
 //! people (readable tables) and scripts (`--json`); `list --all` adds the agents' own
 //! stores, answered from the session index (`search.rs`, R-INDEX-4), `search` finds
 //! sessions by their words in that index, and `show` falls back on the agents' stores
@@ -80,6 +80,22 @@ pub enum Action {
         common: Common,
         /// The session id (see `list`).
         session_id: String,
+    },
+    /// Move every saved session of folder OLD to folder NEW, for a folder that is not a git
+    /// checkout and was moved by hand (a git checkout's sessions follow it by themselves);
+    /// Claude Code's own session files are copied to NEW's project folder too, so the agent
+    /// finds them there (R-PROJECT-5).
+    Move {
+        /// The folder the sessions were recorded at (it need not exist any more).
+        old: PathBuf,
+        /// The folder they belong to now.
+        new: PathBuf,
+        /// The cache folder (default: the per-user local data folder, as `tether serve`).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// Print JSON instead of a sentence.
+        #[arg(long)]
+        json: bool,
     },
     /// "Clear Saved Session": remove one session, or all of the workspace's.
     Clear {
@@ -200,13 +216,19 @@ pub fn run(action: Action) -> ExitCode {
                 }
             } else {
                 let list = store.list(&ws).map_err(|e| e.to_string())?;
+                // R-PROJECT-3: and those recorded at the project's other paths.
+                let elsewhere = super::project::elsewhere(&store, &ws)?;
                 if common.json {
-                    print_json(&render::render_list_json(&list));
+                    let mut value = render::render_list_json(&list);
+                    value["project"] = super::project::project_json(&elsewhere);
+                    value["elsewhere"] = super::project::render_json(&elsewhere);
+                    print_json(&value);
                 } else {
                     print!(
                         "{}",
                         render::render_list_table(&ws.root().display().to_string(), &list)
                     );
+                    print!("{}", super::project::render_table(&elsewhere));
                 }
             }
             Ok(())
@@ -285,6 +307,12 @@ pub fn run(action: Action) -> ExitCode {
             }
             Ok(())
         }),
+        Action::Move {
+            old,
+            new,
+            dir,
+            json,
+        } => super::project::move_sessions(old, new, dir.as_ref(), *json).map_err(Failure::from),
         Action::Clear { common, session_id } => open(common, true).map_err(Failure::from).and_then(|(store, ws)| {
             let removed = store
                 .clear(&ws, session_id.as_deref())

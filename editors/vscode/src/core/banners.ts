@@ -44,6 +44,7 @@ const SEVERITY: Record<BannerKind, Severity> = {
   persistenceDisabled: 'warning',
   recoveredLive: 'info',
   cannotSave: 'error',
+  movedHere: 'info',
 };
 
 /** Heading per kind, shown before the server's message. */
@@ -54,6 +55,7 @@ const TITLE: Record<BannerKind, string> = {
   persistenceDisabled: 'Persistence disabled',
   recoveredLive: 'Recovered',
   cannotSave: 'Cannot save',
+  movedHere: 'Moved here',
 };
 
 /** The view of a banner. */

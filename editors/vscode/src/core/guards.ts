@@ -49,6 +49,7 @@ const BANNER_KINDS: readonly BannerKind[] = [
   'persistenceDisabled',
   'recoveredLive',
   'cannotSave',
+  'movedHere',
 ];
 const OUTCOMES = ['resumed', 'started', 'needsChoice', 'failed', 'nothingToResume'];
 

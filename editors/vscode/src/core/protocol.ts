@@ -181,7 +181,8 @@ export type BannerKind =
   | 'streamError'
   | 'persistenceDisabled'
   | 'recoveredLive'
-  | 'cannotSave';
+  | 'cannotSave'
+  | 'movedHere';
 
 /** `session/banner` notification. */
 export interface BannerParams {

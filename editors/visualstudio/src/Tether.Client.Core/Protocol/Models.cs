@@ -121,6 +121,8 @@ namespace Tether.Client.Core.Protocol
         RecoveredLive,
         /// <summary>Saving the session failed (a full disk, an I/O error); cleared when a save works again (R-STORE-15).</summary>
         CannotSave,
+        /// <summary>The session was recorded at another path of the workspace's project and was moved here (R-PROJECT-4).</summary>
+        MovedHere,
     }
 
     /// <summary><c>{"root": "/abs"}</c>: the workspace a session belongs to.</summary>
