@@ -354,3 +354,132 @@ async fn claude_over_acp_through_the_server() {
     let left = procs::wait_marked_gone(&marker, Duration::from_secs(10)).await;
     assert!(left.is_empty(), "no agent process left: {left:?}");
 }
+
+/// R-PROJECT-3/4 with the real Claude: a session in a git checkout, the folder renamed
+/// between two server runs. At the new path the list shows the session with the path it was
+/// recorded at, the editor's start-up resume picks it up (Claude Code's own file re-homed,
+/// a `movedHere` banner), and the next model request carries the turn taken before the
+/// rename.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real agents: tests/run-all.sh runs these (TETHER_REAL_AGENTS=1)"]
+async fn a_claude_session_survives_a_rename_of_its_checkout() {
+    require_real_agents();
+    let fake = FakeModel::start().await.expect("fake model API");
+    let world = World::new(Mode::Binary);
+    let marker = format!("tether-rename-{}", std::process::id());
+    let (options, _, _launch) = claude_options(&world, &fake, &marker);
+    let old = world.path().join("app");
+    std::fs::create_dir_all(&old).unwrap();
+    std::fs::write(old.join("README"), "app\n").unwrap();
+    for args in [
+        &["init", "-q", "-b", "main"][..],
+        &["add", "."],
+        &["commit", "-q", "-m", "first"],
+        &["remote", "add", "origin", "https://github.com/team/app.git"],
+    ] {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&old)
+            .args(args)
+            .env("GIT_AUTHOR_NAME", "Ada")
+            .env("GIT_AUTHOR_EMAIL", "ada@example.invalid")
+            .env("GIT_COMMITTER_NAME", "Ada")
+            .env("GIT_COMMITTER_EMAIL", "ada@example.invalid")
+            .output()
+            .expect("git must be installed for this test");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    }
+    const BEFORE: &str = "remember the word heliotrope";
+    const AFTER: &str = "which word did I ask you to remember";
+
+    let first = editor(&world, &options).await;
+    let started = first
+        .request("session/resume", json!({"workspace": {"root": old}}))
+        .await
+        .unwrap();
+    assert_eq!(started["outcome"], "started", "{started}");
+    let sid = started["sessionId"].as_str().unwrap().to_owned();
+    let answer = tokio::time::timeout(
+        TURN,
+        first.request(
+            "session/prompt",
+            json!({"sessionId": sid, "prompt": [{"type": "text", "text": BEFORE}]}),
+        ),
+    )
+    .await
+    .expect("the turn ends")
+    .unwrap();
+    assert_eq!(answer["stopReason"], "end_turn", "{answer}");
+    first.shutdown(Duration::from_secs(20)).await.unwrap();
+    let left = procs::wait_marked_gone(&marker, Duration::from_secs(10)).await;
+    assert!(
+        left.is_empty(),
+        "no agent left after the first server: {left:?}"
+    );
+
+    let new = world.path().join("app-renamed");
+    std::fs::rename(&old, &new).unwrap();
+
+    let second = editor(&world, &options).await;
+    let listed = second
+        .request("session/list", json!({"workspace": {"root": new}}))
+        .await
+        .unwrap();
+    assert_eq!(listed["sessions"][0]["sessionId"], sid.as_str(), "{listed}");
+    assert_eq!(
+        listed["sessions"][0]["recordedAt"],
+        old.display().to_string(),
+        "{listed}"
+    );
+    let resumed = tokio::time::timeout(
+        TURN,
+        second.request(
+            "session/resume",
+            json!({"workspace": {"root": new}, "create": false}),
+        ),
+    )
+    .await
+    .expect("resume ends")
+    .unwrap();
+    assert_eq!(resumed["outcome"], "resumed", "{resumed}");
+    assert_eq!(resumed["sessionId"], sid.as_str());
+    let banner = second
+        .received()
+        .iter()
+        .find(|r| r.method() == "session/banner" && r.params()["kind"] == "movedHere")
+        .map(|r| r.params().clone())
+        .expect("a movedHere banner");
+    let message = banner["message"].as_str().unwrap();
+    assert!(
+        message.contains(&old.display().to_string()) && message.contains("Claude Code's own copy"),
+        "{message}"
+    );
+    let from_seq = fake.requests().last().map_or(0, |r| r.seq);
+    let answer = tokio::time::timeout(
+        TURN,
+        second.request(
+            "session/prompt",
+            json!({"sessionId": sid, "prompt": [{"type": "text", "text": AFTER}]}),
+        ),
+    )
+    .await
+    .expect("the turn at the new path ends")
+    .unwrap();
+    assert_eq!(answer["stopReason"], "end_turn", "{answer}");
+    let carried = fake
+        .requests()
+        .iter()
+        .filter(|r| r.seq > from_seq && r.api == tether_testkit::ApiKind::AnthropicMessages)
+        .any(|r| {
+            r.body
+                .as_deref()
+                .is_some_and(|body| body.contains(BEFORE) && body.contains(AFTER))
+        });
+    assert!(
+        carried,
+        "the model's request at the new path lacks the earlier turn"
+    );
+    second.shutdown(Duration::from_secs(20)).await.unwrap();
+    let left = procs::wait_marked_gone(&marker, Duration::from_secs(10)).await;
+    assert!(left.is_empty(), "no agent process left: {left:?}");
+}
