@@ -166,12 +166,14 @@ log "tests under Wine: $passed passed, $failed failed, $ignored ignored (#[ignor
 # The server's platform layer (crates/tether-sys: the daemon's endpoint, its pipe's DACL read
 # back, the chunked half-close) and the agents' stores' readers (tether-history's unit tests:
 # where each agent keeps its sessions, from %USERPROFILE% on Windows; Claude Code's folder
-# names of `C:\` roots). Built alone, not the whole server's unit tests for Windows (those
-# still take '/'-rooted paths for their storage folders).
-cargo_test_step "build + run tether-sys's, tether-history's unit tests under Wine" "$work/sys-tests.log" \
-  --locked --target "$triple" -p tether-sys -p tether-history --lib \
-  || die "the unit tests of tether-sys or tether-history failed under Wine (above)"
+# names of `C:\` roots), and the project identity's spellings (tether-project: drive-letter
+# case, `\\?\`, WSL's /mnt/<drive>, the case rule of Windows' file systems). Built alone,
+# not the whole server's unit tests for Windows (those still take '/'-rooted paths for their
+# storage folders).
+cargo_test_step "build + run tether-sys's, tether-history's, tether-project's unit tests under Wine" "$work/sys-tests.log" \
+  --locked --target "$triple" -p tether-sys -p tether-history -p tether-project --lib \
+  || die "the unit tests of tether-sys, tether-history or tether-project failed under Wine (above)"
 sys_passed="$(awk '/^test result:/ { p += $4 } END { print p + 0 }' "$work/sys-tests.log")"
-[ "${sys_passed:-0}" -gt 0 ] || die "no unit test of tether-sys or tether-history ran under Wine"
-log "tether-sys's and tether-history's unit tests under Wine: $sys_passed passed"
+[ "${sys_passed:-0}" -gt 0 ] || die "no unit test of tether-sys, tether-history or tether-project ran under Wine"
+log "tether-sys's, tether-history's and tether-project's unit tests under Wine: $sys_passed passed"
 log "the windows suite passed"

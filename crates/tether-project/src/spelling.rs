@@ -117,6 +117,10 @@ mod tests {
         }
     }
 
+    // Unix only: under Wine 8 a directory symlink is made but `GetFinalPathNameByHandleW`
+    // (behind `canonicalize`) does not resolve it, so the test cannot tell Tether from Wine
+    // there; on Windows, `canonicalize` resolving symlinks is the standard library's promise.
+    #[cfg(unix)]
     #[test]
     fn a_symlink_and_its_target_share_a_key() {
         let dir = tempfile::tempdir().unwrap();

@@ -8,9 +8,3 @@ use std::path::Path;
 pub(crate) fn case_insensitive(_path: &Path) -> bool {
     true
 }
-
-/// A directory symlink (a junction would do for tests too).
-#[cfg(test)]
-pub(crate) fn symlink_dir(target: &Path, link: &Path) -> std::io::Result<()> {
-    std::os::windows::fs::symlink_dir(target, link)
-}
