@@ -362,7 +362,8 @@ fn agent_env(config: &AgentConfig) -> Env {
 }
 
 impl Hub {
-    /// R-PROJECT-4: copies Claude Code's own file of session `session_id`, recorded in
+    /// R-PROJECT-4: copies Claude Code's own file of session `session_id` (the agent's id
+    /// of it), recorded in
     /// `from`, to where Claude Code looks from `to` (its `cwd` fields rewritten, the
     /// original kept: `tether_history::rehome_claude_session`), for each Claude store a
     /// configured agent or this server's environment names. Returns one sentence for the

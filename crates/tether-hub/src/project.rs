@@ -221,7 +221,17 @@ impl Hub {
                     continue;
                 };
                 match store.move_session(&from, &here, &id) {
-                    Ok(true) => return Ok(Some((PathBuf::from(w.root), w.project))),
+                    Ok(true) => {
+                        // The agent's own id of it, when Tether's differs (a carried-over
+                        // session keeps the agent's id in its metadata).
+                        let agent_id = store
+                            .load(&here, &id)
+                            .ok()
+                            .flatten()
+                            .and_then(|l| l.meta.agent_session_id)
+                            .unwrap_or_else(|| id.clone());
+                        return Ok(Some((PathBuf::from(w.root), w.project, agent_id)));
+                    }
                     Ok(false) => {}
                     Err(e) => return Err(e.to_string()),
                 }
@@ -230,7 +240,7 @@ impl Hub {
         })
         .await
         .ok()?;
-        let (from, note) = match moved {
+        let (from, note, agent_id) = match moved {
             Ok(Some(found)) => found,
             Ok(None) => return None,
             Err(why) => {
@@ -248,7 +258,7 @@ impl Hub {
         // list the session as recorded here.
         self.note_project_after_save(workspace).await;
         let agent_file = self
-            .bring_agent_file_here(session_id, &from, workspace)
+            .bring_agent_file_here(&agent_id, &from, workspace)
             .await;
         let branch = note
             .and_then(|n| n.branch)
