@@ -11,7 +11,11 @@ export interface SessionPick {
   label: string;
   /** The agent. */
   description: string;
-  /** "updated 5 min ago · 12 turns". */
+  /**
+   * "updated 5 min ago · 12 turns · <id>", then, for a session recorded at another path of
+   * the workspace's project (`recordedAt`, R-PROJECT-3), " · recorded at <path> (branch b)":
+   * opening it moves it here.
+   */
   detail: string;
 }
 
@@ -47,12 +51,14 @@ export function sessionPicks(raw: unknown, now: number): SessionPick[] {
     const title = typeof s.title === 'string' && s.title.trim() ? s.title : typeof s.firstPrompt === 'string' ? s.firstPrompt : '';
     const turns = typeof s.turnCount === 'number' ? s.turnCount : 0;
     const updated = typeof s.updatedUtc === 'string' ? s.updatedUtc : '';
+    const branch = typeof s.branch === 'string' && s.branch ? ` (branch ${s.branch})` : '';
+    const elsewhere = typeof s.recordedAt === 'string' && s.recordedAt ? ` · recorded at ${s.recordedAt}${branch}` : '';
     return [
       {
         sessionId: s.sessionId,
         label: title.trim() ? oneLine(title) : `Session ${shortId(s.sessionId)}`,
         description: typeof s.agent === 'string' && s.agent ? s.agent : 'unknown agent',
-        detail: `updated ${ago(updated, now)} · ${turns} turn${turns === 1 ? '' : 's'} · ${s.sessionId}`,
+        detail: `updated ${ago(updated, now)} · ${turns} turn${turns === 1 ? '' : 's'} · ${s.sessionId}${elsewhere}`,
       },
     ];
   });

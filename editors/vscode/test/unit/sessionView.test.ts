@@ -230,6 +230,20 @@ describe('Show Sessions', () => {
     assert.deepEqual(server.requests[0], { method: 'session/list', params: { workspace: { root: '/ws' } } });
   });
 
+  it('says where a session of another path of the project was recorded, and its branch', () => {
+    const now = Date.parse('2026-11-22T01:00:00Z');
+    const raw = {
+      sessions: [
+        { sessionId: 'm', agent: 'claude', title: 'Moved', updatedUtc: '2026-11-22T00:55:00Z', turnCount: 2, recordedAt: '/src/app-old', branch: 'main' },
+        { sessionId: 'n', agent: 'claude', title: 'No branch', updatedUtc: '2026-11-22T00:55:00Z', turnCount: 2, recordedAt: '/src/notes' },
+      ],
+    };
+    assert.deepEqual(
+      sessionPicks(raw, now).map((p) => p.detail),
+      ['updated 5 min ago · 2 turns · m · recorded at /src/app-old (branch main)', 'updated 5 min ago · 2 turns · n · recorded at /src/notes'],
+    );
+  });
+
   it('opens the chosen session: the view, then session/resume with its id', async () => {
     const { view, server, c } = make({ 'session/resume': [resumed] });
     await c.openSession('s1');
