@@ -17,6 +17,11 @@
 #   tests/long-run.sh chaos [SECONDS]     the chaos harness for SECONDS (default 1800): 5
 #                                         sessions, faults drawn from a random seed, the disk
 #                                         filled too (needs root for its tmpfs)
+#   tests/long-run.sh vscode [RUNS]       the VS Code e2e (code-server) RUNS times in a row
+#                                         (default 30), every other run beside one CPU-bound
+#                                         process per core; each failed run's output, logs
+#                                         and screenshots kept under
+#                                         tests/artifacts/vscode-loop/<run>/, a table at the end
 #
 # It builds into the same cache as tests/run-all.sh, and needs what that script installs
 # (run it, or at least `TETHER_SUITES=fuzz tests/run-all.sh`, once first).
@@ -71,8 +76,47 @@ case "${1:-}" in
       TETHER_CHAOS_DISK_FULL=1 cargo test -p tether --locked --test chaos -- --nocapture \
       || die "the chaos harness found a broken invariant (seed $seed)"
     ;;
+  vscode)
+    runs="${2:-30}"
+    export TETHER_BIN="${TETHER_BIN:-$CARGO_TARGET_DIR/debug/tether}"
+    export TETHER_SCRIPTED_AGENT="${TETHER_SCRIPTED_AGENT:-$CARGO_TARGET_DIR/debug/tether-scripted-agent}"
+    cargo build --locked -p tether --bin tether -p tether-host --bin tether-scripted-agent \
+      || die "the server build failed"
+    editors/vscode/scripts/install-e2e.sh || die "the VS Code e2e tools could not be installed"
+    (cd editors/vscode && npm run -s package) || die "the extension could not be packaged"
+    out="$repo/tests/artifacts/vscode-loop"
+    rm -rf "$out"; mkdir -p "$out"
+    hogs=()
+    stop_hogs() { for h in ${hogs[@]+"${hogs[@]}"}; do kill "$h" 2>/dev/null || true; done; hogs=(); }
+    trap stop_hogs EXIT
+    failed=0; rows=()
+    for ((i = 1; i <= runs; i++)); do
+      load=idle
+      if (( i % 2 == 0 )); then
+        load=loaded
+        for ((c = 0; c < $(nproc); c++)); do (while :; do :; done) & hogs+=($!); done
+      fi
+      rm -rf editors/vscode/test-artifacts
+      t0=$(date +%s)
+      if (cd editors/vscode && node --test --test-concurrency=1 test/e2e/extension.e2e.test.mjs) >"$out/run-$i.log" 2>&1; then
+        result=pass; rm -f "$out/run-$i.log"
+      else
+        result=FAIL; failed=$((failed + 1))
+        mkdir -p "$out/$i"; mv "$out/run-$i.log" "$out/$i/output.log"
+        [ -d editors/vscode/test-artifacts ] && cp -r editors/vscode/test-artifacts "$out/$i/" || true
+        grep -E '^not ok|# Subtest' "$out/$i/output.log" | grep -B1 '^not ok' | head -10 || true
+      fi
+      stop_hogs
+      rows+=("$i|$load|$result|$(( $(date +%s) - t0 ))")
+      echo "run $i/$runs ($load): $result in $(( $(date +%s) - t0 )) s"
+    done
+    printf '\n%-5s %-7s %-6s %s\n' RUN LOAD RESULT SECONDS
+    for r in "${rows[@]}"; do IFS='|' read -r a b c d <<<"$r"; printf '%-5s %-7s %-6s %s\n' "$a" "$b" "$c" "$d"; done
+    [ "$failed" -eq 0 ] || die "$failed of $runs VS Code e2e runs failed; their output is under $out/<run>/"
+    echo "all $runs VS Code e2e runs passed"
+    ;;
   *)
-    sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

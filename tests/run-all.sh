@@ -23,6 +23,10 @@
 # builds of the repository's own crates that newer ones replaced are removed
 # (tests/support/prune-cache.py); a folder not used for 14 days is removed whole. One run at
 # a time uses a cache folder (a second waits for the first).
+# Not a compile cache: sccache (0.18) keys a Rust crate by its checkout's absolute paths
+# (CARGO_MANIFEST_DIR, the working directory; its basedirs support for Rust is still open:
+# mozilla/sccache#2813, #2870), so a fresh clone at another path would miss it for exactly
+# the workspace's own crates that the shared target folder already cannot reuse.
 # Set CARGO_TARGET_DIR to build elsewhere (e.g. ./target).
 set -euo pipefail
 

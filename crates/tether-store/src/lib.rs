@@ -3,7 +3,8 @@
 //! The store behind `session/persist` and every resume (R-STORE-1..14; docs/protocol.md
 //! `SessionSnapshot`, `session/persist`, `session/list`, `session/clear`).
 //!
-//! * **Layout** — `<root>/workspaces/<sha256(normalized root)>/sessions/<session id>/`
+//! * **Layout** — `<root>/workspaces/<sha256(normalized root)>/workspace.json` (the root and,
+//!   once seen, its project: R-PROJECT-2) and `…/sessions/<session id>/`
 //!   holding `journal.jsonl` (append-only, one length- and CRC-framed event per line),
 //!   `manifest.json` (versions, times, and the offset of the latest checkpoint so a resume
 //!   reads only the tail), `blobs/` (large values, content-addressed) and `lock`.
