@@ -115,6 +115,9 @@ struct Daemon {
     stop_waiters: tokio::sync::Mutex<Vec<Stream>>,
     /// ACP clients connected now (they cannot reconnect: a drain waits for them).
     acp_clients: AtomicUsize,
+    /// Connections being served, from their accept on (their hello included): a daemon
+    /// handing over shuts its hubs down only once every one has closed.
+    connections: AtomicUsize,
     /// The takeover state machine (R-DAEMON-12).
     takeover: std::sync::Mutex<Takeover>,
     /// The build handed over to, once decided; `handing_over` is cancelled then.
@@ -194,6 +197,7 @@ pub async fn run(
         registry_file: options.registry_file.clone(),
         stop_waiters: tokio::sync::Mutex::new(Vec::new()),
         acp_clients: AtomicUsize::new(0),
+        connections: AtomicUsize::new(0),
         takeover: std::sync::Mutex::new(Takeover::new(options.identity.clone(), options.drain)),
         successor: std::sync::Mutex::new(None),
         handing_over: CancellationToken::new(),
@@ -214,6 +218,7 @@ pub async fn run(
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(stream) => {
+                    daemon.connections.fetch_add(1, Ordering::SeqCst);
                     let daemon = daemon.clone();
                     tokio::spawn(async move { daemon.serve_client(stream).await });
                 }
@@ -385,7 +390,7 @@ impl Daemon {
                 let left = self.left.notified();
                 tokio::pin!(left);
                 left.as_mut().enable();
-                if self.clients.load(Ordering::SeqCst) == 0 {
+                if self.connections.load(Ordering::SeqCst) == 0 {
                     return;
                 }
                 left.await;
@@ -394,7 +399,7 @@ impl Daemon {
         .await;
         if closed.is_err() {
             tracing::warn!(
-                clients = self.clients.load(Ordering::SeqCst),
+                connections = self.connections.load(Ordering::SeqCst),
                 "takeover: clients still connected after {HANDOVER_CLOSE_TIMEOUT:?}; they close as this daemon exits"
             );
         }
@@ -454,6 +459,16 @@ impl Daemon {
     }
 
     async fn serve_client(self: Arc<Self>, stream: Stream) {
+        /// Counts the connection until it is served (dropped however this returns).
+        struct Counted(Arc<Daemon>);
+        impl Drop for Counted {
+            fn drop(&mut self) {
+                self.0.connections.fetch_sub(1, Ordering::SeqCst);
+                self.0.left.notify_waiters();
+            }
+        }
+        // Counted up by the accept loop, before this task started.
+        let _counted = Counted(self.clone());
         // Only this user's processes (peer credentials on Unix, the client's token on
         // Windows); a peer that cannot be told is refused.
         let me = current_user();
