@@ -1893,7 +1893,13 @@ async fn a_newer_binary_takes_an_idle_daemon_over_and_the_session_resumes_live_i
         prompt(&second, &sid, "after").await["stopReason"],
         "end_turn"
     );
-    turn_ended(&first, &sid, STEP)
+    first
+        .wait_for(
+            seen,
+            "session/turnEnded",
+            |p| p["sessionId"] == sid.as_str(),
+            STEP,
+        )
         .await
         .expect("the first editor sees the turn too");
     let (text, _) = updates_from(&first, &sid, seen, first.received().len());
@@ -1911,7 +1917,9 @@ async fn a_newer_binary_takes_an_idle_daemon_over_and_the_session_resumes_live_i
 /// The old daemon holds new turns and waits for the running one, which completes (its
 /// prompt answered `end_turn`), then hands over; both editors' forwarders take the session
 /// back from the newer build's daemon. Each editor saw every update of the turn exactly once,
-/// in order, and none again after the takeover; the session then runs turns live for both.
+/// in order, and none again after the takeover; a prompt the newer editor sent during the
+/// drain was held and then answered as one to resend; the session then runs turns live for
+/// both.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_newer_binary_takes_over_mid_turn_with_two_editors_attached() {
     const COUNT: u64 = 300;
@@ -1949,6 +1957,10 @@ async fn a_newer_binary_takes_over_mid_turn_with_two_editors_attached() {
     );
     assert_eq!(status["pid"].as_i64(), Some(i64::from(old)), "{status}");
     assert_eq!(status["sessions"][0]["turnRunning"], true, "{status}");
+    // A prompt sent while the daemon drains waits at its door, and is answered once the
+    // daemon has handed over: no turn ran, send it again (never `turnRunning`).
+    take_back(&setup, &third, &sid, None).await;
+    let held = prompt_in_background(&third, &sid, "held at the door");
 
     std::fs::write(&release, b"").unwrap();
     let answer = asked
@@ -2039,6 +2051,16 @@ async fn a_newer_binary_takes_over_mid_turn_with_two_editors_attached() {
             restored.params()
         );
     }
+    let held = held
+        .await
+        .unwrap()
+        .expect_err("the held prompt ran no turn");
+    let tether::lsp_client::RpcError::Response { data, .. } = &held else {
+        panic!("an error answer, not {held:?}");
+    };
+    let data = data.clone().unwrap_or_default();
+    assert_eq!(data["kind"], "agentCrashed", "{held:?}");
+    assert_eq!(data["daemonRestarted"], true, "{held:?}");
     assert!(
         processes_in_group(old_agent).is_empty(),
         "the old agent is gone"

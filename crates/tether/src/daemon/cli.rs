@@ -176,6 +176,9 @@ fn print_status(status: &Status) {
         status.clients,
         status.sessions.len()
     );
+    if let Some(build) = &status.draining_for {
+        println!("draining: handing over to build {build} once no turn runs (R-DAEMON-12)");
+    }
     if status.sessions.is_empty() {
         return;
     }
