@@ -301,8 +301,12 @@ impl Daemon {
     /// Feeds the takeover machine `event` and carries its decision out (every decision is
     /// logged with its reason). Returns it.
     fn decide(self: &Arc<Self>, event: Event) -> Decision {
+        // A hello of another build is worth a line whatever is decided; the daemon's own
+        // build's, and the drain's ticks, only at debug.
+        let other_build = matches!(&event, Event::Hello(client) if client.build != self.build);
         let decision = lock(&self.takeover).on(event, Instant::now());
         match &decision {
+            Decision::Keep(reason) if other_build => tracing::info!("takeover: {reason}"),
             Decision::Keep(reason) => tracing::debug!("takeover: {reason}"),
             Decision::Drain { reason, .. } => {
                 tracing::info!("takeover: {reason}");
