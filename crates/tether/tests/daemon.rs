@@ -2071,6 +2071,11 @@ async fn a_newer_binary_takes_over_mid_turn_with_two_editors_attached() {
         std::fs::canonicalize(&newer).unwrap(),
         "the newer binary's daemon runs: {status}"
     );
+    assert_eq!(
+        status["sessions"].as_array().map(Vec::len),
+        Some(1),
+        "one live session in the new daemon: {status}"
+    );
     // The session goes on in the new daemon, live for both editors.
     let seen = second.mark();
     assert_eq!(prompt(&first, &sid, "next").await["stopReason"], "end_turn");
