@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use crate::admission::Admission;
 use crate::config::ServerConfig;
 use crate::{Hub, HubOptions, StartError};
 
@@ -17,6 +18,8 @@ use crate::{Hub, HubOptions, StartError};
 #[derive(Default)]
 pub struct Hubs {
     by_config: Mutex<HashMap<String, Arc<Hub>>>,
+    /// The door of every hub's prompt turns ([`Hub::share_admission`]).
+    admission: Arc<Admission>,
 }
 
 impl std::fmt::Debug for Hubs {
@@ -58,6 +61,7 @@ impl Hubs {
             return Ok((hub.clone(), false));
         }
         let hub = Hub::start(config, options)?;
+        hub.share_admission(self.admission.clone());
         hubs.insert(key.to_owned(), hub.clone());
         Ok((hub, true))
     }
@@ -66,6 +70,13 @@ impl Hubs {
     #[must_use]
     pub fn all(&self) -> Vec<Arc<Hub>> {
         lock(&self.by_config).values().cloned().collect()
+    }
+
+    /// The door every hub's prompt turns pass: the daemon holds it while it drains for a
+    /// newer build (R-DAEMON-12).
+    #[must_use]
+    pub fn admission(&self) -> &Arc<Admission> {
+        &self.admission
     }
 
     /// Shuts every hub down (agents stopped, caches flushed): the daemon is stopping.

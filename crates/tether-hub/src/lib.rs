@@ -25,6 +25,7 @@
 //! flusher and the idle reaper). This file holds the state, start-up and shutdown, and the
 //! helpers every flow uses.
 
+pub mod admission;
 mod agent_list;
 mod attach;
 mod attempt;
@@ -189,6 +190,9 @@ pub struct Hub {
     shutdown: CancellationToken,
     /// Set once [`Self::shutdown`] has run; held while it runs, so a second caller waits.
     shutdown_done: tokio::sync::Mutex<bool>,
+    /// The door every prompt turn passes ([`admission::Admission`]): the daemon's, shared by
+    /// all its hubs ([`hubs::Hubs`]), or this hub's own.
+    admission: Mutex<Arc<admission::Admission>>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -282,7 +286,20 @@ impl Hub {
             shared: options.shared,
             shutdown: CancellationToken::new(),
             shutdown_done: tokio::sync::Mutex::new(false),
+            admission: Mutex::new(Arc::default()),
         }))
+    }
+
+    /// Makes `admission` the door this hub's prompt turns pass (the daemon's hubs share
+    /// one, so that it can hold them all while it drains for a newer build).
+    pub fn share_admission(&self, admission: Arc<admission::Admission>) {
+        *lock(&self.admission) = admission;
+    }
+
+    /// The door this hub's prompt turns pass.
+    #[must_use]
+    pub fn admission(&self) -> Arc<admission::Admission> {
+        lock(&self.admission).clone()
     }
 
     /// The bus the hub publishes its events on.

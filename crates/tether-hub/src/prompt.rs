@@ -48,8 +48,21 @@ impl Hub {
         // The turn runs in a task of its own (a cancelled request must not cut it short); it
         // takes the request's context along, so a restart after a crash mid-turn starts the
         // agent as the editor's request would have.
+        // R-DAEMON-12: a daemon draining for a newer build holds new turns at its door,
+        // then admits them (the takeover was refused) or refuses them (it handed over).
+        let ticket = self.admission().enter().await.map_err(|why| {
+            request_failed(
+                why.clone(),
+                json!({"kind": "agentCrashed", "message": why, "retryable": true,
+                       "source": "process", "daemonRestarted": true}),
+            )
+        })?;
         let request = crate::RequestCtx::current();
-        let turn = tokio::spawn(request.scope(async move { hub.run_prompt(params, origin).await }));
+        let turn = tokio::spawn(request.scope(async move {
+            let ended = hub.run_prompt(params, origin).await;
+            drop(ticket);
+            ended
+        }));
         turn.await.unwrap_or_else(|join| {
             Err(request_failed(
                 format!("the prompt turn's task failed: {join}"),

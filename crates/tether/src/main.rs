@@ -37,6 +37,10 @@ enum DaemonAction {
         /// Exit after this many seconds with no editor and no live session.
         #[arg(long, env = "TETHER_DAEMON_IDLE_SECS", default_value_t = tether::daemon::cli::DEFAULT_IDLE_SECS)]
         idle_secs: u64,
+        /// How long to wait for running prompt turns before refusing a takeover by a
+        /// newer build (R-DAEMON-12); new turns are held meanwhile.
+        #[arg(long, env = "TETHER_DAEMON_DRAIN_SECS", default_value_t = tether::daemon::takeover::DEFAULT_DRAIN_SECS)]
+        drain_secs: u64,
         /// The log file (rotated daily); default stderr (which a forwarder that starts
         /// the daemon points at `<runtime dir>/tether-p<N>.daemon.log`).
         #[arg(long, value_name = "PATH")]
@@ -147,8 +151,18 @@ fn default_daemon_action() -> Result<DaemonAction, ExitCode> {
             ExitCode::from(2)
         })?,
     };
+    let drain_secs = match std::env::var("TETHER_DAEMON_DRAIN_SECS") {
+        Err(_) => tether::daemon::takeover::DEFAULT_DRAIN_SECS,
+        Ok(value) => value.trim().parse().map_err(|_| {
+            eprintln!(
+                "tether daemon: TETHER_DAEMON_DRAIN_SECS must be a whole number of seconds, got {value:?}"
+            );
+            ExitCode::from(2)
+        })?,
+    };
     Ok(DaemonAction::Run {
         idle_secs,
+        drain_secs,
         log_file: None,
     })
 }
@@ -175,8 +189,9 @@ fn main() -> ExitCode {
             Ok(action) => match action {
                 DaemonAction::Run {
                     idle_secs,
+                    drain_secs,
                     log_file,
-                } => tether::daemon::cli::run_daemon(runtime_dir, idle_secs, log_file),
+                } => tether::daemon::cli::run_daemon(runtime_dir, idle_secs, drain_secs, log_file),
                 DaemonAction::Status { json } => tether::daemon::cli::status(runtime_dir, json),
                 DaemonAction::Stop => tether::daemon::cli::stop(runtime_dir),
             },

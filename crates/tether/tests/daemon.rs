@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 use support::{Mode, STEP, World, processes_in_group, processes_mentioning, tether_bin};
 use tether::daemon::paths::{build_id_of, daemon_key, socket_path_for};
 use tether::daemon::server::{DaemonOptions, bind_at, run};
+use tether::daemon::takeover::Identity;
 use tether::editor::{Answers, Editor, ServerProcess};
 use tokio_util::sync::CancellationToken;
 
@@ -83,6 +84,9 @@ impl Hosted {
             registry_file: None,
             handle_signals: false,
             stop: stop.clone(),
+            // The `tether` binary's own: its forwarders are never newer (R-DAEMON-12).
+            identity: Identity::of(&tether_bin()),
+            drain: Duration::from_secs(30),
         };
         let ended = tokio::spawn(async move {
             drop(run(listener, options, || {}).await);
@@ -616,9 +620,8 @@ async fn another_user_is_refused(kind: DaemonKind) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_binaries_of_one_protocol_version_share_one_daemon() {
     let setup = Setup::new(DaemonKind::Process).await;
-    let other = setup.world.path().join("other/tether");
-    std::fs::create_dir_all(other.parent().unwrap()).unwrap();
-    std::fs::copy(tether_bin(), &other).expect("a second tether file");
+    // An older copy: a newer one would take the daemon over (R-DAEMON-12).
+    let other = copy_of_tether(&setup, "other", -3600);
     assert_ne!(
         build_id_of(&other),
         build_id_of(&tether_bin()),
@@ -685,6 +688,35 @@ async fn two_binaries_of_one_protocol_version_share_one_daemon() {
     second.shutdown(STEP).await.unwrap();
     assert_eq!(setup.daemon(&["stop"]).0, 0);
     setup.finish().await;
+}
+
+/// A copy of the `tether` binary in `<world>/<name>/tether` whose modification time is the
+/// original's plus `offset_secs`: another build of this version and protocol, older
+/// (negative) or newer (positive) by R-DAEMON-12's rule.
+fn copy_of_tether(setup: &Setup, name: &str, offset_secs: i64) -> PathBuf {
+    let copy = setup.world.path().join(name).join("tether");
+    std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+    std::fs::copy(tether_bin(), &copy).expect("a copy of tether");
+    let base = std::fs::metadata(tether_bin()).unwrap().modified().unwrap();
+    let offset = Duration::from_secs(offset_secs.unsigned_abs());
+    let when = if offset_secs < 0 {
+        base - offset
+    } else {
+        base + offset
+    };
+    std::fs::File::options()
+        .write(true)
+        .open(&copy)
+        .unwrap()
+        .set_modified(when)
+        .unwrap();
+    let (mine, its) = (Identity::of(&tether_bin()), Identity::of(&copy));
+    assert_eq!(
+        its.newer_than(&mine),
+        offset_secs > 0,
+        "{its:?} vs {mine:?}"
+    );
+    copy
 }
 
 /// The agent text and the `seq`s of the `session/update`s an editor received for `sid`.
@@ -1724,6 +1756,433 @@ async fn an_editor_behind_the_kept_events_gets_the_transcript_again_and_is_told_
     assert!(got.windows(2).all(|w| w[0].0 < w[1].0), "seqs increase");
     observer.shutdown(STEP).await.unwrap();
     second.shutdown(STEP).await.unwrap();
+    assert_eq!(setup.daemon(&["stop"]).0, 0);
+    setup.finish().await;
+}
+
+/// R-DAEMON-12: the newer-build copy's forwarder named `name` (`<world>/<name>/tether`, an
+/// hour newer than the `tether` binary), as an editor initialized like [`Setup::editor`],
+/// with `extra` in its environment.
+async fn newer_editor(setup: &Setup, newer: &Path, extra: &[(&str, &str)]) -> Editor {
+    setup
+        .editor_of(
+            newer.to_owned(),
+            Answers::default(),
+            extra,
+            setup.world.options(),
+            json!({"tether": {"recoveryDialog": true, "banners": true, "status": true}}),
+        )
+        .await
+}
+
+/// The `session/reattached` of `sid` that `editor` receives after `mark`, asserted
+/// `resumed` (its forwarder took the session back from a new daemon).
+async fn reattached(setup: &Setup, editor: &Editor, sid: &str, mark: usize) -> Value {
+    let back = editor
+        .wait_for(mark, "session/reattached", |p| p["sessionId"] == sid, STEP)
+        .await
+        .unwrap_or_else(|| panic!("session {sid} is taken back\n{}", setup.logs()));
+    assert_eq!(
+        back.params()["result"]["outcome"],
+        "resumed",
+        "{}",
+        back.params()
+    );
+    back.params().clone()
+}
+
+/// Waits (at most [`STEP`]) for the daemon log of `setup`'s runtime folder to contain
+/// `needle`: a decision the daemon logs.
+async fn daemon_log_says(setup: &Setup, needle: &str) -> String {
+    let log = setup
+        .runtime
+        .join(format!("tether-{}.daemon.log", daemon_key()));
+    let deadline = std::time::Instant::now() + STEP;
+    loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains(needle) {
+            return text;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the daemon log never said {needle:?}:\n{text}"
+        );
+        // The log is a file another process appends to: read again shortly.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The `session/update`s of `sid` that `editor` received from index `from` on (agent text,
+/// `seq`s): what one daemon sent.
+fn updates_from(editor: &Editor, sid: &str, from: usize, to: usize) -> (String, Vec<u64>) {
+    let mut text = String::new();
+    let mut seqs = Vec::new();
+    for r in &editor.received()[from..to] {
+        if r.method() == "session/update" && r.params()["sessionId"] == sid {
+            seqs.push(r.params()["seq"].as_u64().expect("seq"));
+            if r.params()["update"]["sessionUpdate"] == "agent_message_chunk" {
+                text.push_str(
+                    r.params()["update"]["content"]["text"]
+                        .as_str()
+                        .unwrap_or(""),
+                );
+            }
+        }
+    }
+    (text, seqs)
+}
+
+/// R-DAEMON-12, a session resumed live across two copies of the binary: an editor of a
+/// newer copy reaches the daemon of the older one, which has no turn running, so it hands
+/// over at once: the old daemon exits, the newer copy's daemon runs, the first editor's
+/// forwarder takes its session back from it (`session/reattached`, the finished turn in the
+/// transcript), and both editors then share the session live in the new daemon.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_newer_binary_takes_an_idle_daemon_over_and_the_session_resumes_live_in_it() {
+    let setup = Setup::new(DaemonKind::Process).await;
+    let first = setup.editor().await;
+    let sid = new_session(&setup, &first).await;
+    assert_eq!(
+        prompt(&first, &sid, "before").await["stopReason"],
+        "end_turn"
+    );
+    let status = setup.status();
+    let old = status["pid"].as_i64().unwrap() as i32;
+    let old_agent = status["sessions"][0]["agentPgid"].as_i64().unwrap() as i32;
+    let newer = copy_of_tether(&setup, "newer", 3600);
+    let mark = first.mark();
+
+    let second = newer_editor(&setup, &newer, &[]).await;
+    tokio::time::timeout(STEP, process_exit(old))
+        .await
+        .unwrap_or_else(|_| panic!("the old daemon exits\n{}", setup.logs()));
+    let back = reattached(&setup, &first, &sid, mark).await;
+    assert_eq!(back["result"]["sessionId"], sid.as_str(), "{back}");
+    let restored = first
+        .wait_for(
+            mark,
+            "session/restored",
+            |p| p["sessionId"] == sid.as_str(),
+            STEP,
+        )
+        .await
+        .expect("the transcript is drawn again");
+    assert!(
+        restored.params()["snapshot"]
+            .to_string()
+            .contains("echo: before"),
+        "the finished turn is kept: {}",
+        restored.params()
+    );
+    assert!(
+        processes_in_group(old_agent).is_empty(),
+        "the old agent is gone"
+    );
+    let status = setup.status();
+    assert_ne!(status["pid"].as_i64(), Some(i64::from(old)), "{status}");
+    assert_eq!(
+        std::fs::canonicalize(status["exe"].as_str().unwrap()).unwrap(),
+        std::fs::canonicalize(&newer).unwrap(),
+        "the newer binary's daemon runs: {status}"
+    );
+    assert_eq!(status["build"], build_id_of(&newer).as_str(), "{status}");
+
+    take_back(&setup, &second, &sid, None).await;
+    let seen = first.mark();
+    assert_eq!(
+        prompt(&second, &sid, "after").await["stopReason"],
+        "end_turn"
+    );
+    first
+        .wait_for(
+            seen,
+            "session/turnEnded",
+            |p| p["sessionId"] == sid.as_str(),
+            STEP,
+        )
+        .await
+        .expect("the first editor sees the turn too");
+    let (text, _) = updates_from(&first, &sid, seen, first.received().len());
+    assert_eq!(text, "echo: after", "live in the new daemon, once");
+    let daemons = setup.daemon_processes();
+    assert_eq!(daemons.len(), 1, "one daemon: {daemons:?}");
+
+    first.shutdown(STEP).await.unwrap();
+    second.shutdown(STEP).await.unwrap();
+    assert_eq!(setup.daemon(&["stop"]).0, 0);
+    setup.finish().await;
+}
+
+/// R-DAEMON-12's done-when: a newer build takes over mid-turn with two editors attached.
+/// The old daemon holds new turns and waits for the running one, which completes (its
+/// prompt answered `end_turn`), then hands over; both editors' forwarders take the session
+/// back from the newer build's daemon. Each editor saw every update of the turn exactly once,
+/// in order, and none again after the takeover; a prompt the newer editor sent during the
+/// drain was held and then answered as one to resend; the session then runs turns live for
+/// both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_newer_binary_takes_over_mid_turn_with_two_editors_attached() {
+    const COUNT: u64 = 300;
+    let setup = Setup::new(DaemonKind::Process).await;
+    let release = setup.world.path().join("release-the-turn");
+    setup
+        .world
+        .script(json!([{"method": "session/prompt", "calls": [1],
+        "action": {"kind": "stream", "count": COUNT, "perSecond": 1000,
+                   "hold": {"after": COUNT / 2, "until": release}}}]));
+    let first = setup.editor().await;
+    let sid = new_session(&setup, &first).await;
+    let second = setup.editor().await;
+    take_back(&setup, &second, &sid, None).await;
+    let status = setup.status();
+    let old = status["pid"].as_i64().unwrap() as i32;
+    let old_agent = status["sessions"][0]["agentPgid"].as_i64().unwrap() as i32;
+    let (m1, m2) = (first.mark(), second.mark());
+    let asked = prompt_in_background(&first, &sid, "count");
+    first_agent_chunk(&first, m1)
+        .await
+        .expect("the turn streams");
+    first_agent_chunk(&second, m2)
+        .await
+        .expect("the other editor sees it");
+
+    // A newer build's editor arrives mid-turn: the old daemon serves it and drains.
+    let newer = copy_of_tether(&setup, "newer", 3600);
+    let third = newer_editor(&setup, &newer, &[]).await;
+    let status = setup.status();
+    assert_eq!(
+        status["drainingFor"].as_str(),
+        Some(build_id_of(&newer).as_str()),
+        "the old daemon drains for the newer build: {status}"
+    );
+    assert_eq!(status["pid"].as_i64(), Some(i64::from(old)), "{status}");
+    assert_eq!(status["sessions"][0]["turnRunning"], true, "{status}");
+    // A prompt sent while the daemon drains waits at its door, and is answered once the
+    // daemon has handed over: no turn ran, send it again (never `turnRunning`).
+    take_back(&setup, &third, &sid, None).await;
+    let held = prompt_in_background(&third, &sid, "held at the door");
+
+    std::fs::write(&release, b"").unwrap();
+    let answer = asked
+        .await
+        .unwrap()
+        .unwrap_or_else(|e| panic!("the turn completes: {e:?}\n{}", setup.logs()));
+    assert_eq!(answer["stopReason"], "end_turn", "{answer}");
+    tokio::time::timeout(STEP, process_exit(old))
+        .await
+        .unwrap_or_else(|_| panic!("the old daemon exits\n{}", setup.logs()));
+    let expected: String = (1..=COUNT).map(|i| format!("{i}\n")).collect();
+    for (name, editor, mark) in [("first", &first, m1), ("second", &second, m2)] {
+        let back = editor
+            .wait_for(
+                mark,
+                "session/reattached",
+                |p| p["sessionId"] == sid.as_str(),
+                STEP,
+            )
+            .await
+            .unwrap_or_else(|| panic!("{name}: the session is taken back\n{}", setup.logs()));
+        assert_eq!(
+            back.params()["result"]["outcome"],
+            "resumed",
+            "{name}: {}",
+            back.params()
+        );
+        let received = editor.received();
+        // The old daemon's last word on the session is the turn's end; what follows comes
+        // from the new daemon (its resume's updates, then `session/reattached`).
+        let ends: Vec<usize> = (mark..received.len())
+            .filter(|&i| {
+                received[i].method() == "session/turnEnded"
+                    && received[i].params()["sessionId"] == sid.as_str()
+            })
+            .collect();
+        assert_eq!(ends.len(), 1, "{name}: the turn's end once: {ends:?}");
+        let at = ends[0] + 1;
+        let reattached_at = received
+            .iter()
+            .position(|r| r.method() == "session/reattached")
+            .unwrap();
+        assert!(
+            at <= reattached_at,
+            "{name}: the turn ended before the takeover"
+        );
+        let (text, seqs) = updates_from(editor, &sid, mark, at);
+        assert!(
+            text.strip_prefix(expected.as_str()) == Some("echo: count"),
+            "{name}: every chunk once, in order, then the reply ({} characters): {:?}…{:?}",
+            text.len(),
+            &text[..text.len().min(20)],
+            &text[text.len().saturating_sub(40)..]
+        );
+        assert!(
+            seqs.windows(2).all(|w| w[0] < w[1]),
+            "{name}: in order: {seqs:?}"
+        );
+        // After it, the new daemon's resume: the transcript (`session/restored`) and the
+        // history its agent's `session/load` replays (`replay: true`, drawn from the
+        // transcript, not appended); no live update of the turn again.
+        let live_again: Vec<&Value> = received[at..]
+            .iter()
+            .filter(|r| {
+                r.method() == "session/update"
+                    && r.params()["sessionId"] == sid.as_str()
+                    && r.params()["replay"] != true
+                    && r.params()["update"]["sessionUpdate"]
+                        .as_str()
+                        .is_some_and(|u| u.ends_with("_message_chunk"))
+            })
+            .map(tether::editor::Received::params)
+            .collect();
+        assert_eq!(
+            live_again,
+            Vec::<&Value>::new(),
+            "{name}: nothing of the turn live again"
+        );
+        let restored = received[at..]
+            .iter()
+            .find(|r| r.method() == "session/restored" && r.params()["sessionId"] == sid.as_str())
+            .unwrap_or_else(|| panic!("{name}: the transcript again"));
+        assert!(
+            restored.params()["snapshot"]
+                .to_string()
+                .contains("echo: count"),
+            "{name}: the completed turn is persisted: {}",
+            restored.params()
+        );
+    }
+    let held = held
+        .await
+        .unwrap()
+        .expect_err("the held prompt ran no turn");
+    let tether::lsp_client::RpcError::Response { data, .. } = &held else {
+        panic!("an error answer, not {held:?}");
+    };
+    let data = data.clone().unwrap_or_default();
+    assert_eq!(data["kind"], "agentCrashed", "{held:?}");
+    assert_eq!(data["daemonRestarted"], true, "{held:?}");
+    assert!(
+        processes_in_group(old_agent).is_empty(),
+        "the old agent is gone"
+    );
+    let status = setup.status();
+    assert_eq!(
+        std::fs::canonicalize(status["exe"].as_str().unwrap()).unwrap(),
+        std::fs::canonicalize(&newer).unwrap(),
+        "the newer binary's daemon runs: {status}"
+    );
+    assert_eq!(
+        status["sessions"].as_array().map(Vec::len),
+        Some(1),
+        "one live session in the new daemon: {status}"
+    );
+    // The session goes on in the new daemon, live for both editors.
+    let seen = second.mark();
+    assert_eq!(prompt(&first, &sid, "next").await["stopReason"], "end_turn");
+    second
+        .wait_for(
+            seen,
+            "session/turnEnded",
+            |p| p["sessionId"] == sid.as_str(),
+            STEP,
+        )
+        .await
+        .expect("the second editor sees the next turn");
+    let (text, _) = updates_from(&second, &sid, seen, second.received().len());
+    assert_eq!(text, "echo: next");
+
+    for editor in [first, second, third] {
+        editor.shutdown(STEP).await.unwrap();
+    }
+    assert_eq!(setup.daemon(&["stop"]).0, 0);
+    setup.finish().await;
+}
+
+/// R-DAEMON-12's bound: a turn that outlives the drain (1 s here) makes the old daemon refuse
+/// the takeover, never cut the turn: the newer editor is served by it, its prompt held at the
+/// door is let through once refused (and then meets the running turn), the turn completes.
+/// The next connection of a newer build asks again, and with no turn running it takes over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_takeover_is_refused_while_a_turn_outlives_the_drain_then_a_later_one_succeeds() {
+    let setup = Setup::new(DaemonKind::Process).await;
+    let release = setup.world.path().join("release-the-turn");
+    setup
+        .world
+        .script(json!([{"method": "session/prompt", "calls": [1],
+        "action": {"kind": "stream", "count": 100, "perSecond": 1000,
+                   "hold": {"after": 50, "until": release}}}]));
+    let first = setup
+        .editor_of(
+            tether_bin(),
+            Answers::default(),
+            &[("TETHER_DAEMON_DRAIN_SECS", "1")],
+            setup.world.options(),
+            json!({"tether": {"recoveryDialog": true}}),
+        )
+        .await;
+    let sid = new_session(&setup, &first).await;
+    let old = setup.status()["pid"].as_i64().unwrap() as i32;
+    let mark = first.mark();
+    let asked = prompt_in_background(&first, &sid, "count");
+    first_agent_chunk(&first, mark)
+        .await
+        .expect("the turn streams");
+
+    let newer = copy_of_tether(&setup, "newer", 3600);
+    let third = newer_editor(&setup, &newer, &[]).await;
+    take_back(&setup, &third, &sid, None).await;
+    // Held at the door while the daemon drains, then let through once it refuses: it meets
+    // the running turn.
+    let held = third
+        .request(
+            "session/prompt",
+            json!({"sessionId": sid, "prompt": [{"type": "text", "text": "me too"}]}),
+        )
+        .await
+        .expect_err("a turn runs");
+    let tether::lsp_client::RpcError::Response { data, .. } = &held else {
+        panic!("an error answer, not {held:?}");
+    };
+    assert_eq!(
+        data.as_ref().map(|d| d["kind"].clone()),
+        Some(json!("turnRunning")),
+        "{held:?}"
+    );
+    let log = daemon_log_says(&setup, "takeover by build").await;
+    assert!(log.contains("refused"), "{log}");
+    assert!(
+        log.find("holding new turns").unwrap() < log.find("takeover by build").unwrap(),
+        "drained, then refused: {log}"
+    );
+    assert_eq!(
+        setup.status()["pid"].as_i64(),
+        Some(i64::from(old)),
+        "still the old daemon"
+    );
+
+    std::fs::write(&release, b"").unwrap();
+    let answer = asked.await.unwrap().expect("the turn completes");
+    assert_eq!(answer["stopReason"], "end_turn");
+    let (text, _) = updates_of(&first, &sid);
+    let expected: String = (1..=100).map(|i| format!("{i}\n")).collect();
+    assert!(text.starts_with(&expected), "the whole turn: {text:?}");
+
+    // A later connection of a newer build asks again: no turn runs, it takes over.
+    let mark = first.mark();
+    let fourth = newer_editor(&setup, &newer, &[]).await;
+    tokio::time::timeout(STEP, process_exit(old))
+        .await
+        .unwrap_or_else(|_| panic!("the old daemon exits\n{}", setup.logs()));
+    reattached(&setup, &first, &sid, mark).await;
+    let status = setup.status();
+    assert_eq!(
+        std::fs::canonicalize(status["exe"].as_str().unwrap()).unwrap(),
+        std::fs::canonicalize(&newer).unwrap(),
+        "{status}"
+    );
+    for editor in [first, third, fourth] {
+        editor.shutdown(STEP).await.unwrap();
+    }
     assert_eq!(setup.daemon(&["stop"]).0, 0);
     setup.finish().await;
 }

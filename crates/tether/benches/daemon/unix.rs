@@ -203,6 +203,9 @@ async fn direct_editor(bin: &Path, dir: &Path) -> Editor {
         pid: std::process::id(),
         cwd: std::env::current_dir().unwrap(),
         env: std::env::vars().collect(),
+        // No build order: the bench's client never makes the daemon hand over (R-DAEMON-12).
+        identity: None,
+        exe: None,
     };
     let mut line = serde_json::to_vec(&hello).unwrap();
     line.push(b'\n');

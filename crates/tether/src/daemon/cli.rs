@@ -42,9 +42,15 @@ fn chosen_dir(dir: Option<PathBuf>, what: &str) -> Option<PathBuf> {
 }
 
 /// `tether daemon run`: binds the endpoint, says `ready` on stdout (the forwarder that
-/// started it waits for that line), then serves until stopped or idle. Logs to `log_file`
+/// started it waits for that line), then serves until stopped, idle, or handed over to a
+/// newer build (after at most `drain_secs` waiting for running turns: R-DAEMON-12). Logs to `log_file`
 /// when given, else to stderr.
-pub fn run_daemon(dir: Option<PathBuf>, idle_secs: u64, log_file: Option<PathBuf>) -> ExitCode {
+pub fn run_daemon(
+    dir: Option<PathBuf>,
+    idle_secs: u64,
+    drain_secs: u64,
+    log_file: Option<PathBuf>,
+) -> ExitCode {
     let what = "tether daemon";
     // Before any thread starts (the log's writer is one): the daemon holds every session.
     crate::sys::tune_allocator();
@@ -87,6 +93,8 @@ pub fn run_daemon(dir: Option<PathBuf>, idle_secs: u64, log_file: Option<PathBuf
             registry_file: None,
             handle_signals: true,
             stop: tokio_util::sync::CancellationToken::new(),
+            identity: super::takeover::Identity::of_this_process(),
+            drain: Duration::from_secs(drain_secs),
         };
         Ok(run(listener, options, say_ready).await)
     });
@@ -168,6 +176,9 @@ fn print_status(status: &Status) {
         status.clients,
         status.sessions.len()
     );
+    if let Some(build) = &status.draining_for {
+        println!("draining: handing over to build {build} once no turn runs (R-DAEMON-12)");
+    }
     if status.sessions.is_empty() {
         return;
     }

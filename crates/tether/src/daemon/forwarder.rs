@@ -76,20 +76,52 @@ pub async fn connect(
             welcome.error.unwrap_or_else(|| "no reason given".into()),
         ));
     }
+    if let Some(takeover) = &welcome.takeover {
+        // R-DAEMON-12: this build is newer than the daemon's; it is served by the daemon
+        // meanwhile, and reconnects to its own build's daemon once the old one hands over.
+        tracing::info!(daemon_pid = welcome.daemon_pid, "takeover: {takeover}");
+    }
     Ok((stream, welcome))
 }
 
 /// Takes the start lock, then connects to a daemon another forwarder started meanwhile, or
 /// starts one and waits for its `ready`.
 async fn start_daemon(dir: &Path, exe: &Path) -> Result<Stream, ForwardError> {
-    let lock_path = start_lock_path(dir);
-    let lock = tokio::task::spawn_blocking(move || lock_exclusive(&lock_path))
-        .await
-        .map_err(|e| std::io::Error::other(e.to_string()))??;
+    let lock = take_start_lock(dir).await?;
     let socket = socket_path(dir);
     if let Ok(s) = Stream::connect(&socket).await {
         return Ok(s);
     }
+    spawn_daemon(dir, exe).await?;
+    let stream = Stream::connect(&socket).await?;
+    drop(lock);
+    Ok(stream)
+}
+
+/// Takes the start lock of `dir` (blocking in a worker thread until it is free): whoever
+/// holds it is the only one to start a daemon. Released when the file is dropped.
+///
+/// # Errors
+/// The lock file cannot be opened or locked.
+pub async fn take_start_lock(dir: &Path) -> Result<std::fs::File, ForwardError> {
+    let lock_path = start_lock_path(dir);
+    let lock = tokio::task::spawn_blocking(move || lock_exclusive(&lock_path))
+        .await
+        .map_err(|e| std::io::Error::other(e.to_string()))??;
+    Ok(lock)
+}
+
+/// Starts `exe daemon run --runtime-dir dir` detached, its stderr on the daemon log, and
+/// waits for its `ready` (at most [`START_TIMEOUT`]). The caller holds the start lock.
+/// `extra` are more arguments of `daemon run`.
+///
+/// # Errors
+/// [`ForwardError::Start`] when it cannot start or says nothing in time.
+pub async fn spawn_daemon_with(
+    dir: &Path,
+    exe: &Path,
+    extra: &[String],
+) -> Result<(), ForwardError> {
     let log = daemon_log_path(dir);
     let err = |why: String| ForwardError::Start {
         exe: exe.display().to_string(),
@@ -101,6 +133,7 @@ async fn start_daemon(dir: &Path, exe: &Path) -> Result<Stream, ForwardError> {
     command
         .args(["daemon", "run", "--runtime-dir"])
         .arg(dir)
+        .args(extra)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::from(log_file))
@@ -129,11 +162,13 @@ async fn start_daemon(dir: &Path, exe: &Path) -> Result<Stream, ForwardError> {
             )));
         }
     }
-    // The daemon outlives this forwarder: nobody waits for it here (it is reparented).
+    // The daemon outlives this process: nobody waits for it here (it is reparented).
     drop(child);
-    let stream = Stream::connect(&socket).await?;
-    drop(lock);
-    Ok(stream)
+    Ok(())
+}
+
+async fn spawn_daemon(dir: &Path, exe: &Path) -> Result<(), ForwardError> {
+    spawn_daemon_with(dir, exe, &[]).await
 }
 
 /// Opens (creating, private to the user) `path` and takes an exclusive lock on it,

@@ -49,6 +49,14 @@ pub struct Hello {
     /// The client's environment, for the agents started for it. Never logged.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// The client's build's version and binary time: a daemon of an older build hands
+    /// over to it (R-DAEMON-12). Absent from clients that predate the takeover: never newer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<super::takeover::Identity>,
+    /// The client's binary, which the daemon starts as `daemon run` when it hands over to
+    /// this build (the peer is this user's own process: R-DAEMON-3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exe: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for Hello {
@@ -60,6 +68,8 @@ impl std::fmt::Debug for Hello {
             .field("pid", &self.pid)
             .field("cwd", &self.cwd)
             .field("env", &format_args!("{} variables", self.env.len()))
+            .field("identity", &self.identity)
+            .field("exe", &self.exe)
             .finish()
     }
 }
@@ -75,6 +85,8 @@ impl Hello {
             pid: std::process::id(),
             cwd: std::env::current_dir().unwrap_or_default(),
             env: std::env::vars().collect(),
+            identity: Some(super::takeover::Identity::of_this_process()),
+            exe: std::env::current_exe().ok(),
         }
     }
 }
@@ -90,6 +102,10 @@ pub struct Welcome {
     /// Why not, when `ok` is false.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// What the daemon decided about a takeover by this client's build (R-DAEMON-12), when
+    /// it is newer or a drain is under way: the forwarder logs it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub takeover: Option<String>,
 }
 
 /// Why a handshake line could not be read.

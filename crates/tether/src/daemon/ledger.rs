@@ -41,7 +41,9 @@ pub struct Loss {
     /// `$/cancelRequest` for each request of the lost daemon it has not answered.
     pub to_editor: Vec<Value>,
     /// Whether to start a new daemon and take the sessions back (false once the editor has
-    /// asked for `shutdown` or `exit`, or before it has initialized).
+    /// asked for `shutdown` or `exit`). An editor lost before or during its `initialize`
+    /// recovers too: a daemon handing over to a newer build (R-DAEMON-12) may close a
+    /// connection that has just started.
     pub recover: bool,
 }
 
@@ -67,6 +69,9 @@ pub struct Ledger {
     replays: HashMap<String, Option<String>>,
     /// The next replay number.
     next_replay: u64,
+    /// The id of the editor's `initialize` when the lost daemon had not answered it: the
+    /// replayed `initialize`'s answer goes to the editor under this id.
+    initialize_unanswered: Option<Value>,
 }
 
 #[derive(Debug)]
@@ -246,6 +251,19 @@ impl Ledger {
                 if !error.is_null() {
                     tracing::warn!(%error, "the new daemon refused the replayed initialize");
                 }
+                if let Some(id) = self.initialize_unanswered.take() {
+                    // The editor still waits for its `initialize`: this is its answer.
+                    let mut answer = json!({"jsonrpc": "2.0", "id": id});
+                    if error.is_null() {
+                        answer["result"] = result.unwrap_or(Value::Null);
+                    } else {
+                        answer["error"] = error;
+                    }
+                    return (
+                        Verdict::Replace(serde_json::to_vec(&answer).unwrap_or_default()),
+                        None,
+                    );
+                }
                 return (Verdict::Drop, None);
             };
             let reattached = match result {
@@ -309,6 +327,12 @@ impl Ledger {
         let mut pending: Vec<Pending> = self.pending.drain().map(|(_, p)| p).collect();
         pending.sort_by_key(|p| p.id.to_string());
         for p in pending {
+            if p.method == "initialize" {
+                // Said again to the new daemon ([`Self::replay_initialize`]), whose answer
+                // is the editor's.
+                self.initialize_unanswered = Some(p.id);
+                continue;
+            }
             let message = format!(
                 "the Tether daemon (pid {daemon_pid}) stopped while `{}` was in flight; a new daemon is taking this editor's sessions back",
                 p.method
@@ -339,7 +363,7 @@ impl Ledger {
         self.replays.clear();
         Loss {
             to_editor,
-            recover: self.initialize.is_some() && !self.closing,
+            recover: !self.closing,
         }
     }
 
@@ -456,14 +480,59 @@ mod tests {
     }
 
     #[test]
-    fn no_recovery_before_initialize_or_after_shutdown_or_exit() {
-        assert!(!Ledger::default().lost(1).recover);
+    fn no_recovery_after_shutdown_or_exit() {
+        let mut fresh = Ledger::default();
+        let loss = fresh.lost(1);
+        assert!(
+            loss.recover,
+            "an editor not initialized yet still gets a daemon"
+        );
+        assert_eq!(fresh.replay_initialize(), None, "nothing to say again");
         let mut l = initialized();
         editor(&mut l, json!({"jsonrpc":"2.0","id":9,"method":"shutdown"}));
         assert!(!l.lost(1).recover);
         let mut l = initialized();
         editor(&mut l, json!({"jsonrpc":"2.0","method":"exit"}));
         assert!(!l.lost(1).recover);
+    }
+
+    /// R-DAEMON-12: a daemon handing over may close the connection of an editor whose
+    /// `initialize` it has not answered: the editor gets no error but the new daemon's
+    /// answer, under its own id.
+    #[test]
+    fn an_unanswered_initialize_is_answered_by_the_new_daemon() {
+        let mut l = Ledger::default();
+        editor(
+            &mut l,
+            json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"capabilities":{}}}),
+        );
+        let loss = l.lost(7);
+        assert!(loss.recover);
+        assert_eq!(loss.to_editor, Vec::<Value>::new(), "no error for it");
+        let replay = l.replay_initialize().expect("said again");
+        assert_eq!(replay["params"], json!({"capabilities":{}}));
+        let (verdict, note) = daemon(
+            &mut l,
+            json!({"jsonrpc":"2.0","id":replay["id"],"result":{"capabilities":{"x":1}}}),
+        );
+        assert_eq!(note, None);
+        let Verdict::Replace(body) = verdict else {
+            panic!("the answer goes to the editor: {verdict:?}")
+        };
+        let answer: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(
+            answer,
+            json!({"jsonrpc":"2.0","id":0,"result":{"capabilities":{"x":1}}})
+        );
+        assert!(!l.replaying());
+        // Answered once: a later loss replays it again, silently.
+        l.lost(8);
+        let again = l.replay_initialize().unwrap();
+        let (verdict, _) = daemon(
+            &mut l,
+            json!({"jsonrpc":"2.0","id":again["id"],"result":{}}),
+        );
+        assert_eq!(verdict, Verdict::Drop);
     }
 
     #[test]

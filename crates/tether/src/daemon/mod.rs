@@ -7,7 +7,7 @@
 //! the first line each way; [`forwarder`]: connect-or-start; [`relay`]: the editor's frames
 //! both ways, surviving a lost daemon, with [`crate::framing::Splitter`] (where frames end) and [`ledger`]
 //! (what is in flight, what to replay); [`server`]: the daemon's accept loop, peer check
-//! and shared hubs; [`cli`]:
+//! and shared hubs; [`takeover`]: when a daemon hands over to a newer build; [`cli`]:
 //! `tether daemon` and the forwarding `tether serve`; `acp_relay`: `tether acp`'s stream
 //! carried to the daemon.
 
@@ -27,5 +27,6 @@ pub mod paths;
 pub mod relay;
 pub mod remote;
 pub mod server;
+pub mod takeover;
 
 pub use crate::sys::image;

@@ -53,6 +53,10 @@ pub struct Reconnect<'a> {
 struct Pending {
     buf: Vec<u8>,
     splitter: Splitter,
+    /// Bytes at the start of `buf` the ledger has seen but whose write has not completed
+    /// (the daemon went meanwhile): the ledger answers for them on the loss, so they are
+    /// dropped then, never sent again to the next daemon.
+    judged: usize,
 }
 
 /// Relays `input` → daemon and daemon → `output` until the editor's input ends, the daemon
@@ -81,6 +85,7 @@ where
         let mut down = Pending {
             buf: daemon.buffer().to_vec(),
             splitter: Splitter::default(),
+            judged: 0,
         };
         let (mut from_daemon, mut to_daemon) = daemon.into_inner().into_split();
         let mut ended = None;
@@ -121,6 +126,10 @@ where
         };
         let lost = welcome.daemon_pid;
         let on_purpose = !socket_path(again.dir).exists();
+        // The editor's frames the ledger saw but the lost daemon may not have got: the
+        // loss answers their requests (or replays the `initialize`); not sent again.
+        up.buf.drain(..up.judged.min(up.buf.len()));
+        up.judged = 0;
         let loss = ledger.lost(lost);
         write_bodies(&mut output, &loss.to_editor).await?;
         if on_purpose || !loss.recover {
@@ -212,11 +221,13 @@ async fn editor_to_daemon<R: AsyncRead + Unpin>(
     loop {
         if !up.buf.is_empty() {
             let taken = take_frames(up, |body| (ledger.borrow_mut().from_editor(body), None));
+            up.judged = taken.consumed;
             let out = taken.bytes(up);
             if !out.is_empty() && to_daemon.write_all(out).await.is_err() {
                 return std::future::pending().await;
             }
             taken.consume(up);
+            up.judged = 0;
         }
         up.buf.reserve(READ_CHUNK);
         match input.read_buf(&mut up.buf).await {

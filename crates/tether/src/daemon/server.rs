@@ -12,13 +12,14 @@
 //! tower-lsp-server, the renderer), attached to the shared hub of
 //! its configuration: when it goes, its sessions stay (R-DAEMON-4). The daemon exits on
 //! `tether daemon stop`, on SIGTERM/SIGHUP/SIGINT when it handles signals (every agent shut
-//! down, caches flushed), when its [`DaemonOptions::stop`] is cancelled, or after `idle`
-//! with no editor and no live session.
+//! down, caches flushed), when its [`DaemonOptions::stop`] is cancelled, after `idle`
+//! with no editor and no live session, or once it has handed over to a newer build
+//! ([`super::takeover`], R-DAEMON-12).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use tokio::io::BufReader;
@@ -26,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::handshake::{Hello, Purpose, Welcome, read_line, write_line};
 use super::paths::{Address, ensure_private_dir, socket_path};
+use super::takeover::{Decision, Event, Identity, Successor, Takeover};
 use crate::server::ServeOptions;
 use crate::sys::endpoint::{BindError, Listener, Stream, current_user};
 use tether_hub::LiveSummary;
@@ -33,6 +35,15 @@ use tether_hub::hubs::Hubs;
 
 /// How long a new connection has to say hello.
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a daemon handing over waits for its clients' connections to close once their
+/// input is cut (each answers what is in flight first).
+pub const HANDOVER_CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What a prompt held during a drain is answered when the daemon hands over (the forwarder
+/// says the same of a request in flight when its daemon is lost: R-DAEMON-8).
+const HANDED_OVER: &str =
+    "the Tether daemon handed over to a newer build while this prompt waited; send it again";
 
 /// How the daemon runs.
 #[derive(Debug, Clone)]
@@ -56,6 +67,13 @@ pub struct DaemonOptions {
     /// Cancelling it stops the daemon as `tether daemon stop` does (every hub shut down,
     /// the socket removed, [`run`] returns). Only read: the daemon never cancels it.
     pub stop: CancellationToken,
+    /// Its build's version and binary time ([`Identity::of_this_process`]; a hosting
+    /// process gives the binary's whose forwarders it serves): an editor of a newer build
+    /// makes it hand over (R-DAEMON-12).
+    pub identity: Identity,
+    /// How long it waits for running turns before it refuses a takeover
+    /// ([`super::takeover::DEFAULT_DRAIN_SECS`]).
+    pub drain: Duration,
 }
 
 /// `tether daemon status` output.
@@ -79,6 +97,9 @@ pub struct Status {
     pub clients: usize,
     /// Live sessions, across hubs.
     pub sessions: Vec<LiveSummary>,
+    /// While it drains for a newer build (R-DAEMON-12): that build's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub draining_for: Option<String>,
 }
 
 struct Daemon {
@@ -92,6 +113,19 @@ struct Daemon {
     registry_file: Option<PathBuf>,
     /// The `tether daemon stop` clients waiting for the daemon to have stopped.
     stop_waiters: tokio::sync::Mutex<Vec<Stream>>,
+    /// ACP clients connected now (they cannot reconnect: a drain waits for them).
+    acp_clients: AtomicUsize,
+    /// Connections being served, from their accept on (their hello included): a daemon
+    /// handing over shuts its hubs down only once every one has closed.
+    connections: AtomicUsize,
+    /// The takeover state machine (R-DAEMON-12).
+    takeover: std::sync::Mutex<Takeover>,
+    /// The build handed over to, once decided; `handing_over` is cancelled then.
+    successor: std::sync::Mutex<Option<Successor>>,
+    handing_over: CancellationToken,
+    /// Cancelled when handing over: every client's input ends (it answers what is in
+    /// flight, then its connection closes).
+    cut: CancellationToken,
 }
 
 /// Why the daemon could not start.
@@ -162,6 +196,12 @@ pub async fn run(
         left: tokio::sync::Notify::new(),
         registry_file: options.registry_file.clone(),
         stop_waiters: tokio::sync::Mutex::new(Vec::new()),
+        acp_clients: AtomicUsize::new(0),
+        connections: AtomicUsize::new(0),
+        takeover: std::sync::Mutex::new(Takeover::new(options.identity.clone(), options.drain)),
+        successor: std::sync::Mutex::new(None),
+        handing_over: CancellationToken::new(),
+        cut: CancellationToken::new(),
     });
     if options.handle_signals {
         let signals = daemon.clone();
@@ -178,6 +218,7 @@ pub async fn run(
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(stream) => {
+                    daemon.connections.fetch_add(1, Ordering::SeqCst);
                     let daemon = daemon.clone();
                     tokio::spawn(async move { daemon.serve_client(stream).await });
                 }
@@ -188,8 +229,25 @@ pub async fn run(
                 break;
             }
             () = daemon.stop.cancelled() => break,
+            () = daemon.handing_over.cancelled() => break,
         }
     }
+    let successor = lock(&daemon.successor).take();
+    if let Some(successor) = successor
+        && !daemon.stop.is_cancelled()
+    {
+        daemon.hand_over(listener, &options, &successor).await;
+        let mut waiters: Vec<Stream> = daemon.stop_waiters.lock().await.drain(..).collect();
+        for waiter in &mut waiters {
+            let _ = write_line(waiter, &serde_json::json!({"stopped": true})).await;
+        }
+        return waiters;
+    }
+    // A stop during a drain: held prompts fail instead of waiting for ever.
+    daemon
+        .hubs
+        .admission()
+        .refuse("the Tether daemon is stopping");
     options.socket.remove();
     daemon.hubs.shutdown().await;
     tracing::info!("tether daemon stopped: agents shut down, caches flushed");
@@ -200,7 +258,177 @@ pub async fn run(
     waiters
 }
 
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A client's input that ends (reads as end of input) once `cut` is cancelled: the daemon
+/// handing over lets each client finish what is in flight, then close.
+struct CutInput<R> {
+    inner: R,
+    cut: std::pin::Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>,
+    ended: bool,
+}
+
+impl<R> CutInput<R> {
+    fn new(inner: R, cut: &CancellationToken) -> Self {
+        Self {
+            inner,
+            cut: Box::pin(cut.clone().cancelled_owned()),
+            ended: false,
+        }
+    }
+}
+
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for CutInput<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        use std::future::Future;
+        if !self.ended && self.cut.as_mut().poll(cx).is_ready() {
+            self.ended = true;
+        }
+        if self.ended {
+            return std::task::Poll::Ready(Ok(()));
+        }
+        std::pin::Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
 impl Daemon {
+    /// Feeds the takeover machine `event` and carries its decision out (every decision is
+    /// logged with its reason). Returns it.
+    fn decide(self: &Arc<Self>, event: Event) -> Decision {
+        // A hello of another build is worth a line whatever is decided; the daemon's own
+        // build's, and the drain's ticks, only at debug.
+        let other_build = matches!(&event, Event::Hello(client) if client.build != self.build);
+        let decision = lock(&self.takeover).on(event, Instant::now());
+        match &decision {
+            Decision::Keep(reason) if other_build => tracing::info!("takeover: {reason}"),
+            Decision::Keep(reason) => tracing::debug!("takeover: {reason}"),
+            Decision::Drain { reason, .. } => {
+                tracing::info!("takeover: {reason}");
+                self.hubs.admission().hold();
+                let me = self.clone();
+                tokio::spawn(async move { me.drain().await });
+            }
+            Decision::Refuse(reason) => {
+                tracing::warn!("takeover: {reason}");
+                self.hubs.admission().open();
+            }
+            Decision::HandOver { successor, reason } => {
+                tracing::info!("takeover: {reason}");
+                self.hubs.admission().refuse(HANDED_OVER);
+                *lock(&self.successor) = Some(successor.clone());
+                self.handing_over.cancel();
+            }
+        }
+        decision
+    }
+
+    /// While the machine drains: tells it when no turn runs and no ACP client is connected
+    /// ([`Event::Drained`]), or when its deadline comes ([`Event::Tick`]).
+    async fn drain(self: Arc<Self>) {
+        loop {
+            let Some(deadline) = lock(&self.takeover).deadline() else {
+                return;
+            };
+            let event = tokio::select! {
+                () = self.drained() => Event::Drained,
+                () = tokio::time::sleep_until(deadline.into()) => Event::Tick,
+                () = self.stop.cancelled() => return,
+            };
+            if matches!(
+                self.decide(event),
+                Decision::HandOver { .. } | Decision::Refuse(_)
+            ) {
+                return;
+            }
+        }
+    }
+
+    /// Resolves once every admitted turn has ended, no live session reports a running
+    /// turn and no ACP client is connected.
+    async fn drained(&self) {
+        loop {
+            let left = self.left.notified();
+            tokio::pin!(left);
+            left.as_mut().enable();
+            self.hubs.admission().idle().await;
+            let turning = self.live_sessions().iter().any(|s| s.turn_running);
+            if !turning && self.acp_clients.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            // A turn not admitted through the door (none is known) or an ACP client: look
+            // again when a client leaves, or soon.
+            tokio::select! {
+                () = &mut left => {}
+                () = tokio::time::sleep(Duration::from_millis(200)) => {}
+            }
+        }
+    }
+
+    /// Hands over to `successor` (R-DAEMON-12): with the start lock held (no forwarder
+    /// starts a daemon meanwhile), stops listening, ends every client's input and waits for
+    /// its connection to close (their forwarders, finding the endpoint left behind, take
+    /// their sessions back through R-DAEMON-8's path once the successor listens), shuts
+    /// every hub down (agents stopped, every session's cache flushed and its lock released),
+    /// starts the successor's binary and waits for its `ready`, then lets the lock go.
+    async fn hand_over(&self, listener: Listener, options: &DaemonOptions, successor: &Successor) {
+        let dir = options.socket.runtime_dir().to_owned();
+        let start_lock = match super::forwarder::take_start_lock(&dir).await {
+            Ok(l) => Some(l),
+            Err(err) => {
+                tracing::warn!(error = %err, "takeover: no start lock; handing over without it");
+                None
+            }
+        };
+        // The endpoint stays behind: to each forwarder its daemon is lost, not stopped, so
+        // it reconnects (the successor's bind replaces what nobody answers on).
+        drop(listener);
+        self.cut.cancel();
+        let closed = tokio::time::timeout(HANDOVER_CLOSE_TIMEOUT, async {
+            loop {
+                let left = self.left.notified();
+                tokio::pin!(left);
+                left.as_mut().enable();
+                if self.connections.load(Ordering::SeqCst) == 0 {
+                    return;
+                }
+                left.await;
+            }
+        })
+        .await;
+        if closed.is_err() {
+            tracing::warn!(
+                connections = self.connections.load(Ordering::SeqCst),
+                "takeover: clients still connected after {HANDOVER_CLOSE_TIMEOUT:?}; they close as this daemon exits"
+            );
+        }
+        self.hubs.shutdown().await;
+        tracing::info!("takeover: every session persisted and its agent shut down");
+        let extra = [
+            "--idle-secs".to_owned(),
+            options.idle.as_secs().to_string(),
+            "--drain-secs".to_owned(),
+            options.drain.as_secs().to_string(),
+        ];
+        match super::forwarder::spawn_daemon_with(&dir, &successor.exe, &extra).await {
+            Ok(()) => tracing::info!(
+                build = %successor.build,
+                exe = %successor.exe.display(),
+                "takeover: the successor listens; this daemon exits"
+            ),
+            Err(err) => tracing::error!(
+                error = %err,
+                "takeover: the successor did not start; the forwarders start a daemon of their own build"
+            ),
+        }
+        drop(start_lock);
+    }
+
     /// Resolves after `idle` with no client and no live session; restarts its wait whenever
     /// a client leaves.
     async fn idle_wait(&self, idle: Duration) {
@@ -235,6 +463,16 @@ impl Daemon {
     }
 
     async fn serve_client(self: Arc<Self>, stream: Stream) {
+        /// Counts the connection until it is served (dropped however this returns).
+        struct Counted(Arc<Daemon>);
+        impl Drop for Counted {
+            fn drop(&mut self) {
+                self.0.connections.fetch_sub(1, Ordering::SeqCst);
+                self.0.left.notify_waiters();
+            }
+        }
+        // Counted up by the accept loop, before this task started.
+        let _counted = Counted(self.clone());
         // Only this user's processes (peer credentials on Unix, the client's token on
         // Windows); a peer that cannot be told is refused.
         let me = current_user();
@@ -293,10 +531,20 @@ impl Daemon {
                 "a client of another build of this protocol version; served"
             );
         }
-        if write_line(stream.get_mut(), &self.welcome(None))
-            .await
-            .is_err()
+        let mut welcome = self.welcome(None);
+        if hello.purpose == Purpose::Editor
+            && let (Some(identity), Some(exe)) = (hello.identity.clone(), hello.exe.clone())
         {
+            let decision = self.decide(Event::Hello(Successor {
+                identity,
+                build: hello.build.clone(),
+                exe,
+            }));
+            if !matches!(decision, Decision::Keep(_)) || lock(&self.takeover).draining() {
+                welcome.takeover = Some(decision.reason().to_owned());
+            }
+        }
+        if write_line(stream.get_mut(), &welcome).await.is_err() {
             return;
         }
         match hello.purpose {
@@ -309,6 +557,7 @@ impl Daemon {
                     exe: std::env::current_exe().unwrap_or_default(),
                     clients: self.clients.load(Ordering::SeqCst),
                     sessions: self.live_sessions(),
+                    draining_for: lock(&self.takeover).successor().map(|s| s.build.clone()),
                 };
                 let _ = write_line(stream.get_mut(), &status).await;
             }
@@ -333,6 +582,7 @@ impl Daemon {
                 let ahead = stream.buffer().to_vec();
                 let (read, write) = stream.into_inner().into_split();
                 let input = tokio::io::AsyncReadExt::chain(std::io::Cursor::new(ahead), read);
+                let input = CutInput::new(input, &self.cut);
                 crate::server::transport::serve(input, write, options).await;
                 self.clients.fetch_sub(1, Ordering::SeqCst);
                 self.left.notify_waiters();
@@ -340,10 +590,12 @@ impl Daemon {
             }
             Purpose::Acp => {
                 self.clients.fetch_add(1, Ordering::SeqCst);
+                self.acp_clients.fetch_add(1, Ordering::SeqCst);
                 let env = tether_host::process::BaseEnv(std::sync::Arc::new(std::mem::take(
                     &mut hello.env,
                 )));
                 self.serve_acp(stream, env).await;
+                self.acp_clients.fetch_sub(1, Ordering::SeqCst);
                 self.clients.fetch_sub(1, Ordering::SeqCst);
                 self.left.notify_waiters();
                 tracing::info!(client_pid = hello.pid, "ACP client left");
@@ -402,6 +654,7 @@ impl Daemon {
         let ahead = stream.buffer().to_vec();
         let (read, write) = stream.into_inner().into_split();
         let input = tokio::io::AsyncReadExt::chain(std::io::Cursor::new(ahead), read);
+        let input = CutInput::new(input, &self.cut);
         crate::acp_front::serve_on(hub, input, write, settings.agent, Some(env)).await;
     }
 
@@ -410,6 +663,7 @@ impl Daemon {
             ok: error.is_none(),
             daemon_pid: std::process::id(),
             error,
+            takeover: None,
         }
     }
 }
@@ -448,6 +702,8 @@ mod tests {
             registry_file: None,
             handle_signals: false,
             stop: stop.clone(),
+            identity: crate::daemon::takeover::Identity::of_this_process(),
+            drain: Duration::from_secs(1),
         };
         let daemon = tokio::spawn(run(listener, options, || {}));
 
