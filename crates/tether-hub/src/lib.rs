@@ -53,6 +53,7 @@ pub mod protocol;
 mod report;
 pub mod request;
 mod resume;
+mod resume_gate;
 mod saving;
 mod sessions;
 pub mod silence;
@@ -185,6 +186,8 @@ pub struct Hub {
     persist_failures: Mutex<u32>,
     /// Workspace roots' project identities, remembered briefly (R-PROJECT-1).
     projects: project::Projects,
+    /// One resume of a session at a time ([`resume_gate`]).
+    resume_gates: resume_gate::ResumeGates,
     /// Editors come and go while this hub lives ([`HubOptions::shared`]).
     shared: bool,
     shutdown: CancellationToken,
@@ -283,6 +286,7 @@ impl Hub {
             sessions: sessions::Sessions::default(),
             persist_failures: Mutex::new(0),
             projects: project::Projects::default(),
+            resume_gates: resume_gate::ResumeGates::default(),
             shared: options.shared,
             shutdown: CancellationToken::new(),
             shutdown_done: tokio::sync::Mutex::new(false),

@@ -87,6 +87,12 @@ impl Hub {
             let breaker = Breaker::new(self.breaker_config(&agent, None));
             return Ok(ResumeResult::nothing_to_resume(view(&breaker)));
         }
+        // A second resume of the session waits for one still loading it, then attaches to
+        // the live session (resume_gate.rs).
+        let _ticket = match &cached_id {
+            Some(id) => Some(self.resume_gates.enter(id).await),
+            None => None,
+        };
         match cached_id {
             _ if agent_config.protocol == AgentProtocol::ClaudePrint => Ok(self
                 .attach_print(&agent, &workspace, cached_id.as_deref())

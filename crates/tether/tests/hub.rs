@@ -1936,3 +1936,31 @@ async fn another_checkout_lists_the_session_and_takes_it_only_when_asked() {
     assert_eq!(first.sessions[0].branch.as_deref(), Some("feature"));
     hub.shutdown().await;
 }
+
+/// Two editors resume one cached session at once (as after a daemon's hand-over): one
+/// resume loads it, the other waits for it and attaches to the live session, so the
+/// transcript is restored once and one agent holds the session (resume_gate.rs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_resumes_of_one_session_at_once_load_it_once() {
+    use tether::protocol::ResumeOutcome;
+    let world = World::new(json!([]));
+    let sid = cached_session(&world).await;
+    let recorder = Recorder::new(None, None);
+    let hub = world.hub(&recorder).await;
+    let (a, b) = tokio::join!(
+        hub.resume(world.resume(Some(&sid)), None),
+        hub.resume(world.resume(Some(&sid)), None)
+    );
+    for r in [a.expect("first"), b.expect("second")] {
+        assert_eq!(r.outcome, ResumeOutcome::Resumed, "{r:?}");
+        assert_eq!(r.session_id.as_deref(), Some(sid.as_str()));
+    }
+    let restored = recorder
+        .of(&sid)
+        .iter()
+        .filter(|s| s.what == "restored")
+        .count();
+    assert_eq!(restored, 1, "{:?}", recorder.of(&sid));
+    assert_eq!(hub.live_sessions().len(), 1);
+    hub.shutdown().await;
+}
