@@ -128,6 +128,8 @@ print(json.dumps({"storage": {"dir": cache}, "defaultAgent": name, "agents": {na
 PY
 }
 
+# Each agent's source name in `tether sessions list --all`.
+declare -A stores=([codex]=codex [gemini]=gemini [claude]=claude)
 failed=()
 for name in ${TETHER_WINE_AGENTS:-codex gemini claude}; do
   dir="$work/$name"
@@ -142,6 +144,32 @@ for name in ${TETHER_WINE_AGENTS:-codex gemini claude}; do
     --log-file "$(winpath "$dir/tether.log")" 2>"$dir/acp.err")" || rc=$?
   if [ "$rc" -eq 0 ]; then
     log "$name: passed in $(( $(date +%s) - t0 ))s: $out"
+    # The session, as the agent keeps it under %USERPROFILE%, listed by `tether.exe sessions
+    # list --all` (the agents' stores read as Node finds them on Windows).
+    sid="$(sed -n 's/^session \([^:]*\): .*/\1/p' <<<"$out")"
+    if ! listed="$(timeout 120 "$TETHER_WINE" "$exe" sessions list --all --json \
+        --workspace "$(winpath "$dir/workspace")" --dir "$(winpath "$dir/cache")" \
+        </dev/null 2>"$dir/list.err" | tr -d '\r')"; then
+      log "$name: FAILED: tether.exe sessions list --all failed: $(tr -d '\r' <"$dir/list.err" | tail -3)"
+      failed+=("$name (sessions list)")
+      continue
+    fi
+    printf '%s\n' "$listed" >"$dir/sessions.json"
+    if found="$(python3 - "$dir/sessions.json" "${stores[$name]}" "$sid" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))["sessions"]
+hit = [r for r in rows if r["source"] == sys.argv[2] and r["sessionId"] == sys.argv[3]]
+if not hit:
+    print("; ".join(f'{r["source"]} {r["sessionId"]}' for r in rows) or "no rows")
+    sys.exit(1)
+print(f'{hit[0]["path"]} ({hit[0]["turnCount"]} turns)')
+PY
+)"; then
+      log "$name: tether.exe sessions list --all lists it from ${stores[$name]}'s store: $found"
+    else
+      log "$name: FAILED: tether.exe sessions list --all has no ${stores[$name]} row for session $sid; its rows: $found"
+      failed+=("$name (sessions list)")
+    fi
   else
     log "$name: FAILED after $(( $(date +%s) - t0 ))s: $out"
     log "$name: the transcript, tether acp's stderr and the logs are in $dir and $work/run"
