@@ -8,7 +8,9 @@
 # fake model API (tether-fake-model, a Linux program on loopback, which Wine's programs
 # reach). A turn passes when the prompt's answer has a stopReason and the agent said the
 # fake's echo of the prompt (tests/wine/acp_turn.py); any other outcome fails the suite,
-# naming the agent, the step and the error, with the transcript and logs kept.
+# naming the agent, the step and the error, with the transcript and logs kept. After each
+# turn, `tether.exe sessions list --all` must list the session from the agent's own store
+# under %USERPROFILE% (Codex's, Gemini CLI's, Claude Code's).
 #
 # The agents that cannot run under Wine 8 are named on every run as "not run: <agent>:
 # <error>", the error being what they print (copilot is started each run to read it afresh,
@@ -29,6 +31,10 @@
 # node.exe, whose fetch meets the keep-alive gap above, and the SDK deletes NODE_OPTIONS
 # from that child's environment, so the scaffolding cannot reach it: every turn fails
 # "API Error: Unable to connect to API (UNKNOWN)".
+#
+# Then a killed daemon: Claude's turn held at the fake model, the daemon killed outright
+# (taskkill /F); every agent process it ran (Claude's node.exe and claude.exe mid-turn, and
+# the others' still running from the turns above) must end with it (its Job Objects).
 #
 # Usage: tests/wine/real-agents.sh TETHER_EXE FAKE_MODEL SCRATCH_DIR
 #   after tests/wine/lib.sh's wine_setup and tests/agents/install-windows.sh; FAKE_MODEL is
@@ -177,6 +183,72 @@ PY
     failed+=("$name")
   fi
 done
+
+# --- A killed daemon takes the real agent's whole tree with it ---------------------------------
+# Claude's turn again, its model request held by the fake (a "hang" fault on this prompt);
+# while claude-agent-acp's node.exe and the claude.exe it started wait on it, the daemon is
+# killed outright (TerminateProcess through Wine's taskkill): its Job Object, closed with it,
+# must end both (kill-on-job-close), which the Linux processes Wine runs them as show.
+fake_api() { # METHOD PATH [JSON]
+  python3 - "$url" "$@" <<'PY'
+import sys, urllib.request
+url, method, path = sys.argv[1:4]
+data = sys.argv[4].encode() if len(sys.argv) > 4 else None
+req = urllib.request.Request(url + path, data=data, method=method, headers={"content-type": "application/json"})
+print(urllib.request.urlopen(req, timeout=10).read().decode())
+PY
+}
+# wait_for WHAT SECONDS CMD...: runs CMD until it succeeds, for at most SECONDS.
+wait_for() {
+  local what="$1" secs="$2" deadline; shift 2
+  deadline=$(( $(date +%s) + secs ))
+  until "$@"; do
+    [ "$(date +%s)" -lt "$deadline" ] || return 1
+    sleep 0.2
+  done
+}
+# The Linux pids of the Windows processes of Claude's agent tree (node.exe running
+# claude-agent-acp, and claude.exe), and of every agent the daemon still runs for the turns above.
+claude_tree() { ps -eo pid=,args= | grep -i -e 'claude-agent-acp' -e 'claude\.exe' | grep -v -e grep -e acp_turn | awk '{print $1}'; }
+agent_procs() { ps -eo pid=,args= | grep -i -e 'claude-agent-acp' -e 'claude\.exe' -e 'codex-acp' -e 'gemini' | grep -v -e grep -e acp_turn | awk '{print $1}'; }
+held_request() { fake_api GET '/__fake/requests?bodies=1' | grep -q 'hold this turn'; }
+tree_started() { [ "$(claude_tree | wc -l)" -ge 2 ]; }
+if [[ " ${TETHER_WINE_AGENTS:-codex gemini claude} " == *" claude "* ]] && [[ " ${failed[*]-} " != *" claude"* ]]; then
+  dir="$work/claude-killed"
+  mkdir -p "$dir/workspace"
+  config claude >"$dir/config.json"
+  fake_api POST /__fake/faults '{"path":"/v1/messages","generationOnly":true,"bodyContains":"hold this turn","action":{"kind":"hang"}}' >/dev/null \
+    || die "the fake model API refused the hang fault"
+  python3 "$here/acp_turn.py" --cwd "$(winpath "$dir/workspace")" --prompt "hold this turn" \
+    --expect "never" --timeout 120 --transcript "$dir/transcript.jsonl" -- \
+    "$TETHER_WINE" "$exe" acp --config "$(winpath "$dir/config.json")" --agent claude \
+    --log-file "$(winpath "$dir/tether.log")" >"$dir/turn.out" 2>"$dir/acp.err" &
+  turn_pid=$!
+  wait_for "Claude's model request" 120 held_request \
+    || { kill "$turn_pid" 2>/dev/null; die "claude: no model request of the held turn within 120 s (see $dir)"; }
+  wait_for "Claude's agent tree" 30 tree_started \
+    || { kill "$turn_pid" 2>/dev/null; die "claude: not both of node.exe (claude-agent-acp) and claude.exe run during the held turn: $(claude_tree | tr '\n' ' ')"; }
+  tree="$(agent_procs | tr '\n' ' ')"
+  named="$(for p in $tree; do printf '%s ' "$p:$(ps -o comm= -p "$p" 2>/dev/null)"; done)"
+  daemon_pid="$(timeout 60 "$TETHER_WINE" "$exe" daemon status --json 2>/dev/null | tr -d '\r' \
+    | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')" \
+    || { kill "$turn_pid" 2>/dev/null; die "daemon status --json did not name the daemon"; }
+  log "claude: turn held at the model; the daemon's agent processes (Linux pids; Claude's node.exe and claude.exe among them): $named; killing the daemon (pid $daemon_pid) with taskkill /F"
+  "$TETHER_WINE" taskkill.exe /F /PID "$daemon_pid" >/dev/null 2>&1 \
+    || { kill "$turn_pid" 2>/dev/null; die "taskkill /F /PID $daemon_pid failed"; }
+  tree_gone() { local p; for p in $tree; do kill -0 "$p" 2>/dev/null && return 1; done; return 0; }
+  if wait_for "the agent tree's end" 20 tree_gone; then
+    log "claude: the daemon's Job Objects ended its agents with it, claude-agent-acp's node.exe and claude.exe mid-turn among them (none of $tree is left)"
+  else
+    left="$(for p in $tree; do ps -o pid=,args= -p "$p" 2>/dev/null; done)"
+    log "claude: FAILED: 20 s after the daemon was killed, these agent processes live on: $left"
+    failed+=("claude (killed daemon)")
+  fi
+  fake_api DELETE /__fake/faults >/dev/null || true
+  fake_api POST /__fake/release >/dev/null || true
+  kill "$turn_pid" 2>/dev/null || true
+  wait "$turn_pid" 2>/dev/null || true
+fi
 
 # The agents that cannot run here, each with what it says.
 log "not run: opencode: opencode-ai@1.18.33 has no Windows build on the npm registry this machine reaches (npm view opencode-windows-x64@1.18.33: \"E404 No match found for version 1.18.33\"; the registry has 1.18.32 only), so its bin opencode.exe is the package's placeholder script"
