@@ -252,6 +252,7 @@ fi
 
 # The agents that cannot run here, each with what it says.
 log "not run: opencode: opencode-ai@1.18.33 has no Windows build on the npm registry this machine reaches (npm view opencode-windows-x64@1.18.33: \"E404 No match found for version 1.18.33\"; the registry has 1.18.32 only), so its bin opencode.exe is the package's placeholder script"
+log "not run: claude-cli: Claude Code's one-shot CLI as a claudePrint agent through tether.exe acp: its first prompt runs 'claude -p … --resume print-<hex>' (Tether's own placeholder id) and Claude Code answers \"Error: --resume requires a valid session ID or session title when used with --print\"; the same on Linux (tether acp --remote off), so a Tether bug, not Wine's; claude.exe -p itself answers under Wine"
 copilot_exe="$npm_dir/node_modules/@github/copilot-win32-x64/copilot.exe"
 [ -f "$copilot_exe" ] || die "no $copilot_exe: the install is incomplete"
 rc=0
