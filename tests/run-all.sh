@@ -374,9 +374,10 @@ suite_platforms() {
 }
 
 suite_windows() {
-  # The Windows build under Wine 8 (tests/wine/run.sh): tether.exe --version and demo, and the
-  # tests of tether-host and tether-store run by cargo under Wine, in a private Wine prefix in
-  # $CARGO_TARGET_DIR/wine. It installs wine64 and gcc-mingw-w64-x86-64 itself, and prints
+  # The Windows build under Wine 8 (tests/wine/run.sh): tether.exe --version and demo, the
+  # daemon's pipe, the real agents on Node for Windows (tests/agents/install-windows.sh, then
+  # tests/wine/real-agents.sh), and the tests of tether-host and tether-store run by cargo under
+  # Wine, in a private Wine prefix in $CARGO_TARGET_DIR/wine. It installs wine64 and gcc-mingw-w64-x86-64 itself, and prints
   # its own times (most of this phase is the Windows build).
   phase "  windows: build + tests under Wine" build tests/wine/run.sh
 }

@@ -9,19 +9,24 @@
 #      a dangling tool call and the agent restarted) — it exits 0 only when every step
 #      behaved as the story says;
 #   3. the per-user daemon over its named pipe (tests/wine/daemon.sh);
-#   4. the Visual Studio shim's core against tether.exe (tests/wine/visualstudio.sh): its
+#   4. the real agents as Windows programs (tests/agents/install-windows.sh puts node.exe and
+#      their win32 packages into the prefix; tests/wine/real-agents.sh plays a prompt turn of
+#      codex-acp, Gemini CLI and claude-agent-acp through `tether.exe acp` and the daemon's
+#      pipe against the fake model API, and names the agents that cannot run, with why);
+#   5. the Visual Studio shim's core against tether.exe (tests/wine/visualstudio.sh): its
 #      integration tests (Core's controller and tool window view model, under Mono) with
 #      `tether.exe serve --stdio` and the agent tether-scripted-agent.exe as Windows programs,
 #      in-process and through the daemon; the tests it cannot run are listed there with why;
-#   5. the tests of the platform layer's crates, tether-host and tether-store (unit and
+#   6. the tests of the platform layer's crates, tether-host and tether-store (unit and
 #      integration tests; among them tests/job_object.rs: a killed server's agents die with
 #      its Job Object, a graceful end closes stdin then terminates the job), each test
 #      program run under Wine by cargo (CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER).
 # Tests that cannot pass under Wine because Wine lacks what they test are listed in
 # `wine_gaps` below, each with the reason, and named in the output; nothing else is skipped.
-# It installs what it needs (apt: wine64, gcc-mingw-w64-x86-64, and for step 4 Mono and NUnit:
-# mono-mcs libnunit-cil-dev nunit-console libnewtonsoft-json-cil-dev; rustup: the target) and
-# fails naming what it could not install. Ends with a table of its phases' times.
+# It installs what it needs (apt: wine64, gcc-mingw-w64-x86-64, and for step 5 Mono and NUnit:
+# mono-mcs libnunit-cil-dev nunit-console libnewtonsoft-json-cil-dev; rustup: the target; for
+# step 4, node and npm on PATH and the npm registry, or the per-user cache of an earlier run)
+# and fails naming what it could not install. Ends with a table of its phases' times.
 #
 # Usage: tests/wine/run.sh   (honours CARGO_TARGET_DIR; default: the build cache of
 #                             tests/run-all.sh)
@@ -138,6 +143,19 @@ log "tether.exe demo: $(grep '^Demo complete' "$work/demo.log")"
 # --- The daemon over its named pipe -----------------------------------------------------------
 step "the daemon over its named pipe" "$repo/tests/wine/daemon.sh" "$exe" "$work/daemon" \
   || die "the daemon failed under Wine (above)"
+
+# --- The real agents, as Windows programs on Node for Windows ---------------------------------
+# node.exe and the agents' win32 packages installed in the prefix as a Windows user has them
+# (tests/agents/install-windows.sh), then each agent's prompt turn through `tether.exe acp`
+# and the daemon's pipe against the fake model API, a Linux program on loopback
+# (tests/wine/real-agents.sh: what runs, and the agents that cannot, each named with its error).
+step "install node.exe and the agents for win32" "$repo/tests/agents/install-windows.sh" \
+  || die "installing node.exe and the agents into the Wine prefix failed (above)"
+step "build tether-fake-model (Linux)" cargo build --locked -p tether-testkit --bin tether-fake-model \
+  || die "the build of tether-fake-model failed"
+step "the real agents under Wine" "$repo/tests/wine/real-agents.sh" "$exe" \
+  "$CARGO_TARGET_DIR/debug/tether-fake-model" "$work/agents" \
+  || die "a real agent's turn failed under Wine (above)"
 
 # --- The Visual Studio shim's core against tether.exe ------------------------------------------
 step "the Visual Studio core against tether.exe" "$repo/tests/wine/visualstudio.sh" "$exe" \

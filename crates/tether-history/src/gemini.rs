@@ -72,10 +72,9 @@ impl GeminiStore {
         let mut dirs = Vec::new();
         if let Ok(text) = std::fs::read(self.root.join("projects.json"))
             && let Ok(registry) = serde_json::from_slice::<Value>(&text)
-            && let Some(name) = registry
-                .get("projects")
-                .and_then(|p| p.get(root.as_ref()))
-                .and_then(Value::as_str)
+            && let Some(name) = registry_keys(&root, cfg!(windows))
+                .iter()
+                .find_map(|key| registry.get("projects")?.get(key)?.as_str())
             && is_plain_name(name)
         {
             dirs.push(self.root.join("tmp").join(name));
@@ -97,6 +96,19 @@ impl GeminiStore {
             .map(|e| e.path())
             .collect()
     }
+}
+
+/// The keys the project registry may hold for `root`: the root itself, and on Windows its
+/// lower-case form, the one Gemini CLI writes there (its `ProjectRegistry.normalizePath`:
+/// `path.resolve(p)`, lower-cased when `os.platform()` is `win32`; seen under Wine as
+/// `"z:\\tmp\\…\\workspace"` for the workspace `Z:\tmp\…\workspace`).
+fn registry_keys(root: &str, windows: bool) -> Vec<String> {
+    let mut keys = vec![root.to_owned()];
+    let lower = root.to_lowercase();
+    if windows && lower != root {
+        keys.push(lower);
+    }
+    keys
 }
 
 /// A registry name that stays inside `tmp/`: not empty, no separator, not `.` or `..`.
@@ -531,6 +543,30 @@ impl Format for GeminiFormat {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Gemini CLI on Windows registers `Z:\w\Proj` as `z:\w\proj`; elsewhere as given.
+    #[test]
+    fn the_registry_is_read_under_the_key_gemini_wrote_on_each_system() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = GeminiStore::at(dir.path());
+        let registry = json!({"projects": {"z:\\w\\proj": "proj", "/home/u/Proj": "home-proj"}});
+        std::fs::write(dir.path().join("projects.json"), registry.to_string()).unwrap();
+        assert_eq!(
+            registry_keys("Z:\\w\\Proj", true),
+            ["Z:\\w\\Proj", "z:\\w\\proj"]
+        );
+        assert_eq!(registry_keys("Z:\\w\\Proj", false), ["Z:\\w\\Proj"]);
+        assert_eq!(registry_keys("z:\\w\\proj", true), ["z:\\w\\proj"]);
+        // On this system: the lower-case key is the registry's entry on Windows only.
+        let dirs = store.project_dirs(Path::new("Z:\\w\\Proj"));
+        assert_eq!(
+            dirs.first() == Some(&dir.path().join("tmp").join("proj")),
+            cfg!(windows),
+            "{dirs:?}"
+        );
+        let dirs = store.project_dirs(Path::new("/home/u/Proj"));
+        assert_eq!(dirs[0], dir.path().join("tmp").join("home-proj"));
+    }
 
     #[test]
     fn results_lose_their_wrapper_and_keep_their_exit_code() {
