@@ -43,7 +43,8 @@ impl Hub {
                 }
             };
             let id = self.go_live(ctx, conn, session).await;
-            self.remember(&ctx.workspace, &id, &ctx.agent).await;
+            self.remember(&ctx.workspace, &id, &ctx.agent, Some(&id))
+                .await;
             return Ok(Attached {
                 session_id: id,
                 replayed: 0,

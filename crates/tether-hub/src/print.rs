@@ -22,6 +22,11 @@ use super::{
     spawn_observation, view,
 };
 
+/// The prefix of Tether's id of a one-shot session (`print-<hex ms>`): Claude Code names a
+/// session only when it first runs, so until then the session has Tether's id alone, and
+/// an id of this form is never passed to `--resume`.
+const UNNAMED_PREFIX: &str = "print-";
+
 impl Hub {
     /// Attaches a `claudePrint` session: there is no process to resume; the next prompt
     /// runs `claude -p --resume <agent session id>` and its recovery decides. A cached
@@ -36,9 +41,12 @@ impl Hub {
         let (id, agent_session_id, last_output, had_cache) = match cached {
             Some(id) => {
                 let loaded = self.load_cached(workspace, id).await;
+                // Tether's own `print-…` id is never Claude Code's: a cache an earlier build
+                // wrote recorded it as the agent's id before the first run.
                 let agent_session_id = loaded
                     .as_ref()
-                    .and_then(|l| l.meta.agent_session_id.clone());
+                    .and_then(|l| l.meta.agent_session_id.clone())
+                    .filter(|a| !a.starts_with(UNNAMED_PREFIX));
                 // Never cached: Claude Code's own file may have it (R-HIST-3).
                 let history = match &loaded {
                     Some(_) => None,
@@ -86,12 +94,13 @@ impl Hub {
                 }
                 (
                     id.to_owned(),
-                    agent_session_id.or_else(|| Some(id.to_owned())),
+                    agent_session_id
+                        .or_else(|| (!id.starts_with(UNNAMED_PREFIX)).then(|| id.to_owned())),
                     last_output.or(history_output),
                     loaded.is_some() || history.is_some(),
                 )
             }
-            None => (format!("print-{:x}", now_ms()), None, None, false),
+            None => (format!("{UNNAMED_PREFIX}{:x}", now_ms()), None, None, false),
         };
         let session = Arc::new(PrintSession {
             id: id.clone(),
@@ -105,7 +114,8 @@ impl Hub {
         self.sessions
             .with(&id, |s| s.live = Some(Session::Print(session)));
         if cached.is_none() {
-            self.remember(workspace, &id, agent).await;
+            // Claude Code names the session at its first run, not before.
+            self.remember(workspace, &id, agent, None).await;
         }
         self.log(
             &id,

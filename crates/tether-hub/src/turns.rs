@@ -85,8 +85,15 @@ impl Hub {
     }
 
     /// Records a session the agent just opened, so it is listed and resumable even before
-    /// its first turn.
-    pub(super) async fn remember(&self, workspace: &Path, session_id: &str, agent: &str) {
+    /// its first turn. `agent_session_id`: the agent's own id of it, when the agent has named
+    /// it (an ACP agent's `session/new`), `None` for a one-shot CLI before its first run.
+    pub(super) async fn remember(
+        &self,
+        workspace: &Path,
+        session_id: &str,
+        agent: &str,
+        agent_session_id: Option<&str>,
+    ) {
         let Some(store) = self.store.clone() else {
             return;
         };
@@ -95,7 +102,7 @@ impl Hub {
         };
         let meta = SessionMeta {
             agent: Some(agent.to_owned()),
-            agent_session_id: Some(session_id.to_owned()),
+            agent_session_id: agent_session_id.map(str::to_owned),
             title: None,
         };
         let sid = session_id.to_owned();

@@ -125,3 +125,59 @@ async fn in_process_one_shot_flow() {
 async fn binary_one_shot_flow() {
     one_shot_flow(Mode::Binary).await;
 }
+
+/// A one-shot session started and not yet prompted, resumed by id from the cache by a new
+/// server (or by `tether acp`'s `session/load`): its first run starts fresh. Claude Code has
+/// not named it yet, so Tether's own `print-…` id is never passed as `--resume` (Claude Code
+/// refuses it: "--resume requires a valid session ID or session title when used with
+/// --print", seen under Wine and on Linux).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unprompted_one_shot_session_resumed_from_the_cache_starts_fresh() {
+    let world = World::new(Mode::InProcess);
+    let claude = fake_claude(world.path());
+    std::fs::write(world.path().join("modes"), "ok\nok\n").unwrap();
+    let start = || async {
+        let editor = world.connect(Default::default());
+        editor
+            .initialize(
+                options(&world, &claude),
+                json!({"tether": {"recoveryDialog": true, "banners": true, "status": true}}),
+            )
+            .await
+            .unwrap();
+        editor
+    };
+    let first = start().await;
+    let started = first
+        .request("session/resume", json!({"workspace": world.ws()}))
+        .await
+        .unwrap();
+    assert_eq!(started["outcome"], "started", "{started}");
+    let sid = started["sessionId"].as_str().unwrap().to_owned();
+    first.shutdown(STEP).await.unwrap();
+
+    let second = start().await;
+    let resumed = second
+        .request(
+            "session/resume",
+            json!({"workspace": world.ws(), "sessionId": sid}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(resumed["outcome"], "resumed", "{resumed}");
+    let say = |text: &str| json!({"sessionId": sid, "prompt": [{"type": "text", "text": text}]});
+    let r = second.request("session/prompt", say("one")).await.unwrap();
+    assert_eq!(r, json!({"stopReason": "end_turn", "stale": false}));
+    let r = second.request("session/prompt", say("two")).await.unwrap();
+    assert_eq!(r["stale"], false, "{r}");
+    let calls = std::fs::read_to_string(world.path().join("calls")).unwrap();
+    let calls: Vec<&str> = calls.lines().collect();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert!(
+        !calls[0].contains("--resume"),
+        "the first run starts fresh: {}",
+        calls[0]
+    );
+    assert!(calls[1].contains("--resume cli-1"), "{}", calls[1]);
+    second.shutdown(STEP).await.unwrap();
+}
