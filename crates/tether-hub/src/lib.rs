@@ -20,7 +20,7 @@
 //! [`handoff`] (`session/handoff` and the offer during long waits), [`carry`] (a
 //! conversation carried into a new session),
 //! [`prompt`] (a prompt turn with the rate-limit waiter and crash restart), [`print`]
-//! (`claude -p` sessions), [`persist`], [`catalog`] (list, clear, history), [`turns`] (what
+//! (`claude -p` sessions), [`persist`], [`catalog`] (list, clear, history), [`search`] (`session/search`), [`turns`] (what
 //! is saved as turns happen), [`report`] (status and telemetry) and [`background`] (the
 //! flusher and the idle reaper). This file holds the state, start-up and shutdown, and the
 //! helpers every flow uses.
@@ -53,6 +53,7 @@ mod report;
 pub mod request;
 mod resume;
 mod saving;
+mod search;
 mod sessions;
 pub mod silence;
 pub mod turn_gate;
@@ -184,6 +185,8 @@ pub struct Hub {
     persist_failures: Mutex<u32>,
     /// Workspace roots' project identities, remembered briefly (R-PROJECT-1).
     projects: project::Projects,
+    /// The session index `session/search` answers from, opened on first use (R-INDEX-8).
+    search: search::SearchIndex,
     /// Editors come and go while this hub lives ([`HubOptions::shared`]).
     shared: bool,
     shutdown: CancellationToken,
@@ -279,6 +282,7 @@ impl Hub {
             sessions: sessions::Sessions::default(),
             persist_failures: Mutex::new(0),
             projects: project::Projects::default(),
+            search: search::SearchIndex::default(),
             shared: options.shared,
             shutdown: CancellationToken::new(),
             shutdown_done: tokio::sync::Mutex::new(false),

@@ -1,0 +1,274 @@
+//! `session/search` (R-INDEX-8): every conversation Tether can see, found at once, from the
+//! session index (`tether-index`, the same file `tether sessions search` uses:
+//! `<data>/index/sessions.sqlite3` in the cache's folder).
+//!
+//! The index is opened on the first search and kept open. Each search first catches it up
+//! with Tether's cache (this hub's store) and the agents' own stores (each located from the
+//! environment of the configured agent that names it, else the requesting editor's, as
+//! `session/list` with `all` does), off the async threads. One catch-up runs at a time: a
+//! search that arrives while one runs waits for it and answers from it rather than
+//! starting another. With the cache switched off there is no data folder: the answer is
+//! empty.
+
+use std::sync::Mutex;
+
+use serde_json::json;
+use tether_history::AgentKind;
+use tether_index::{Filter, Hit, Index, IndexError, Order, Sources};
+use tether_store::Store;
+
+use crate::protocol::{
+    SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT, SearchHit, SearchOrder, SearchParams, SearchResult,
+};
+
+use super::error::Result;
+use super::events::Event;
+use super::{Hub, absolute_root, invalid_params, lock, request_failed, workspace_of};
+
+/// The hub's session index: closed until the first search, then kept open.
+#[derive(Default)]
+pub(super) struct SearchIndex {
+    /// The open index and the last catch-up that finished with it. Held across a catch-up
+    /// and a query (both run on a blocking thread), so one runs at a time.
+    slot: tokio::sync::Mutex<Slot>,
+    /// Catch-ups started and finished (tickets 1, 2, 3…), read without waiting for `slot`.
+    tickets: Mutex<Tickets>,
+}
+
+#[derive(Default)]
+struct Slot {
+    index: Option<Index>,
+    /// The ticket of the last catch-up that finished.
+    done: u64,
+    /// How many of the open index's warnings were published.
+    warned: usize,
+}
+
+#[derive(Default)]
+struct Tickets {
+    started: u64,
+    done: u64,
+}
+
+/// What a search needs answered on the blocking thread.
+struct Ask {
+    query: String,
+    filter: Filter,
+    order: Order,
+    limit: usize,
+}
+
+impl Hub {
+    /// `session/search` (R-INDEX-8): the sessions of Tether's cache and of the agents' own
+    /// stores whose title or text holds every word of `query` (as plain text), filtered by
+    /// `workspace` and `agent`, best match (or newest) first, at most `limit` (default
+    /// [`SEARCH_DEFAULT_LIMIT`]), each with a snippet around its best match; and how many
+    /// sessions the filters kept. The index is caught up first (R-INDEX-2). With no cache
+    /// configured the result is empty.
+    ///
+    /// # Errors
+    /// `-32602` for a `limit` outside 1..=[`SEARCH_MAX_LIMIT`] or a relative
+    /// `workspace.root`; `-32803` (`data.kind` `index`, `data.path` the index file) when the
+    /// index cannot be opened, made private or written.
+    pub async fn search(&self, params: SearchParams) -> Result<SearchResult> {
+        let limit = params.limit.unwrap_or(SEARCH_DEFAULT_LIMIT);
+        if !(1..=SEARCH_MAX_LIMIT).contains(&limit) {
+            return Err(invalid_params(
+                "limit",
+                &format!("must be 1 to {SEARCH_MAX_LIMIT}, got {limit}"),
+            ));
+        }
+        let root = params
+            .workspace
+            .as_ref()
+            .map(|w| absolute_root(&w.root))
+            .transpose()?;
+        let Some(store) = self.store.clone() else {
+            return Ok(SearchResult {
+                sessions: Vec::new(),
+                indexed: 0,
+            });
+        };
+        let env = super::history::base_env();
+        let mut filter = match &root {
+            Some(root) => tether_index::workspace_filter(workspace_of(root)?.root(), &env),
+            None => Filter::default(),
+        };
+        filter.agent = params.agent;
+        let plans = self.agent_store_plans();
+        let names: Vec<(AgentKind, String)> =
+            plans.iter().map(|(k, n, _)| (*k, n.clone())).collect();
+        let sources = Sources {
+            agents: plans
+                .iter()
+                .filter_map(|(kind, _, env)| tether_history::locate(*kind, env))
+                .collect(),
+            cache: Some(store.clone()),
+        };
+        let ask = Ask {
+            query: params.query,
+            filter,
+            order: match params.order.unwrap_or_default() {
+                SearchOrder::Rank => Order::Rank,
+                SearchOrder::Newest => Order::Newest,
+            },
+            limit: limit as usize,
+        };
+        let (hits, indexed) = self.search_index(&store, sources, ask).await?;
+        let sessions = hits
+            .into_iter()
+            .map(|hit| {
+                let e = hit.entry;
+                let agent = names
+                    .iter()
+                    .find(|(k, _)| k.name() == e.source)
+                    .map(|(_, name)| name.clone())
+                    .or(e.agent)
+                    .unwrap_or_default();
+                SearchHit {
+                    session_id: e.session_id,
+                    agent,
+                    source: e.source,
+                    title: e.title,
+                    workspace: e.cwd,
+                    updated_utc: e.updated_utc.unwrap_or_default(),
+                    snippet: hit.snippet,
+                    path: e.path,
+                }
+            })
+            .collect();
+        Ok(SearchResult { sessions, indexed })
+    }
+
+    /// The index of `store`'s folder, caught up with `sources` unless a catch-up that was
+    /// running when this call came finished meanwhile, asked `ask`. Publishes the index's
+    /// new warnings (a damaged file rebuilt).
+    async fn search_index(
+        &self,
+        store: &Store,
+        sources: Sources,
+        ask: Ask,
+    ) -> Result<(Vec<Hit>, u64)> {
+        let path = tether_index::default_path(store.root());
+        let shared = &self.search;
+        // A catch-up running now will do; otherwise one that starts after this call.
+        let need = {
+            let t = lock(&shared.tickets);
+            if t.started > t.done {
+                t.started
+            } else {
+                t.done + 1
+            }
+        };
+        let mut slot = shared.slot.lock().await;
+        let ticket = (slot.done < need).then(|| {
+            let mut t = lock(&shared.tickets);
+            t.started += 1;
+            t.started
+        });
+        let index = slot.index.take();
+        let warned = if index.is_some() { slot.warned } else { 0 };
+        let file = path.clone();
+        let ran = tokio::task::spawn_blocking(move || {
+            answer(index, &file, ticket.is_some(), &sources, &ask, warned)
+        })
+        .await
+        .map_err(|e| request_failed(e.to_string(), json!({"kind": "internal"})))?;
+        let Ran {
+            index,
+            fresh,
+            answer,
+        } = ran;
+        slot.warned = warned + fresh.len();
+        slot.index = index;
+        if let Some(ticket) = ticket
+            && slot.index.is_some()
+        {
+            slot.done = ticket;
+            let mut t = lock(&shared.tickets);
+            t.done = t.done.max(ticket);
+        }
+        drop(slot);
+        for warning in fresh {
+            tracing::warn!(%warning, "session index");
+            self.emit(
+                None,
+                Event::Warning {
+                    message: format!("Tether's session index: {warning}"),
+                },
+            )
+            .await;
+        }
+        answer.map_err(|err| {
+            request_failed(
+                err.to_string(),
+                json!({"kind": "index", "path": path.display().to_string()}),
+            )
+        })
+    }
+}
+
+/// What the blocking part of a search gives back.
+struct Ran {
+    /// The index, still usable (`None` when it could not be opened or caught up).
+    index: Option<Index>,
+    /// Its warnings not yet published.
+    fresh: Vec<String>,
+    answer: std::result::Result<(Vec<Hit>, u64), IndexError>,
+}
+
+/// Opens the index at `path` unless `index` is open, catches it up with `sources` when
+/// `catch_up` (rebuilding it once when it is damaged), and answers `ask`. Blocking.
+fn answer(
+    index: Option<Index>,
+    path: &std::path::Path,
+    catch_up: bool,
+    sources: &Sources,
+    ask: &Ask,
+    warned: usize,
+) -> Ran {
+    let failed = |answer| Ran {
+        index: None,
+        fresh: Vec::new(),
+        answer: Err(answer),
+    };
+    let mut index = match index {
+        Some(index) => index,
+        None => match Index::open(path) {
+            Ok(index) => index,
+            Err(err) => return failed(err),
+        },
+    };
+    if catch_up {
+        let started = std::time::Instant::now();
+        let caught = match index.catch_up(sources, &mut |_| {}) {
+            Err(err) if err.is_corruption() => index
+                .rebuild(&err.to_string())
+                .and_then(|()| index.catch_up(sources, &mut |_| {})),
+            other => other,
+        };
+        match caught {
+            Ok(report) => tracing::debug!(
+                ?report,
+                ms = started.elapsed().as_millis() as u64,
+                "session index caught up"
+            ),
+            Err(err) => return failed(err),
+        }
+    }
+    let fresh = index.warnings().get(warned..).unwrap_or_default().to_vec();
+    let answer = index
+        .search(&ask.query, &ask.filter, ask.order, ask.limit)
+        .and_then(|hits| Ok((hits, index.count(&ask.filter)?)));
+    Ran {
+        index: Some(index),
+        fresh,
+        answer,
+    }
+}
+
+impl std::fmt::Debug for SearchIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SearchIndex").finish_non_exhaustive()
+    }
+}
