@@ -582,7 +582,18 @@ pub struct WorkspaceParams {
     /// false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub all: bool,
+    /// Sessions wanted in this page, 1 to [`LIST_MAX_LIMIT`]; absent = every session in one
+    /// answer (as before paging existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    /// Where the page starts: the [`ListResult::next_cursor`] of the page before, as it
+    /// came (opaque); absent = the first page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
 }
+
+/// The largest `session/list` page: 1,000 sessions.
+pub const LIST_MAX_LIMIT: u32 = 1000;
 
 /// One cached session in `session/list`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -640,9 +651,14 @@ pub struct SessionSummary {
 
 /// `session/list` result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ListResult {
     /// Most recent first.
     pub sessions: Vec<SessionSummary>,
+    /// With `limit`, when more sessions follow this page: the `cursor` that asks for the
+    /// next one (opaque). Absent on the last page and without `limit`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 /// `session/history` params.

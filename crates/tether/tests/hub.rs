@@ -2168,3 +2168,116 @@ async fn bad_search_params_are_refused_and_no_cache_finds_nothing() {
     assert!(err.message.contains("session index"), "{}", err.message);
     hub.shutdown().await;
 }
+
+/// Caches `n` sessions of `world.workspace` (`paged-0`, `paged-1`…), each saved in a later
+/// millisecond than the one before (the clock is watched, not slept on).
+fn cache_sessions(world: &World, n: usize) {
+    use tether_store::{PersistTrigger, SessionSnapshot, Store, StoreConfig, Workspace};
+    let store = Store::open(StoreConfig {
+        dir: Some(world.path().join("cache")),
+        ..StoreConfig::default()
+    })
+    .unwrap();
+    let workspace = Workspace::new(&world.workspace).unwrap();
+    let now_ms = || chrono::Utc::now().timestamp_millis();
+    for i in 0..n {
+        let snapshot: SessionSnapshot = serde_json::from_value(json!({
+            "chatTurns": [{"id": "t1", "role": "user", "text": format!("session {i}"),
+                           "timestampUtc": "2026-11-22T01:00:00Z", "complete": true}],
+            "execTurns": [], "diffSessions": [], "approvals": {"pending": []},
+            "uiState": {"isStreamErrorVisible": false},
+            "context": {"workingDir": world.workspace}
+        }))
+        .unwrap();
+        let before = now_ms();
+        while now_ms() == before {
+            std::thread::yield_now();
+        }
+        store
+            .persist(
+                &workspace,
+                &format!("paged-{i}"),
+                PersistTrigger::TurnFinalized,
+                &snapshot,
+                std::time::Instant::now(),
+            )
+            .unwrap();
+    }
+}
+
+/// `session/list` pages (docs/protocol.md): with `limit`, one page and `nextCursor` while
+/// more follow, the pages together the whole list in its order; without it, everything and
+/// no cursor (as before paging). A session cleared between two pages loses no other; a
+/// cursor the server did not give and a bad `limit` are `-32602` naming the field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listing_pages_with_a_cursor_and_without_a_limit_lists_everything() {
+    let world = World::new(json!([]));
+    cache_sessions(&world, 3);
+    let recorder = Recorder::new(None, None);
+    let hub = world.hub(&recorder).await;
+    let list = |extra: Value| {
+        let mut params = json!({"workspace": {"root": world.workspace}});
+        for (key, value) in extra.as_object().unwrap() {
+            params[key] = value.clone();
+        }
+        serde_json::from_value::<tether::protocol::WorkspaceParams>(params).unwrap()
+    };
+    let ids = |result: &tether::protocol::ListResult| -> Vec<String> {
+        result
+            .sessions
+            .iter()
+            .map(|s| s.session_id.clone())
+            .collect()
+    };
+    let whole = hub.list(list(json!({}))).await.unwrap();
+    let everything = ids(&whole);
+    assert_eq!(everything.len(), 3);
+    assert!(
+        serde_json::to_value(&whole)
+            .unwrap()
+            .get("nextCursor")
+            .is_none()
+    );
+
+    let first = hub.list(list(json!({"limit": 2}))).await.unwrap();
+    assert_eq!(ids(&first), everything[..2]);
+    let cursor = serde_json::to_value(&first).unwrap()["nextCursor"]
+        .as_str()
+        .expect("nextCursor while more follow")
+        .to_owned();
+    let second = hub
+        .list(list(json!({"limit": 2, "cursor": cursor})))
+        .await
+        .unwrap();
+    assert_eq!(ids(&second), everything[2..]);
+    assert_eq!(second.next_cursor, None, "the last page");
+
+    // The first page's last session is cleared: the next page still holds the rest.
+    let cleared = hub
+        .clear(
+            serde_json::from_value(
+                json!({"workspace": {"root": world.workspace}, "sessionId": everything[1]}),
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(cleared.removed, 1);
+    let second = hub
+        .list(list(json!({"limit": 2, "cursor": cursor})))
+        .await
+        .unwrap();
+    assert_eq!(ids(&second), everything[2..]);
+
+    for (extra, field) in [
+        (json!({"cursor": "not ours"}), "cursor"),
+        (json!({"limit": 2, "cursor": "0123"}), "cursor"),
+        (json!({"limit": 0}), "limit"),
+        (json!({"limit": 1001}), "limit"),
+    ] {
+        let err = hub.list(list(extra.clone())).await.unwrap_err();
+        assert_eq!(err.code, -32602, "{extra}");
+        assert_eq!(err.data.unwrap()["field"], field, "{extra}");
+    }
+    hub.shutdown().await;
+}
