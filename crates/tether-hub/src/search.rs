@@ -50,6 +50,36 @@ struct Tickets {
     done: u64,
 }
 
+impl SearchIndex {
+    /// The catch-up a search arriving now needs finished before it answers: the one
+    /// running, else a new one.
+    fn needed(&self) -> u64 {
+        let t = lock(&self.tickets);
+        if t.started > t.done {
+            t.started
+        } else {
+            t.done + 1
+        }
+    }
+
+    /// With the slot held, whose last finished catch-up is `done`: the ticket of the
+    /// catch-up to run now, `None` when the one `need`ed has finished.
+    fn start_if_needed(&self, done: u64, need: u64) -> Option<u64> {
+        (done < need).then(|| {
+            let mut t = lock(&self.tickets);
+            t.started += 1;
+            t.started
+        })
+    }
+
+    /// Catch-up `ticket` finished; returns it, for the slot.
+    fn finished(&self, ticket: u64) -> u64 {
+        let mut t = lock(&self.tickets);
+        t.done = t.done.max(ticket);
+        ticket
+    }
+}
+
 /// What a search needs answered on the blocking thread.
 struct Ask {
     query: String,
@@ -152,20 +182,9 @@ impl Hub {
         let path = tether_index::default_path(store.root());
         let shared = &self.search;
         // A catch-up running now will do; otherwise one that starts after this call.
-        let need = {
-            let t = lock(&shared.tickets);
-            if t.started > t.done {
-                t.started
-            } else {
-                t.done + 1
-            }
-        };
+        let need = shared.needed();
         let mut slot = shared.slot.lock().await;
-        let ticket = (slot.done < need).then(|| {
-            let mut t = lock(&shared.tickets);
-            t.started += 1;
-            t.started
-        });
+        let ticket = shared.start_if_needed(slot.done, need);
         let index = slot.index.take();
         let warned = if index.is_some() { slot.warned } else { 0 };
         let file = path.clone();
@@ -184,9 +203,7 @@ impl Hub {
         if let Some(ticket) = ticket
             && slot.index.is_some()
         {
-            slot.done = ticket;
-            let mut t = lock(&shared.tickets);
-            t.done = t.done.max(ticket);
+            slot.done = shared.finished(ticket);
         }
         drop(slot);
         for warning in fresh {
@@ -270,5 +287,40 @@ fn answer(
 impl std::fmt::Debug for SearchIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SearchIndex").finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One catch-up at a time, never repeated for a search that waited for one: the rule,
+    /// step by step (each `start_if_needed` is taken with the slot held, as the hub does).
+    #[test]
+    fn a_search_during_a_catch_up_waits_for_it_and_starts_none() {
+        let s = SearchIndex::default();
+        // A arrives with nothing running: it needs a new catch-up, and runs it (ticket 1).
+        let a = s.needed();
+        assert_eq!(a, 1);
+        assert_eq!(s.start_if_needed(0, a), Some(1));
+        // B arrives while it runs: A's will do.
+        let b = s.needed();
+        assert_eq!(b, 1);
+        let done = s.finished(1);
+        // B takes the slot after A: nothing to run.
+        assert_eq!(s.start_if_needed(done, b), None);
+        // C arrives after A's finished: a new one (ticket 2)…
+        let c = s.needed();
+        assert_eq!(c, 2);
+        assert_eq!(s.start_if_needed(done, c), Some(2));
+        // …which never finishes (C was cancelled). D, arriving meanwhile, waits for it,
+        // finds it unfinished when it takes the slot, and runs its own (ticket 3).
+        let d = s.needed();
+        assert_eq!(d, 2);
+        assert_eq!(s.start_if_needed(done, d), Some(3));
+        let done = s.finished(3);
+        assert_eq!(done, 3);
+        // E, after D's: a new one again.
+        assert_eq!(s.needed(), 4);
     }
 }
