@@ -63,11 +63,33 @@ both_modes!(
 
 /// R-INDEX-8 over the wire: `session/search` is routed; bad params are `-32602` naming the
 /// field; a session prompted in this server is found in Tether's cache with its snippet.
-/// The search is limited to an agent no store holds sessions of (`scripted`, the agent the
-/// cached session recorded), so the machine's own agent stores play no part in the answer.
+/// Each agent's store is located from a configured (never started) agent whose environment
+/// points into the test's folder, so the machine's own agent stores are not read.
 async fn search_params_are_checked_and_a_cached_session_is_found(mode: Mode) {
     let world = World::new(mode);
-    let editor = world.editor().await;
+    let home = world.path().join("home");
+    let env = json!({
+        "HOME": home, "XDG_DATA_HOME": home.join("data"), "XDG_CONFIG_HOME": home.join("config"),
+        "CLAUDE_CONFIG_DIR": home.join("claude"), "CODEX_HOME": home.join("codex")
+    });
+    let mut options = world.options();
+    for command in [
+        "claude-agent-acp",
+        "codex-acp",
+        "gemini",
+        "copilot",
+        "opencode",
+    ] {
+        options["agents"][command] = json!({"command": command, "env": env});
+    }
+    let editor = world.connect(Answers::default());
+    editor
+        .initialize(
+            options,
+            json!({"tether": {"recoveryDialog": true, "banners": true, "status": true}}),
+        )
+        .await
+        .unwrap();
     for (params, field) in [
         (json!({}), "query"),
         (json!({"query": 7}), "query"),
@@ -89,7 +111,7 @@ async fn search_params_are_checked_and_a_cached_session_is_found(mode: Mode) {
     let found = editor
         .request(
             "session/search",
-            json!({"query": "xylophone", "workspace": world.ws(), "agent": "scripted"}),
+            json!({"query": "xylophone", "workspace": world.ws()}),
         )
         .await
         .unwrap();
@@ -105,6 +127,13 @@ async fn search_params_are_checked_and_a_cached_session_is_found(mode: Mode) {
         "{found}"
     );
     assert_eq!(found["indexed"], 1, "{found}");
+    // Whatever the workspace: still only the test's own stores are searched.
+    let anywhere = editor
+        .request("session/search", json!({"query": "xylophone"}))
+        .await
+        .unwrap();
+    assert_eq!(anywhere["indexed"], 1, "{anywhere}");
+    assert_eq!(anywhere["sessions"][0]["sessionId"], sid.as_str());
     editor.shutdown(STEP).await.unwrap();
 }
 
