@@ -2281,3 +2281,47 @@ async fn listing_pages_with_a_cursor_and_without_a_limit_lists_everything() {
     }
     hub.shutdown().await;
 }
+
+/// R-INDEX-5 through `session/search`: an index file that is not a database is rebuilt, the
+/// search answers from the rebuilt index, and editors are warned (once).
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_index_is_rebuilt_with_a_warning_and_the_search_answers() {
+    use std::os::unix::fs::PermissionsExt;
+    let world = World::new(json!([]));
+    let recorder = Recorder::new(None, None);
+    let hub = world.hub(&recorder).await;
+    let started = hub.resume(world.resume(None), None).await.expect("started");
+    let sid = started.session_id.clone().expect("a session id");
+    hub.prompt(prompt(&sid, "the wombat ledger"), None)
+        .await
+        .expect("a turn");
+    let folder = world.path().join("cache").join("index");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let file = folder.join("sessions.sqlite3");
+    std::fs::write(&file, vec![0x5a_u8; 8192]).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let warnings = || {
+        recorder
+            .seen()
+            .iter()
+            .filter(|s| s.what == "warning")
+            .count()
+    };
+    let before = warnings();
+
+    let result = search(&hub, &world, json!({"query": "wombat"}))
+        .await
+        .unwrap();
+    assert_eq!(found(&result), [sid.as_str()]);
+    recorder.wait_for("warning").await;
+    assert_eq!(warnings(), before + 1);
+    // The next search warns no more.
+    let again = search(&hub, &world, json!({"query": "ledger"}))
+        .await
+        .unwrap();
+    assert_eq!(found(&again), [sid]);
+    assert_eq!(warnings(), before + 1);
+    hub.shutdown().await;
+}
