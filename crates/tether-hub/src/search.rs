@@ -80,10 +80,12 @@ impl SearchIndex {
     }
 }
 
+/// Where a search looks, made on the blocking thread (locating the stores reads folders).
+type Prepare = Box<dyn FnOnce() -> (Sources, Filter) + Send>;
+
 /// What a search needs answered on the blocking thread.
 struct Ask {
     query: String,
-    filter: Filter,
     order: Order,
     limit: usize,
 }
@@ -119,32 +121,39 @@ impl Hub {
                 indexed: 0,
             });
         };
+        let root = root
+            .map(|r| workspace_of(&r).map(|w| w.root().to_owned()))
+            .transpose()?;
         let env = super::history::base_env();
-        let mut filter = match &root {
-            Some(root) => tether_index::workspace_filter(workspace_of(root)?.root(), &env),
-            None => Filter::default(),
-        };
-        filter.agent = params.agent;
         let plans = self.agent_store_plans();
         let names: Vec<(AgentKind, String)> =
             plans.iter().map(|(k, n, _)| (*k, n.clone())).collect();
-        let sources = Sources {
-            agents: plans
-                .iter()
-                .filter_map(|(kind, _, env)| tether_history::locate(*kind, env))
-                .collect(),
-            cache: Some(store.clone()),
-        };
+        let agent = params.agent;
+        let cache = store.clone();
+        let prepare: Prepare = Box::new(move || {
+            let mut filter = match &root {
+                Some(root) => tether_index::workspace_filter(root, &env),
+                None => Filter::default(),
+            };
+            filter.agent = agent;
+            let sources = Sources {
+                agents: plans
+                    .iter()
+                    .filter_map(|(kind, _, env)| tether_history::locate(*kind, env))
+                    .collect(),
+                cache: Some(cache),
+            };
+            (sources, filter)
+        });
         let ask = Ask {
             query: params.query,
-            filter,
             order: match params.order.unwrap_or_default() {
                 SearchOrder::Rank => Order::Rank,
                 SearchOrder::Newest => Order::Newest,
             },
             limit: limit as usize,
         };
-        let (hits, indexed) = self.search_index(&store, sources, ask).await?;
+        let (hits, indexed) = self.search_index(&store, prepare, ask).await?;
         let sessions = hits
             .into_iter()
             .map(|hit| {
@@ -170,13 +179,14 @@ impl Hub {
         Ok(SearchResult { sessions, indexed })
     }
 
-    /// The index of `store`'s folder, caught up with `sources` unless a catch-up that was
-    /// running when this call came finished meanwhile, asked `ask`. Publishes the index's
-    /// new warnings (a damaged file rebuilt).
+    /// The index of `store`'s folder, caught up with the sources `prepare` makes unless a
+    /// catch-up that was running when this call came finished meanwhile, asked `ask` with
+    /// the filter `prepare` makes. Publishes the index's new warnings (a damaged file
+    /// rebuilt).
     async fn search_index(
         &self,
         store: &Store,
-        sources: Sources,
+        prepare: Prepare,
         ask: Ask,
     ) -> Result<(Vec<Hit>, u64)> {
         let path = tether_index::default_path(store.root());
@@ -189,7 +199,16 @@ impl Hub {
         let warned = if index.is_some() { slot.warned } else { 0 };
         let file = path.clone();
         let ran = tokio::task::spawn_blocking(move || {
-            answer(index, &file, ticket.is_some(), &sources, &ask, warned)
+            let (sources, filter) = prepare();
+            answer(
+                index,
+                &file,
+                ticket.is_some(),
+                &sources,
+                &filter,
+                &ask,
+                warned,
+            )
         })
         .await
         .map_err(|e| request_failed(e.to_string(), json!({"kind": "internal"})))?;
@@ -235,12 +254,14 @@ struct Ran {
 }
 
 /// Opens the index at `path` unless `index` is open, catches it up with `sources` when
-/// `catch_up` (rebuilding it once when it is damaged), and answers `ask`. Blocking.
+/// `catch_up` (rebuilding it once when it is damaged), and answers `ask` with `filter`.
+/// Blocking.
 fn answer(
     index: Option<Index>,
     path: &std::path::Path,
     catch_up: bool,
     sources: &Sources,
+    filter: &Filter,
     ask: &Ask,
     warned: usize,
 ) -> Ran {
@@ -275,8 +296,8 @@ fn answer(
     }
     let fresh = index.warnings().get(warned..).unwrap_or_default().to_vec();
     let answer = index
-        .search(&ask.query, &ask.filter, ask.order, ask.limit)
-        .and_then(|hits| Ok((hits, index.count(&ask.filter)?)));
+        .search(&ask.query, filter, ask.order, ask.limit)
+        .and_then(|hits| Ok((hits, index.count(filter)?)));
     Ran {
         index: Some(index),
         fresh,
