@@ -225,21 +225,7 @@ impl Hub {
     /// agent that names it (listed under that agent's name), else from the requesting
     /// editor's or this server's (listed under the store's name).
     pub(super) async fn agent_sessions(&self, workspace: &Path) -> Vec<SessionSummary> {
-        let plans: Vec<(AgentKind, String, Env)> = AgentKind::ALL
-            .iter()
-            .map(|&kind| {
-                // The first by name (the map is ordered).
-                let configured = self
-                    .config
-                    .agents
-                    .iter()
-                    .find(|(_, c)| agent_kinds(c) == [kind]);
-                match configured {
-                    Some((name, config)) => (kind, name.clone(), agent_env(config)),
-                    None => (kind, kind.name().to_owned(), base_env()),
-                }
-            })
-            .collect();
+        let plans = self.agent_store_plans();
         let workspace = workspace.to_owned();
         tokio::task::spawn_blocking(move || {
             let mut out = Vec::new();
@@ -278,6 +264,28 @@ impl Hub {
         })
         .await
         .unwrap_or_default()
+    }
+
+    /// Each agent's store as `session/list` with `all` and `session/search` look in it: the
+    /// agent, the name its sessions are listed under (the first configured agent, by name,
+    /// whose command names it, else the store's name), and the environment its store is
+    /// located from (that agent's, else the requesting editor's or this server's).
+    pub(super) fn agent_store_plans(&self) -> Vec<(AgentKind, String, Env)> {
+        AgentKind::ALL
+            .iter()
+            .map(|&kind| {
+                // The first by name (the map is ordered).
+                let configured = self
+                    .config
+                    .agents
+                    .iter()
+                    .find(|(_, c)| agent_kinds(c) == [kind]);
+                match configured {
+                    Some((name, config)) => (kind, name.clone(), agent_env(config)),
+                    None => (kind, kind.name().to_owned(), base_env()),
+                }
+            })
+            .collect()
     }
 
     /// R-HIST-4: when the agent's own store holds session `ctx.session_id` in a project
@@ -344,7 +352,7 @@ fn agent_kinds(config: &AgentConfig) -> Vec<AgentKind> {
 }
 
 /// The requesting editor's environment (R-DAEMON-7), else this server's.
-fn base_env() -> Env {
+pub(super) fn base_env() -> Env {
     match crate::RequestCtx::current().env {
         Some(base) => Env::from_vars(base.0.iter().map(|(k, v)| (k.clone(), v.clone()))),
         None => Env::from_process(),

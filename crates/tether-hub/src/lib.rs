@@ -20,7 +20,7 @@
 //! [`handoff`] (`session/handoff` and the offer during long waits), [`carry`] (a
 //! conversation carried into a new session),
 //! [`prompt`] (a prompt turn with the rate-limit waiter and crash restart), [`print`]
-//! (`claude -p` sessions), [`persist`], [`catalog`] (list, clear, history), [`turns`] (what
+//! (`claude -p` sessions), [`persist`], [`catalog`] (list, clear, history), [`search`] (`session/search`), [`turns`] (what
 //! is saved as turns happen), [`report`] (status and telemetry) and [`background`] (the
 //! flusher and the idle reaper). This file holds the state, start-up and shutdown, and the
 //! helpers every flow uses.
@@ -55,6 +55,7 @@ pub mod request;
 mod resume;
 mod resume_gate;
 mod saving;
+mod search;
 mod sessions;
 pub mod silence;
 pub mod turn_gate;
@@ -188,6 +189,8 @@ pub struct Hub {
     projects: project::Projects,
     /// One resume of a session at a time ([`resume_gate`]).
     resume_gates: resume_gate::ResumeGates,
+    /// The session index `session/search` answers from, opened on first use (R-INDEX-8).
+    search: search::SearchIndex,
     /// Editors come and go while this hub lives ([`HubOptions::shared`]).
     shared: bool,
     shutdown: CancellationToken,
@@ -287,6 +290,7 @@ impl Hub {
             persist_failures: Mutex::new(0),
             projects: project::Projects::default(),
             resume_gates: resume_gate::ResumeGates::default(),
+            search: search::SearchIndex::default(),
             shared: options.shared,
             shutdown: CancellationToken::new(),
             shutdown_done: tokio::sync::Mutex::new(false),

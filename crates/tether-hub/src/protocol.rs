@@ -41,6 +41,10 @@ pub mod method {
     /// Request: continue a session's conversation with another configured agent (R-CARRY-4).
     /// [`super::HandoffParams`] → [`super::ResumeResult`].
     pub const HANDOFF: &str = "session/handoff";
+    /// Request: the sessions of Tether's cache and of the agents' own stores whose text
+    /// holds every word of a query (R-INDEX-8). [`super::SearchParams`] →
+    /// [`super::SearchResult`].
+    pub const SEARCH: &str = "session/search";
 }
 
 /// Method names, server → client notifications and requests.
@@ -578,7 +582,18 @@ pub struct WorkspaceParams {
     /// false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub all: bool,
+    /// Sessions wanted in this page, 1 to [`LIST_MAX_LIMIT`]; absent = every session in one
+    /// answer (as before paging existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    /// Where the page starts: the [`ListResult::next_cursor`] of the page before, as it
+    /// came (opaque); absent = the first page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
 }
+
+/// The largest `session/list` page: 1,000 sessions.
+pub const LIST_MAX_LIMIT: u32 = 1000;
 
 /// One cached session in `session/list`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -636,9 +651,14 @@ pub struct SessionSummary {
 
 /// `session/list` result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ListResult {
     /// Most recent first.
     pub sessions: Vec<SessionSummary>,
+    /// With `limit`, when more sessions follow this page: the `cursor` that asks for the
+    /// next one (opaque). Absent on the last page and without `limit`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 /// `session/history` params.
@@ -694,6 +714,88 @@ pub struct HistoryResult {
     /// Exec turns in the whole cached session (only when `beforeExecTurn` was given).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_exec_turns: Option<u64>,
+}
+
+/// `session/search` params (R-INDEX-8).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchParams {
+    /// The user's words: a session matches when its title or text holds every one of them,
+    /// each taken as plain text (FTS5's syntax characters, quotes and `AND`/`OR`/`NOT`/`NEAR`
+    /// are words, R-INDEX-5). A query with no letter or digit matches nothing.
+    pub query: String,
+    /// Only the sessions of this workspace (its path, and the folders Claude Code and
+    /// Gemini CLI keep its sessions in); absent = every session, whatever its workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<Workspace>,
+    /// Only the sessions of this agent: an agent's store name (`claude`, `codex`, `gemini`,
+    /// `copilot`, `opencode`) or the configured agent name a cached session recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// Sessions wanted, 1 to [`SEARCH_MAX_LIMIT`]; absent = [`SEARCH_DEFAULT_LIMIT`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    /// The order of the result; absent = [`SearchOrder::Rank`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<SearchOrder>,
+}
+
+/// `session/search` results when the client asks for no number: 50.
+pub const SEARCH_DEFAULT_LIMIT: u32 = 50;
+
+/// The most results one `session/search` answers: 500.
+pub const SEARCH_MAX_LIMIT: u32 = 500;
+
+/// The order of `session/search` results.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum SearchOrder {
+    /// Best match first (SQLite FTS5's BM25 rank), then the most recently updated.
+    #[default]
+    Rank,
+    /// Most recently updated first.
+    Newest,
+}
+
+/// One session found by `session/search`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchHit {
+    /// The session id (the agent's own, for a session of an agent's store).
+    pub session_id: String,
+    /// The agent: for a session of an agent's store, the configured agent whose command
+    /// names that agent, else the store's name; for a cached session, the agent it
+    /// recorded (empty when it recorded none).
+    pub agent: String,
+    /// Where it was found: `tether` (Tether's cache) or the agent's store (`claude`,
+    /// `codex`, `gemini`, `copilot`, `opencode`).
+    pub source: String,
+    /// Its title (by the agent's own rule; a cached session's title or first prompt),
+    /// redacted; absent when there is none or the session is encrypted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The folder it ran in (a cached session's workspace root), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    /// When it was last written, RFC 3339 UTC (empty when not known).
+    pub updated_utc: String,
+    /// About a dozen words around its best match on one line, the matched words between
+    /// `«` and `»`, `…` where text was cut; redacted.
+    pub snippet: String,
+    /// Its file in the agent's store (absent for a cached session; opencode's
+    /// `<database>#<id>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+/// `session/search` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchResult {
+    /// The matching sessions, in the order asked for, at most `limit`.
+    pub sessions: Vec<SearchHit>,
+    /// Sessions in the index that the filters (`workspace`, `agent`) keep: how many were
+    /// searched.
+    pub indexed: u64,
 }
 
 /// `session/clear` params.

@@ -26,6 +26,7 @@ pub mod state;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::UNIX_EPOCH;
 
 use rusqlite::{Connection, params};
@@ -93,8 +94,8 @@ impl IndexError {
 pub struct Sources {
     /// The agents' stores, each indexed whole ([`AgentStore::all_sessions`]).
     pub agents: Vec<Box<dyn AgentStore>>,
-    /// Tether's cache, every workspace of it.
-    pub cache: Option<Store>,
+    /// Tether's cache, every workspace of it (shared: a server indexes the store it writes).
+    pub cache: Option<Arc<Store>>,
 }
 
 impl Sources {
@@ -106,7 +107,7 @@ impl Sources {
                 .iter()
                 .filter_map(|&k| tether_history::locate(k, env))
                 .collect(),
-            cache,
+            cache: cache.map(Arc::new),
         }
     }
 }

@@ -473,7 +473,7 @@ fn an_encrypted_caches_sessions_get_metadata_only_entries() {
     .unwrap();
     let sources = Sources {
         agents: Vec::new(),
-        cache: Some(reader),
+        cache: Some(std::sync::Arc::new(reader)),
     };
     let mut index = Index::open(&world.index_path()).unwrap();
     let report = index.catch_up(&sources, &mut |_| {}).unwrap();

@@ -1964,3 +1964,392 @@ async fn two_resumes_of_one_session_at_once_load_it_once() {
     assert_eq!(hub.live_sessions().len(), 1);
     hub.shutdown().await;
 }
+
+/// Copies Claude Code's fixture session into the private `CLAUDE_CONFIG_DIR` of `world`,
+/// under the project folder of `world.workspace` (where Claude Code keeps its sessions);
+/// returns the file.
+fn claude_fixture_session(world: &World, id: &str) -> PathBuf {
+    let project = world.path().join("claude-config").join("projects").join(
+        tether_history::claude::project_name(&world.workspace.to_string_lossy()),
+    );
+    std::fs::create_dir_all(&project).unwrap();
+    let file = project.join(format!("{id}.jsonl"));
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+            "../tether-history/tests/fixtures/claude/projects/-home-user-work/{id}.jsonl"
+        )),
+        &file,
+    )
+    .unwrap();
+    file
+}
+
+/// The options of a hub whose configured Claude Code agent (never started) keeps its store
+/// in `world`'s private `CLAUDE_CONFIG_DIR`.
+fn with_claude_store(world: &World) -> Value {
+    json!({"agents": {
+        "scripted": {
+            "command": env!("CARGO_BIN_EXE_tether"),
+            "args": ["scripted-agent", "--script", world.path().join("script.json")],
+            "protocol": "acp"
+        },
+        "my-claude": {
+            "command": "claude-agent-acp",
+            "env": {"CLAUDE_CONFIG_DIR": world.path().join("claude-config"), "HOME": world.path()}
+        }
+    }})
+}
+
+/// `session/search` with `params` as an editor whose home is `world`'s folder sends it, so
+/// the agents' stores of the machine running the test are not searched.
+async fn search(
+    hub: &Hub,
+    world: &World,
+    params: Value,
+) -> Result<tether::protocol::SearchResult, tether::server::hub::error::HubError> {
+    let home = world.path().display().to_string();
+    let ctx = tether::server::hub::RequestCtx {
+        env: Some(tether_host::process::BaseEnv(Arc::new(
+            [("HOME".to_owned(), home)].into(),
+        ))),
+        ..Default::default()
+    };
+    ctx.scope(hub.search(serde_json::from_value(params).unwrap()))
+        .await
+}
+
+/// The session ids of a search's result, in order.
+fn found(result: &tether::protocol::SearchResult) -> Vec<String> {
+    result
+        .sessions
+        .iter()
+        .map(|s| s.session_id.clone())
+        .collect()
+}
+
+/// R-INDEX-8: `session/search` finds a session of Tether's cache and one of Claude Code's
+/// own store (in a private `CLAUDE_CONFIG_DIR` the configured agent's environment names),
+/// each with its snippet; the user's FTS syntax is plain text; a Claude Code session written
+/// after the first search is found by the next one; two searches at once both answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn searching_finds_the_caches_and_the_agents_sessions_and_what_was_written_since() {
+    const ID: &str = "011056c5-379b-4671-ae05-7da2d0635fdb";
+    const LATER: &str = "5c0d7a52-8a7e-4c38-9a39-3f2f0b6f0a11";
+    let world = World::new(json!([]));
+    // A session of Tether's cache whose prompt holds a rare word.
+    let cached = {
+        let recorder = Recorder::new(None, None);
+        let hub = world.hub(&recorder).await;
+        let started = hub.resume(world.resume(None), None).await.expect("started");
+        let sid = started.session_id.clone().expect("a session id");
+        hub.prompt(prompt(&sid, "why is the zebracorn deploy slow"), None)
+            .await
+            .expect("a turn");
+        hub.shutdown().await;
+        sid
+    };
+    let file = claude_fixture_session(&world, ID);
+    let recorder = Recorder::new(None, None);
+    let hub = world.hub_with(&recorder, with_claude_store(&world)).await;
+
+    let ours = search(&hub, &world, json!({"query": "zebracorn"}))
+        .await
+        .unwrap();
+    assert_eq!(found(&ours), [cached]);
+    let hit = serde_json::to_value(&ours.sessions[0]).unwrap();
+    assert_eq!(hit["source"], "tether");
+    assert_eq!(hit["agent"], "scripted");
+    assert_eq!(hit["workspace"], world.workspace.display().to_string());
+    assert!(hit.get("path").is_none(), "{hit}");
+    assert!(
+        hit["snippet"].as_str().unwrap().contains("«zebracorn»"),
+        "{hit}"
+    );
+    assert_eq!(ours.indexed, 2, "the cached session and Claude Code's");
+
+    let theirs = search(&hub, &world, json!({"query": "fixture command"}))
+        .await
+        .unwrap();
+    assert_eq!(found(&theirs), [ID]);
+    let hit = &theirs.sessions[0];
+    assert_eq!(hit.source, "claude");
+    assert_eq!(hit.agent, "my-claude", "the configured agent that names it");
+    assert_eq!(hit.path.as_deref(), Some(file.to_str().unwrap()));
+    assert_eq!(hit.title.as_deref(), Some("please run the fixture command"));
+    assert!(hit.snippet.contains("«fixture»"), "{hit:?}");
+
+    // Filters: the workspace (Claude Code's project folder counts), the agent.
+    let here = search(
+        &hub,
+        &world,
+        json!({
+            "query": "fixture", "workspace": {"root": world.workspace}, "agent": "claude"
+        }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(found(&here), [ID]);
+    let elsewhere = search(
+        &hub,
+        &world,
+        json!({
+            "query": "fixture", "workspace": {"root": world.path().join("elsewhere")}
+        }),
+    )
+    .await
+    .unwrap();
+    assert!(elsewhere.sessions.is_empty(), "{elsewhere:?}");
+
+    // FTS5's syntax is the user's text: no error, no OR, no prefix, no column filter.
+    for (query, want) in [
+        ("(fixture) \"please", vec![ID.to_owned()]),
+        ("zebracorn OR fixture", vec![]),
+        ("zebra*", vec![]),
+        ("NEAR(zebracorn deploy)", vec![]),
+        ("body:zebracorn", vec![]),
+        ("* - : \" ^", vec![]),
+    ] {
+        let result = search(&hub, &world, json!({"query": query}))
+            .await
+            .unwrap_or_else(|e| panic!("{query:?}: {e}"));
+        assert_eq!(found(&result), want, "{query:?}");
+    }
+
+    // A session Claude Code writes after that search is found by the next one.
+    let later = file.with_file_name(format!("{LATER}.jsonl"));
+    let line = json!({
+        "parentUuid": null, "isSidechain": false, "type": "user",
+        "message": {"role": "user", "content": "the quokkafrost migration is stuck"},
+        "uuid": "8c0f1e4a-61f0-4b55-a3f4-0c1f2f6e9d01",
+        "timestamp": "2026-11-26T10:00:00.000Z",
+        "cwd": world.workspace, "sessionId": LATER, "userType": "external"
+    });
+    std::fs::write(&later, format!("{line}\n")).unwrap();
+    let (a, b) = tokio::join!(
+        search(&hub, &world, json!({"query": "quokkafrost"})),
+        search(
+            &hub,
+            &world,
+            json!({"query": "quokkafrost migration", "order": "newest"})
+        )
+    );
+    assert_eq!(found(&a.unwrap()), [LATER]);
+    assert_eq!(found(&b.unwrap()), [LATER]);
+    // Newest first: the session just written, then the fixture (2026-11-25).
+    let newest = search(
+        &hub,
+        &world,
+        json!({"query": "the", "order": "newest", "limit": 2}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(found(&newest)[0], LATER, "{newest:?}");
+    assert!(newest.sessions.len() <= 2);
+    hub.shutdown().await;
+}
+
+/// R-INDEX-8: bad `session/search` params are `-32602` naming the field; with the cache
+/// switched off the answer is empty; an index that cannot be made is `-32803` naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_search_params_are_refused_and_no_cache_finds_nothing() {
+    let world = World::new(json!([]));
+    let recorder = Recorder::new(None, None);
+    let hub = world.hub(&recorder).await;
+    for (params, field) in [
+        (json!({"query": "x", "limit": 0}), "limit"),
+        (json!({"query": "x", "limit": 501}), "limit"),
+        (
+            json!({"query": "x", "workspace": {"root": "relative/dir"}}),
+            "workspace.root",
+        ),
+    ] {
+        let err = search(&hub, &world, params.clone()).await.unwrap_err();
+        assert_eq!(err.code, -32602, "{params}");
+        assert_eq!(err.data.unwrap()["field"], field, "{params}");
+    }
+    hub.shutdown().await;
+
+    let off = world
+        .hub_with(&recorder, json!({"storage": {"persist": false}}))
+        .await;
+    let result = search(&off, &world, json!({"query": "anything"}))
+        .await
+        .unwrap();
+    assert!(result.sessions.is_empty());
+    assert_eq!(result.indexed, 0);
+    off.shutdown().await;
+
+    // The index's folder cannot be made: a file stands where it goes.
+    let world = World::new(json!([]));
+    let hub = world.hub(&recorder).await;
+    std::fs::write(world.path().join("cache").join("index"), "not a folder").unwrap();
+    let err = search(&hub, &world, json!({"query": "x"}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, -32803, "{err:?}");
+    let data = err.data.unwrap();
+    assert_eq!(data["kind"], "index");
+    assert!(
+        data["path"].as_str().unwrap().ends_with("sessions.sqlite3"),
+        "{data}"
+    );
+    assert!(err.message.contains("session index"), "{}", err.message);
+    hub.shutdown().await;
+}
+
+/// Caches `n` sessions of `world.workspace` (`paged-0`, `paged-1`…), each saved in a later
+/// millisecond than the one before (the clock is watched, not slept on).
+fn cache_sessions(world: &World, n: usize) {
+    use tether_store::{PersistTrigger, SessionSnapshot, Store, StoreConfig, Workspace};
+    let store = Store::open(StoreConfig {
+        dir: Some(world.path().join("cache")),
+        ..StoreConfig::default()
+    })
+    .unwrap();
+    let workspace = Workspace::new(&world.workspace).unwrap();
+    let now_ms = || chrono::Utc::now().timestamp_millis();
+    for i in 0..n {
+        let snapshot: SessionSnapshot = serde_json::from_value(json!({
+            "chatTurns": [{"id": "t1", "role": "user", "text": format!("session {i}"),
+                           "timestampUtc": "2026-11-22T01:00:00Z", "complete": true}],
+            "execTurns": [], "diffSessions": [], "approvals": {"pending": []},
+            "uiState": {"isStreamErrorVisible": false},
+            "context": {"workingDir": world.workspace}
+        }))
+        .unwrap();
+        let before = now_ms();
+        while now_ms() == before {
+            std::thread::yield_now();
+        }
+        store
+            .persist(
+                &workspace,
+                &format!("paged-{i}"),
+                PersistTrigger::TurnFinalized,
+                &snapshot,
+                std::time::Instant::now(),
+            )
+            .unwrap();
+    }
+}
+
+/// `session/list` pages (docs/protocol.md): with `limit`, one page and `nextCursor` while
+/// more follow, the pages together the whole list in its order; without it, everything and
+/// no cursor (as before paging). A session cleared between two pages loses no other; a
+/// cursor the server did not give and a bad `limit` are `-32602` naming the field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listing_pages_with_a_cursor_and_without_a_limit_lists_everything() {
+    let world = World::new(json!([]));
+    cache_sessions(&world, 3);
+    let recorder = Recorder::new(None, None);
+    let hub = world.hub(&recorder).await;
+    let list = |extra: Value| {
+        let mut params = json!({"workspace": {"root": world.workspace}});
+        for (key, value) in extra.as_object().unwrap() {
+            params[key] = value.clone();
+        }
+        serde_json::from_value::<tether::protocol::WorkspaceParams>(params).unwrap()
+    };
+    let ids = |result: &tether::protocol::ListResult| -> Vec<String> {
+        result
+            .sessions
+            .iter()
+            .map(|s| s.session_id.clone())
+            .collect()
+    };
+    let whole = hub.list(list(json!({}))).await.unwrap();
+    let everything = ids(&whole);
+    assert_eq!(everything.len(), 3);
+    assert!(
+        serde_json::to_value(&whole)
+            .unwrap()
+            .get("nextCursor")
+            .is_none()
+    );
+
+    let first = hub.list(list(json!({"limit": 2}))).await.unwrap();
+    assert_eq!(ids(&first), everything[..2]);
+    let cursor = serde_json::to_value(&first).unwrap()["nextCursor"]
+        .as_str()
+        .expect("nextCursor while more follow")
+        .to_owned();
+    let second = hub
+        .list(list(json!({"limit": 2, "cursor": cursor})))
+        .await
+        .unwrap();
+    assert_eq!(ids(&second), everything[2..]);
+    assert_eq!(second.next_cursor, None, "the last page");
+
+    // The first page's last session is cleared: the next page still holds the rest.
+    let cleared = hub
+        .clear(
+            serde_json::from_value(
+                json!({"workspace": {"root": world.workspace}, "sessionId": everything[1]}),
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(cleared.removed, 1);
+    let second = hub
+        .list(list(json!({"limit": 2, "cursor": cursor})))
+        .await
+        .unwrap();
+    assert_eq!(ids(&second), everything[2..]);
+
+    for (extra, field) in [
+        (json!({"cursor": "not ours"}), "cursor"),
+        (json!({"limit": 2, "cursor": "0123"}), "cursor"),
+        (json!({"limit": 0}), "limit"),
+        (json!({"limit": 1001}), "limit"),
+    ] {
+        let err = hub.list(list(extra.clone())).await.unwrap_err();
+        assert_eq!(err.code, -32602, "{extra}");
+        assert_eq!(err.data.unwrap()["field"], field, "{extra}");
+    }
+    hub.shutdown().await;
+}
+
+/// R-INDEX-5 through `session/search`: an index file that is not a database is rebuilt, the
+/// search answers from the rebuilt index, and editors are warned (once).
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_index_is_rebuilt_with_a_warning_and_the_search_answers() {
+    use std::os::unix::fs::PermissionsExt;
+    let world = World::new(json!([]));
+    let recorder = Recorder::new(None, None);
+    let hub = world.hub(&recorder).await;
+    let started = hub.resume(world.resume(None), None).await.expect("started");
+    let sid = started.session_id.clone().expect("a session id");
+    hub.prompt(prompt(&sid, "the wombat ledger"), None)
+        .await
+        .expect("a turn");
+    let folder = world.path().join("cache").join("index");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let file = folder.join("sessions.sqlite3");
+    std::fs::write(&file, vec![0x5a_u8; 8192]).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let warnings = || {
+        recorder
+            .seen()
+            .iter()
+            .filter(|s| s.what == "warning")
+            .count()
+    };
+    let before = warnings();
+
+    let result = search(&hub, &world, json!({"query": "wombat"}))
+        .await
+        .unwrap();
+    assert_eq!(found(&result), [sid.as_str()]);
+    recorder.wait_for("warning").await;
+    assert_eq!(warnings(), before + 1);
+    // The next search warns no more.
+    let again = search(&hub, &world, json!({"query": "ledger"}))
+        .await
+        .unwrap();
+    assert_eq!(found(&again), [sid]);
+    assert_eq!(warnings(), before + 1);
+    hub.shutdown().await;
+}

@@ -58,7 +58,84 @@ both_modes!(
     a_session_only_claude_code_has_is_restored_with_its_source,
     a_live_agents_session_list_adds_what_no_store_has,
     a_session_resumed_without_an_agent_goes_on_with_the_agent_it_was_saved_with,
+    search_params_are_checked_and_a_cached_session_is_found,
 );
+
+/// R-INDEX-8 over the wire: `session/search` is routed; bad params are `-32602` naming the
+/// field; a session prompted in this server is found in Tether's cache with its snippet.
+/// Each agent's store is located from a configured (never started) agent whose environment
+/// points into the test's folder, so the machine's own agent stores are not read.
+async fn search_params_are_checked_and_a_cached_session_is_found(mode: Mode) {
+    let world = World::new(mode);
+    let home = world.path().join("home");
+    let env = json!({
+        "HOME": home, "XDG_DATA_HOME": home.join("data"), "XDG_CONFIG_HOME": home.join("config"),
+        "CLAUDE_CONFIG_DIR": home.join("claude"), "CODEX_HOME": home.join("codex")
+    });
+    let mut options = world.options();
+    for command in [
+        "claude-agent-acp",
+        "codex-acp",
+        "gemini",
+        "copilot",
+        "opencode",
+    ] {
+        options["agents"][command] = json!({"command": command, "env": env});
+    }
+    let editor = world.connect(Answers::default());
+    editor
+        .initialize(
+            options,
+            json!({"tether": {"recoveryDialog": true, "banners": true, "status": true}}),
+        )
+        .await
+        .unwrap();
+    for (params, field) in [
+        (json!({}), "query"),
+        (json!({"query": 7}), "query"),
+        (json!({"query": "x", "order": "oldest"}), "order"),
+        (json!({"query": "x", "limit": 0}), "limit"),
+        (
+            json!({"query": "x", "workspace": {"root": "rel"}}),
+            "workspace.root",
+        ),
+    ] {
+        let (code, data) = error_of(editor.request("session/search", params.clone()).await);
+        assert_eq!(code, -32602, "{params}");
+        assert_eq!(data.unwrap()["field"], field, "{params}");
+    }
+    let sid = started_session(&world, &editor).await;
+    prompt(&editor, &sid, "where did the xylophone config go")
+        .await
+        .unwrap();
+    let found = editor
+        .request(
+            "session/search",
+            json!({"query": "xylophone", "workspace": world.ws()}),
+        )
+        .await
+        .unwrap();
+    let sessions = found["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 1, "{found}");
+    assert_eq!(sessions[0]["sessionId"], sid.as_str());
+    assert_eq!(sessions[0]["source"], "tether");
+    assert!(
+        sessions[0]["snippet"]
+            .as_str()
+            .unwrap()
+            .contains("«xylophone»"),
+        "{found}"
+    );
+    assert_eq!(found["indexed"], 1, "{found}");
+    // Whatever the workspace: still only the test's own stores are searched.
+    let anywhere = editor
+        .request("session/search", json!({"query": "xylophone"}))
+        .await
+        .unwrap();
+    assert_eq!(anywhere["indexed"], 1, "{anywhere}");
+    assert_eq!(anywhere["sessions"][0]["sessionId"], sid.as_str());
+    editor.shutdown(STEP).await.unwrap();
+}
 
 /// A cached session resumed by id with no `agent` (a window reloaded, a daemon replaced)
 /// goes on with the agent it was saved with, not `defaultAgent`, whose agent never had it

@@ -30,6 +30,7 @@ import { ServerMethods, type TetherClientCapabilities } from './core/protocol';
 import { resolveServer } from './core/serverPath';
 import { checkServer } from './core/serverVersion';
 import { LocalStatus } from './core/status';
+import { isMethodNotFound, type SessionPick } from './core/sessions';
 import { TranscriptModel, type WebviewMessage } from './core/transcript';
 import { chooseFolder, memoryKey, RESTRICTED_REASON, routeMessage, startGate } from './core/workspace';
 import { SessionPanel, VIEW_TYPE } from './sessionPanel';
@@ -621,11 +622,73 @@ async function showSessions(): Promise<void> {
     void vscode.window.showInformationMessage('Tether: this workspace has no saved sessions.');
     return;
   }
-  const chosen = await vscode.window.showQuickPick(
-    picks.map((p) => ({ label: p.label, description: p.description, detail: p.detail, sessionId: p.sessionId })),
-    { title: 'Tether: Show Sessions', placeHolder: 'Open a saved session of this workspace', matchOnDetail: true },
-  );
-  if (chosen) await run.controller.openSession(chosen.sessionId);
+  const chosen = await pickSession(run.controller, picks);
+  if (chosen) await run.controller.openSession(chosen);
+}
+
+/** Typing pauses this long before Show Sessions asks the server (`session/search`). */
+const SEARCH_DEBOUNCE_MS = 150;
+
+/**
+ * The Show Sessions quick pick: the workspace's sessions (`listed`); as the user types, the
+ * sessions whose text holds the words (`session/search`, R-INDEX-8), the snippet around the
+ * match as detail. A server without `session/search` (-32601) leaves VS Code's own filter of
+ * the list. Resolves to the chosen session's id.
+ */
+function pickSession(controller: SessionController, listed: SessionPick[]): Promise<string | undefined> {
+  type Item = vscode.QuickPickItem & { sessionId: string };
+  const items = (picks: SessionPick[], found: boolean): Item[] =>
+    picks.map((p) => ({ label: p.label, description: p.description, detail: p.detail, sessionId: p.sessionId, alwaysShow: found }));
+  return new Promise((resolve) => {
+    const qp = vscode.window.createQuickPick<Item>();
+    qp.title = 'Tether: Show Sessions';
+    qp.placeholder = 'Open a saved session of this workspace, or type words to search every session of it';
+    qp.matchOnDetail = true;
+    qp.items = items(listed, false);
+    let searching = true;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let asked = 0;
+    qp.onDidChangeValue((value) => {
+      if (timer) clearTimeout(timer);
+      if (!searching) return;
+      const query = value.trim();
+      if (!query) {
+        asked++;
+        qp.busy = false;
+        qp.items = items(listed, false);
+        return;
+      }
+      timer = setTimeout(() => {
+        const mine = ++asked;
+        qp.busy = true;
+        controller.searchSessions(query).then(
+          (found) => {
+            if (mine !== asked) return;
+            qp.busy = false;
+            qp.items = items(found, true);
+          },
+          (err: unknown) => {
+            if (mine !== asked) return;
+            qp.busy = false;
+            if (isMethodNotFound(err)) searching = false;
+            else ui?.log(`session/search failed: ${errorText(err)}`);
+            qp.items = items(listed, false);
+          },
+        );
+      }, SEARCH_DEBOUNCE_MS);
+    });
+    let chosen: string | undefined;
+    qp.onDidAccept(() => {
+      chosen = qp.selectedItems[0]?.sessionId;
+      qp.hide();
+    });
+    qp.onDidHide(() => {
+      if (timer) clearTimeout(timer);
+      qp.dispose();
+      resolve(chosen);
+    });
+    qp.show();
+  });
 }
 
 function errorText(err: unknown): string {

@@ -510,6 +510,8 @@ impl Front {
             .list(WorkspaceParams {
                 workspace: Workspace { root: cwd.clone() },
                 all: false,
+                limit: None,
+                cursor: None,
             })
             .await
             .map_err(hub_error)?;

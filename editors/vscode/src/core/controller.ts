@@ -37,7 +37,7 @@ import {
 import { choiceForClick, outcomeIntent, REOFFER, type DialogIntent } from './recovery';
 import { SnapshotModel } from './snapshot';
 import { LocalStatus, shortId, StatusTracker, type ProgressIntent, type StatusView } from './status';
-import { historyPage, isConnectionLost, isMethodNotFound, listedSession, sessionPicks, type SessionPick } from './sessions';
+import { historyPage, isConnectionLost, isMethodNotFound, listedSession, SEARCH_LIMIT, searchPicks, sessionPicks, type SessionPick } from './sessions';
 import { TranscriptModel, type ViewOp } from './transcript';
 
 /** What the controller asks of the editor. Every method must not throw. */
@@ -487,6 +487,18 @@ export class SessionController {
     if (!root) return [];
     const raw = await this.server.request(Methods.list, { workspace: { root } });
     return sessionPicks(raw, this.opts.now?.() ?? Date.now());
+  }
+
+  /**
+   * "Tether: Show Sessions" as the user types: the workspace's sessions whose text holds every
+   * word of `query` (`session/search`, best match first), as picks with the snippet as detail.
+   * Rejects as the request does (-32601 from a server without `session/search`).
+   */
+  async searchSessions(query: string): Promise<SessionPick[]> {
+    const root = this.opts.workspaceRoot;
+    if (!root || !query.trim()) return [];
+    const raw = await this.server.request(Methods.search, { query, workspace: { root }, limit: SEARCH_LIMIT });
+    return searchPicks(raw, this.opts.now?.() ?? Date.now());
   }
 
   /** Opens a cached session in the view: `session/resume` with its id (the server decides the rest). */

@@ -25,6 +25,8 @@ export const Methods = {
   /** Older chat turns (not in every server: -32601 when absent). */
   history: 'session/history',
   clear: 'session/clear',
+  /** Every session whose text holds a query's words (not in every server: -32601 when absent). */
+  search: 'session/search',
 } as const;
 
 /** Method names, server → client notifications and requests. */

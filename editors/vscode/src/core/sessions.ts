@@ -1,5 +1,5 @@
 /**
- * `session/list` → the "Tether: Show Sessions" quick pick, and the reading of a
+ * `session/list` and `session/search` → the "Tether: Show Sessions" quick pick, and the reading of a
  * `session/history` answer. No `vscode` import.
  */
 import type { ChatTurn } from './protocol';
@@ -59,6 +59,45 @@ export function sessionPicks(raw: unknown, now: number): SessionPick[] {
         label: title.trim() ? oneLine(title) : `Session ${shortId(s.sessionId)}`,
         description: typeof s.agent === 'string' && s.agent ? s.agent : 'unknown agent',
         detail: `updated ${ago(updated, now)} · ${turns} turn${turns === 1 ? '' : 's'} · ${s.sessionId}${elsewhere}`,
+      },
+    ];
+  });
+}
+
+/** Sessions a `session/search` asks for at most: one quick pick's worth. */
+export const SEARCH_LIMIT = 50;
+
+/** Where a `session/search` hit was found, for people: `source` → a store's name. */
+const SOURCE_NAMES: Record<string, string> = {
+  tether: 'saved by Tether',
+  claude: "Claude Code's store",
+  codex: "Codex's store",
+  gemini: "Gemini CLI's store",
+  copilot: "Copilot CLI's store",
+  opencode: "opencode's store",
+};
+
+/**
+ * The picks of a `session/search` result (R-INDEX-8, docs/protocol.md), in the server's order
+ * (best match first): the title (else "Session 1f3a9c2e…") as label; the agent, where it was
+ * found and when it was updated as description; the snippet around the match as detail, its
+ * `«`/`»` marks dropped and cut to one line. Entries without an id are left out.
+ */
+export function searchPicks(raw: unknown, now: number): SessionPick[] {
+  const sessions = isObj(raw) && Array.isArray(raw.sessions) ? raw.sessions : [];
+  return sessions.filter(isObj).flatMap((s) => {
+    if (typeof s.sessionId !== 'string' || !s.sessionId) return [];
+    const title = typeof s.title === 'string' ? s.title : '';
+    const agent = typeof s.agent === 'string' && s.agent ? s.agent : 'unknown agent';
+    const source = typeof s.source === 'string' ? (SOURCE_NAMES[s.source] ?? `${s.source}'s store`) : '';
+    const updated = typeof s.updatedUtc === 'string' ? s.updatedUtc : '';
+    const snippet = typeof s.snippet === 'string' ? oneLine(s.snippet.replace(/[«»]/g, ''), 200) : '';
+    return [
+      {
+        sessionId: s.sessionId,
+        label: title.trim() ? oneLine(title) : `Session ${shortId(s.sessionId)}`,
+        description: [agent, source, `updated ${ago(updated, now)}`].filter(Boolean).join(' · '),
+        detail: snippet,
       },
     ];
   });

@@ -4,7 +4,7 @@ import type { BannerView } from '../../src/core/banners';
 import { OLDER_UNAVAILABLE, SessionController, type ServerPort, type UiPort, type ViewPort } from '../../src/core/controller';
 import type { PermissionPick } from '../../src/core/permission';
 import type { ResumeResult } from '../../src/core/protocol';
-import { ago, historyPage, isMethodNotFound, sessionPicks } from '../../src/core/sessions';
+import { ago, historyPage, isMethodNotFound, searchPicks, sessionPicks } from '../../src/core/sessions';
 import type { ViewOp } from '../../src/core/transcript';
 
 /** A UI that records only what these tests read; the quick pick waits until it is closed. */
@@ -242,6 +242,50 @@ describe('Show Sessions', () => {
       sessionPicks(raw, now).map((p) => p.detail),
       ['updated 5 min ago · 2 turns · m · recorded at /src/app-old (branch main)', 'updated 5 min ago · 2 turns · n · recorded at /src/notes'],
     );
+  });
+
+  it('searches as the user types: session/search hits as picks, the snippet as detail', async () => {
+    const now = Date.parse('2026-11-22T01:00:00Z');
+    const raw = {
+      sessions: [
+        {
+          sessionId: '011056c5-aaaa',
+          agent: 'my-claude',
+          source: 'claude',
+          title: 'why is the build flaky?',
+          workspace: '/ws',
+          updatedUtc: '2026-11-22T00:55:00Z',
+          snippet: '…the «flaky» «build» reads a\nstale cache…',
+          path: '/home/ada/.claude/projects/-ws/011056c5-aaaa.jsonl',
+        },
+        { sessionId: '77b0aaaa-1111', agent: 'scripted', source: 'tether', updatedUtc: '2026-11-20T01:00:00Z', snippet: 'the «build» failed' },
+        { sessionId: 'x', agent: '', source: 'newstore', title: '  ', updatedUtc: '', snippet: 7 },
+        { agent: 'no id', snippet: 'left out' },
+      ],
+      indexed: 12,
+    };
+    assert.deepEqual(searchPicks(raw, now), [
+      {
+        sessionId: '011056c5-aaaa',
+        label: 'why is the build flaky?',
+        description: "my-claude · Claude Code's store · updated 5 min ago",
+        detail: '…the flaky build reads a stale cache…',
+      },
+      { sessionId: '77b0aaaa-1111', label: 'Session 77b0aaaa…', description: 'scripted · saved by Tether · updated 2 days ago', detail: 'the build failed' },
+      { sessionId: 'x', label: 'Session x', description: "unknown agent · newstore's store · updated unknown time", detail: '' },
+    ]);
+    assert.deepEqual(searchPicks({ sessions: 'no' }, now), []);
+    assert.deepEqual(searchPicks(undefined, now), []);
+
+    const { server, c } = make({ 'session/search': [raw] });
+    assert.equal((await c.searchSessions('flaky "build')).length, 3);
+    assert.deepEqual(server.requests[0], {
+      method: 'session/search',
+      params: { query: 'flaky "build', workspace: { root: '/ws' }, limit: 50 },
+    });
+    // Nothing typed: nothing asked.
+    assert.deepEqual(await c.searchSessions('   '), []);
+    assert.equal(server.requests.length, 1);
   });
 
   it('opens the chosen session: the view, then session/resume with its id', async () => {

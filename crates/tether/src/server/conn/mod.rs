@@ -128,6 +128,7 @@ routes! {
     method::CLEAR => clear,
     method::HISTORY => history,
     method::HANDOFF => handoff,
+    method::SEARCH => search,
 }
 
 /// Builds the service, its client socket, the dispatcher of Tether's methods (which the input
@@ -382,6 +383,15 @@ impl Conn {
     async fn history(&self, params: Option<&RawValue>) -> Result<crate::protocol::HistoryResult> {
         let p = parse_raw(params)?;
         self.sessions()?.history(p).await.map_err(rpc_error)
+    }
+
+    /// `session/search` (R-INDEX-8), as the editor (its environment locates the agents'
+    /// stores).
+    async fn search(&self, params: Option<&RawValue>) -> Result<crate::protocol::SearchResult> {
+        let p = parse_raw(params)?;
+        self.as_client(self.sessions()?.search(p))
+            .await
+            .map_err(rpc_error)
     }
 
     async fn handoff(&self, params: Option<&RawValue>) -> Result<crate::protocol::ResumeResult> {
