@@ -38,7 +38,7 @@
 #
 # Usage: tests/wine/real-agents.sh TETHER_EXE FAKE_MODEL SCRATCH_DIR
 #   after tests/wine/lib.sh's wine_setup and tests/agents/install-windows.sh; FAKE_MODEL is
-#   the Linux build of tether-fake-model. TETHER_WINE_AGENTS (default "codex gemini claude")
+#   the Linux build of tether-fake-model. TETHER_WINE_AGENTS (default "codex gemini claude claude-cli")
 #   picks the agents whose turn is played.
 set -euo pipefail
 
@@ -123,21 +123,29 @@ agents = {
         "CLAUDE_CODE_MAX_RETRIES": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1",
         "DISABLE_ERROR_REPORTING": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "CLAUDE_CODE_GIT_BASH_PATH": cmd_exe, "CLAUDE_CODE_EXECUTABLE": claude_exe}},
+    # Claude Code's one-shot CLI (`claude -p --resume`, R-ONESHOT) by its plain command name:
+    # npm's claude.cmd shim in %APPDATA%\npm.
+    "claude-cli": {"command": "claude", "args": [], "protocol": "claudePrint", "env": {
+        "IS_SANDBOX": "1", "ANTHROPIC_API_KEY": "tether-fake-key", "ANTHROPIC_BASE_URL": url,
+        "CLAUDE_CODE_MAX_RETRIES": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "CLAUDE_CODE_GIT_BASH_PATH": cmd_exe}},
 }
 for kv in ["model_provider=stub", "model=gpt-5.4", "model_providers.stub.name=stub",
            f"model_providers.stub.base_url={url}/v1", "model_providers.stub.env_key=OPENAI_API_KEY",
            "model_providers.stub.wire_api=responses", "model_providers.stub.request_max_retries=1",
            "model_providers.stub.stream_max_retries=1"]:
     agents["codex"]["args"] += ["-c", kv]
-agent = dict(agents[name], protocol="acp")
+agent = dict({"protocol": "acp"}, **agents[name])
 print(json.dumps({"storage": {"dir": cache}, "defaultAgent": name, "agents": {name: agent}}, indent=1))
 PY
 }
 
 # Each agent's source name in `tether sessions list --all`.
-declare -A stores=([codex]=codex [gemini]=gemini [claude]=claude)
+# The one-shot CLI's session is Tether's (`print-…`), not a file of Claude Code's named by it.
+declare -A stores=([codex]=codex [gemini]=gemini [claude]=claude [claude-cli]=)
 failed=()
-for name in ${TETHER_WINE_AGENTS:-codex gemini claude}; do
+for name in ${TETHER_WINE_AGENTS:-codex gemini claude claude-cli}; do
   dir="$work/$name"
   mkdir -p "$dir/workspace"
   config "$name" >"$dir/config.json"
@@ -153,6 +161,7 @@ for name in ${TETHER_WINE_AGENTS:-codex gemini claude}; do
     # The session, as the agent keeps it under %USERPROFILE%, listed by `tether.exe sessions
     # list --all` (the agents' stores read as Node finds them on Windows).
     sid="$(sed -n 's/^session \([^:]*\): .*/\1/p' <<<"$out")"
+    [ -n "${stores[$name]}" ] || continue
     if ! listed="$(timeout 120 "$TETHER_WINE" "$exe" sessions list --all --json \
         --workspace "$(winpath "$dir/workspace")" --dir "$(winpath "$dir/cache")" \
         </dev/null 2>"$dir/list.err" | tr -d '\r')"; then
@@ -252,7 +261,6 @@ fi
 
 # The agents that cannot run here, each with what it says.
 log "not run: opencode: opencode-ai@1.18.33 has no Windows build on the npm registry this machine reaches (npm view opencode-windows-x64@1.18.33: \"E404 No match found for version 1.18.33\"; the registry has 1.18.32 only), so its bin opencode.exe is the package's placeholder script"
-log "not run: claude-cli: Claude Code's one-shot CLI as a claudePrint agent through tether.exe acp: its first prompt runs 'claude -p … --resume print-<hex>' (Tether's own placeholder id) and Claude Code answers \"Error: --resume requires a valid session ID or session title when used with --print\"; the same on Linux (tether acp --remote off), so a Tether bug, not Wine's; claude.exe -p itself answers under Wine"
 copilot_exe="$npm_dir/node_modules/@github/copilot-win32-x64/copilot.exe"
 [ -f "$copilot_exe" ] || die "no $copilot_exe: the install is incomplete"
 rc=0
