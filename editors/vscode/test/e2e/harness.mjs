@@ -272,7 +272,11 @@ export async function runCommand(page, title) {
   await input.fill(`>${title}`);
   const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first();
   await row.waitFor({ timeout: 10_000 });
-  await page.keyboard.press('Enter');
+  // The row itself is clicked, not Enter pressed: Enter accepts the palette's active item,
+  // which on a loaded machine can still be the one from before the filter applied, so the
+  // command never ran (one loaded run in six of tests/long-run.sh vscode: "Tether: Show
+  // Sessions" typed, its row shown, and no quick pick of it ever opened).
+  await row.click();
 }
 
 /** The Tether status bar item (created with id `tether.status`). */
