@@ -2,30 +2,10 @@
 //! worktrees, renames, moves, symlinks, folders inside a repository, and folders in none.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use tether_project::{Basis, identify};
 
-/// Runs `git args…` in `dir`, failing the test with git's stderr.
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "Ada")
-        .env("GIT_AUTHOR_EMAIL", "ada@example.invalid")
-        .env("GIT_COMMITTER_NAME", "Ada")
-        .env("GIT_COMMITTER_EMAIL", "ada@example.invalid")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .expect("git must be installed for these tests");
-    assert!(
-        out.status.success(),
-        "git {args:?} in {}: {}",
-        dir.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+use tether_testkit::git::git;
 
 /// A repository at `dir/name` with one commit (a `src/` folder with a file).
 fn repo(dir: &Path, name: &str) -> PathBuf {

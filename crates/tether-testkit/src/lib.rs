@@ -9,6 +9,7 @@ pub mod capture;
 pub mod fake_model;
 #[cfg(target_os = "linux")]
 pub mod faultfs;
+pub mod git;
 pub mod procs;
 
 pub use fake_model::{

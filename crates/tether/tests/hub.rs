@@ -1776,35 +1776,11 @@ async fn every_prompt_and_answer_is_cached_in_order_when_the_prompt_is_answered(
     hub.shutdown().await;
 }
 
-/// Runs `git args…` in `dir` (a real repository for the project identity, R-PROJECT-1).
-fn git(dir: &Path, args: &[&str]) {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "Ada")
-        .env("GIT_AUTHOR_EMAIL", "ada@example.invalid")
-        .env("GIT_COMMITTER_NAME", "Ada")
-        .env("GIT_COMMITTER_EMAIL", "ada@example.invalid")
-        .output()
-        .expect("git must be installed for this test");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+use tether_testkit::git::git;
 
 /// The world's workspace made a git checkout of `git@github.com:team/app.git` on `main`.
 fn make_checkout(world: &World) {
-    std::fs::write(world.workspace.join("README"), "app\n").unwrap();
-    git(&world.workspace, &["init", "-q", "-b", "main"]);
-    git(&world.workspace, &["add", "."]);
-    git(&world.workspace, &["commit", "-q", "-m", "first"]);
-    git(
-        &world.workspace,
-        &["remote", "add", "origin", "git@github.com:team/app.git"],
-    );
+    tether_testkit::git::checkout(&world.workspace, Some("git@github.com:team/app.git"));
 }
 
 fn list_at(root: &Path) -> tether::protocol::WorkspaceParams {

@@ -21,6 +21,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use support::agent_config;
 use support::{Mode, World};
 use tether::carry_over::{CLOSE_TAG, OPEN_TAG, estimate_tokens};
 use tether::editor::{Answers, Editor};
@@ -49,29 +50,6 @@ async fn editor(world: &World, options: &Value) -> Editor {
         .await
         .expect("initialize");
     editor
-}
-
-/// `agents.<name>` for `agent` against `fake`, every process marked with `marker`; the
-/// launch owns the agent's temporary HOME, so it must outlive the agent.
-fn agent_config(agent: RealAgent, fake: &FakeModel, marker: &str) -> (Value, AgentLaunch) {
-    let launch = agent
-        .launch(&fake.base_url())
-        .unwrap_or_else(|e| panic!("{e}"));
-    let env: serde_json::Map<String, Value> = launch
-        .env
-        .iter()
-        .map(|(k, v)| {
-            let v = if k == procs::MARKER_VAR {
-                marker.to_owned()
-            } else {
-                v.clone()
-            };
-            (k.clone(), json!(v))
-        })
-        .collect();
-    let config =
-        json!({"command": launch.program, "args": launch.args, "env": env, "protocol": "acp"});
-    (config, launch)
 }
 
 async fn prompt(editor: &Editor, sid: &str, text: &str) -> Value {

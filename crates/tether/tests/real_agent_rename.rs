@@ -17,7 +17,6 @@
 
 mod support;
 
-use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -52,30 +51,6 @@ async fn editor(world: &World, options: &Value) -> Editor {
     editor
 }
 
-/// A git checkout of `https://github.com/team/app.git` at `dir` with one commit.
-fn make_checkout(dir: &Path) {
-    std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(dir.join("README"), "app\n").unwrap();
-    for args in [
-        &["init", "-q", "-b", "main"][..],
-        &["add", "."],
-        &["commit", "-q", "-m", "first"],
-        &["remote", "add", "origin", "https://github.com/team/app.git"],
-    ] {
-        let out = std::process::Command::new("git")
-            .arg("-C")
-            .arg(dir)
-            .args(args)
-            .env("GIT_AUTHOR_NAME", "Ada")
-            .env("GIT_AUTHOR_EMAIL", "ada@example.invalid")
-            .env("GIT_COMMITTER_NAME", "Ada")
-            .env("GIT_COMMITTER_EMAIL", "ada@example.invalid")
-            .output()
-            .expect("git must be installed for this test");
-        assert!(out.status.success(), "git {args:?}: {out:?}");
-    }
-}
-
 async fn prompt(editor: &Editor, sid: &str, text: &str) -> Value {
     tokio::time::timeout(
         TURN,
@@ -105,28 +80,12 @@ async fn rename_between_two_turns(agent: RealAgent, name: &str) -> WentOn {
     let fake = FakeModel::start().await.expect("fake model API");
     let world = World::new(Mode::Binary);
     let marker = format!("tether-rename-{name}-{}", std::process::id());
-    let launch = agent
-        .launch(&fake.base_url())
-        .unwrap_or_else(|e| panic!("{e}"));
-    let env: serde_json::Map<String, Value> = launch
-        .env
-        .iter()
-        .map(|(k, v)| {
-            let v = if k == procs::MARKER_VAR {
-                marker.clone()
-            } else {
-                v.clone()
-            };
-            (k.clone(), json!(v))
-        })
-        .collect();
+    let (config, _launch) = support::agent_config(agent, &fake, &marker);
     let mut options = world.options();
-    options["agents"] = json!({name: {
-        "command": launch.program, "args": launch.args, "env": env, "protocol": "acp"
-    }});
+    options["agents"] = json!({ name: config });
     options["defaultAgent"] = json!(name);
     let old = world.path().join("app");
-    make_checkout(&old);
+    tether_testkit::git::checkout(&old, Some("https://github.com/team/app.git"));
 
     let first = editor(&world, &options).await;
     let started = tokio::time::timeout(

@@ -59,25 +59,9 @@ fn agent_text(editor: &Editor, from: usize, sid: &str) -> String {
 /// The agent options for Claude against `fake`, every process marked with `marker`, and the
 /// workspace; the launch owns the agent's temporary HOME, so it must outlive the agent.
 fn claude_options(world: &World, fake: &FakeModel, marker: &str) -> (Value, Value, AgentLaunch) {
-    let launch = RealAgent::ClaudeAcp
-        .launch(&fake.base_url())
-        .unwrap_or_else(|e| panic!("{e}"));
-    let env: serde_json::Map<String, Value> = launch
-        .env
-        .iter()
-        .map(|(k, v)| {
-            let v = if k == procs::MARKER_VAR {
-                marker.to_owned()
-            } else {
-                v.clone()
-            };
-            (k.clone(), json!(v))
-        })
-        .collect();
+    let (claude, launch) = support::agent_config(RealAgent::ClaudeAcp, fake, marker);
     let mut options = world.options();
-    options["agents"] = json!({"claude": {
-        "command": launch.program, "args": launch.args, "env": env, "protocol": "acp"
-    }});
+    options["agents"] = json!({ "claude": claude });
     options["defaultAgent"] = json!("claude");
     let ws = json!({"root": launch.workspace});
     (options, ws, launch)

@@ -269,3 +269,30 @@ impl Drop for Tmpfs {
             .status();
     }
 }
+
+/// `agents.<name>` for `agent` against `fake`, every process marked with `marker`; the
+/// launch owns the agent's temporary HOME, so it must outlive the agent.
+pub fn agent_config(
+    agent: tether_testkit::agents::RealAgent,
+    fake: &tether_testkit::FakeModel,
+    marker: &str,
+) -> (Value, tether_testkit::agents::AgentLaunch) {
+    let launch = agent
+        .launch(&fake.base_url())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let env: serde_json::Map<String, Value> = launch
+        .env
+        .iter()
+        .map(|(k, v)| {
+            let v = if k == tether_testkit::procs::MARKER_VAR {
+                marker.to_owned()
+            } else {
+                v.clone()
+            };
+            (k.clone(), json!(v))
+        })
+        .collect();
+    let config =
+        json!({"command": launch.program, "args": launch.args, "env": env, "protocol": "acp"});
+    (config, launch)
+}
