@@ -63,7 +63,7 @@ impl Identity {
     /// unreadable times (0), are never newer: no takeover without a clear order, and the
     /// order is total, so two builds never take over from each other in turn.
     ///
-    /// Origin: issue #37 ("a newer build takes over from an older daemon") and
+    /// Origin: R-DAEMON-12 ("a newer build takes over from an older daemon") and
     /// [`super::build::build_id_of`], whose version and modification time already tell
     /// builds apart.
     #[must_use]
