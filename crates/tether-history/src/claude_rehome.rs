@@ -446,30 +446,23 @@ fn copy_rewritten(
     Ok(Some(stats))
 }
 
-/// Creates `dir` and its missing ancestors, `0700` on Unix.
+/// Creates `dir` and its missing ancestors, private to the user (`tether_store::sys`: 0700
+/// on Unix, the owner-only DACL on Windows).
 fn create_private_dirs(dir: &Path) -> Result<(), RehomeError> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
+    let missing: Vec<&Path> = dir.ancestors().take_while(|p| !p.exists()).collect();
+    for p in missing.into_iter().rev() {
+        match tether_store::sys::create_private_dir(p) {
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(io(p)(e)),
+            _ => {}
+        }
     }
-    builder.create(dir).map_err(io(dir))
+    Ok(())
 }
 
-/// Flushes folder `dir`'s entries to disk (Unix; Windows has no such call for a folder, and
-/// its renames are journaled by NTFS).
+/// Flushes folder `dir`'s entries to disk (`tether_store::sys::sync_dir`: a no-op on Windows,
+/// whose renames NTFS journals).
 fn sync_dir(dir: &Path) -> Result<(), RehomeError> {
-    #[cfg(unix)]
-    {
-        File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(io(dir))?;
-    }
-    #[cfg(not(unix))]
-    let _ = dir;
-    Ok(())
+    tether_store::sys::sync_dir(dir).map_err(io(dir))
 }
 
 /// A temporary file beside its target, removed on drop unless published.
@@ -492,14 +485,12 @@ impl TempFile {
             ".{name}.tether-rehome-{}-{n}.tmp",
             std::process::id()
         ));
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
-        let file = options.open(&path).map_err(io(&path))?;
+        // 0600, never through a symlink (tether_store::sys).
+        let file = tether_store::sys::private_options()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(io(&path))?;
         Ok(Self {
             path,
             file,

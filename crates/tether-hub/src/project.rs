@@ -170,14 +170,11 @@ impl Hub {
     /// folder was renamed or moved away), for a start-up resume here.
     pub(super) async fn latest_moved_session(&self, workspace: &Path) -> Option<String> {
         let store = self.store.clone()?;
-        let gone: Vec<WorkspaceSummary> = self
-            .project_elsewhere(workspace)
-            .await
-            .into_iter()
-            .filter(|w| !Path::new(&w.root).exists())
-            .collect();
+        let elsewhere = self.project_elsewhere(workspace).await;
         tokio::task::spawn_blocking(move || {
-            gone.iter()
+            elsewhere
+                .iter()
+                .filter(|w| !Path::new(&w.root).exists())
                 .filter_map(|w| store.latest_session(&Workspace::new(&w.root).ok()?).ok()?)
                 .max_by(|a, b| a.updated_utc.cmp(&b.updated_utc))
                 .map(|s| s.session_id)
