@@ -56,6 +56,12 @@ impl Key {
         Key(bytes)
     }
 
+    /// The raw key, for deriving subkeys (tether-sync's HKDF) or printing it once for the
+    /// user to copy (`tether sync init`). Never log or store what this returns.
+    pub fn expose_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
     /// A short public identifier (first 16 hex digits of SHA-256 over a domain prefix and
     /// the key), stored in the manifest to tell "wrong key" from "corrupt record".
     pub fn id(&self) -> String {
@@ -164,6 +170,24 @@ impl KeychainKeyProvider {
     fn entry(&self) -> Result<keyring::Entry, KeyUnavailable> {
         keyring::Entry::new(&self.service, &self.user)
             .map_err(|e| KeyUnavailable(format!("OS keychain unavailable: {e}")))
+    }
+
+    /// Stores `key` as this entry's key, replacing any (`tether sync join`: a key made on
+    /// another machine), and reads it back.
+    ///
+    /// # Errors
+    /// [`KeyUnavailable`] when the keychain cannot be reached, refuses the write, or does
+    /// not return what it stored.
+    pub fn store(&self, key: &Key) -> Result<(), KeyUnavailable> {
+        self.entry()?
+            .set_secret(&key.0)
+            .map_err(|e| KeyUnavailable(format!("OS keychain refused to store the key: {e}")))?;
+        match self.get()? {
+            Some(k) if k == *key => Ok(()),
+            _ => Err(KeyUnavailable(
+                "OS keychain did not return the key it stored".into(),
+            )),
+        }
     }
 
     /// Removes the stored key (tests; a user resetting encryption).

@@ -80,6 +80,31 @@ impl Store {
     }
 }
 
+impl Store {
+    /// A session's metadata and its number of chat turns, without loading it for a resume
+    /// (no lock taken, nothing repaired): what a sync push needs to know (tether-sync).
+    /// `Ok(None)` when there is no such session.
+    ///
+    /// # Errors
+    /// `InvalidSessionId`; `NotPrivate`; `KeyUnavailable`; I/O errors.
+    pub fn meta_of(
+        &self,
+        ws: &Workspace,
+        session_id: &str,
+    ) -> Result<Option<(crate::model::SessionMeta, u64)>, StoreError> {
+        validate_session_id(session_id)?;
+        let inner = self.inner();
+        let key = (ws.id().to_owned(), session_id.to_owned());
+        if let Some(h) = inner.handles.get(&key) {
+            return Ok(Some((h.state.meta.clone(), h.state.chat_total())));
+        }
+        let mut warnings = Vec::new();
+        Ok(self
+            .read_only_state(ws, session_id, false, &mut warnings)?
+            .map(|(state, _)| (state.meta.clone(), state.chat_total())))
+    }
+}
+
 fn summary(sid: &str, s: &State, encrypted: bool) -> SessionSummary {
     SessionSummary {
         session_id: sid.to_owned(),

@@ -1,0 +1,567 @@
+//! The remote: where sealed objects go (R-SYNC-1). I/O only; what to write is decided
+//! elsewhere.
+//!
+//! * `file:///path` — **a folder a sync engine replicates** (Syncthing, Dropbox, OneDrive,
+//!   iCloud Drive, a network share). Written by Tether's own code, with the store's
+//!   durability: a private temporary file, `fsync`, rename into place, folder `fsync`; folders
+//!   owner-only ([`tether_store::sys`]). Temporary files are named `.syncthing.tether-….tmp`,
+//!   the pattern Syncthing already treats as its own temporary files and never replicates.
+//!   Create-only puts check first and then rename: only this machine writes its segment
+//!   names (R-SYNC-4), so the check races nobody. No compare-and-swap exists across
+//!   machines, so [`Remote::cas`] is `false` and leases are advisory ([`crate::lease`]).
+//! * `s3://bucket/prefix`, `gs://bucket/prefix`, `az://container/prefix` — **object
+//!   storage** through the `object_store` crate, configured as that crate reads its
+//!   environment (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`,
+//!   `AWS_ENDPOINT` for S3-compatible stores, `AWS_ALLOW_HTTP`; `GOOGLE_SERVICE_ACCOUNT`;
+//!   `AZURE_STORAGE_ACCOUNT_NAME`, …). Create-only puts send `If-None-Match: *`, lease
+//!   updates `If-Match: <etag>` (object_store's `PutMode::Create`/`Update`), so
+//!   [`Remote::cas`] is `true`.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures_util::TryStreamExt as _;
+use object_store::path::Path as ObjPath;
+use object_store::{
+    ObjectStore, ObjectStoreExt as _, PutMode, PutOptions, PutPayload, UpdateVersion,
+};
+
+use crate::error::SyncError;
+
+/// Why the remote failed, for the user and for retry decisions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    /// No answer (network down, server gone, folder's disk unmounted). Retried later.
+    Unreachable,
+    /// Refused: credentials, permissions, a read-only folder or bucket.
+    Denied,
+    /// No space left (a full disk, a quota).
+    Full,
+    /// Anything else.
+    Other,
+}
+
+impl std::fmt::Display for FailureKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Unreachable => "unreachable",
+            Self::Denied => "refused (read-only, or no permission)",
+            Self::Full => "full",
+            Self::Other => "failed",
+        })
+    }
+}
+
+/// An object's version, for a conditional replace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Version(UpdateVersion);
+
+/// The outcome of a create-only or conditional put.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Put {
+    /// Written.
+    Done,
+    /// Create-only and it exists, or conditional and it changed: someone else won.
+    Lost,
+}
+
+#[derive(Debug, Clone)]
+enum Backend {
+    Folder(PathBuf),
+    Object {
+        store: Arc<dyn ObjectStore>,
+        prefix: ObjPath,
+    },
+}
+
+/// An open remote.
+#[derive(Debug, Clone)]
+pub struct Remote {
+    url: String,
+    backend: Backend,
+}
+
+/// One listed object: its name relative to the remote and its size in bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    /// `tether-sync/v1/…`.
+    pub name: String,
+    /// Bytes.
+    pub size: u64,
+}
+
+fn is_temp(name: &str) -> bool {
+    let last = name.rsplit('/').next().unwrap_or(name);
+    last.starts_with(".syncthing.") || last.starts_with("~syncthing~") || last.ends_with(".tmp")
+}
+
+impl Remote {
+    /// Opens the remote at `url` (no I/O for object storage; a folder is created,
+    /// owner-only, when missing).
+    ///
+    /// # Errors
+    /// [`SyncError::BadRemote`]: an unknown scheme, a relative or non-UTF-8 folder, a
+    /// bucket the builder rejects (missing region or credentials are reported at first use).
+    pub fn open(url: &str) -> Result<Remote, SyncError> {
+        let bad = |reason: String| SyncError::BadRemote {
+            url: url.to_owned(),
+            reason,
+        };
+        let parsed = url::Url::parse(url).map_err(|e| bad(format!("not a URL: {e}")))?;
+        let backend = match parsed.scheme() {
+            "file" => {
+                let path = parsed
+                    .to_file_path()
+                    .map_err(|()| bad("not an absolute local path".into()))?;
+                create_private_dirs(&path)
+                    .map_err(|e| bad(format!("cannot create the folder: {e}")))?;
+                Backend::Folder(path)
+            }
+            "s3" | "s3a" | "gs" | "az" | "azure" | "abfs" | "abfss" => {
+                // reqwest's TLS takes the process's default rustls provider: ring here.
+                let _ = rustls::crypto::ring::default_provider().install_default();
+                let store: Arc<dyn ObjectStore> = match parsed.scheme() {
+                    "s3" | "s3a" => Arc::new(
+                        object_store::aws::AmazonS3Builder::from_env()
+                            .with_url(url)
+                            .build()
+                            .map_err(|e| bad(e.to_string()))?,
+                    ),
+                    "gs" => Arc::new(
+                        object_store::gcp::GoogleCloudStorageBuilder::from_env()
+                            .with_url(url)
+                            .build()
+                            .map_err(|e| bad(e.to_string()))?,
+                    ),
+                    _ => Arc::new(
+                        object_store::azure::MicrosoftAzureBuilder::from_env()
+                            .with_url(url)
+                            .build()
+                            .map_err(|e| bad(e.to_string()))?,
+                    ),
+                };
+                let prefix = ObjPath::from(parsed.path().trim_matches('/'));
+                Backend::Object { store, prefix }
+            }
+            other => {
+                return Err(bad(format!(
+                    "unknown scheme {other:?}: use file:///path, s3://bucket/prefix, gs://bucket/prefix or az://container/prefix"
+                )));
+            }
+        };
+        Ok(Remote {
+            url: url.to_owned(),
+            backend,
+        })
+    }
+
+    /// The address it was opened with.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Whether puts can be conditional (object storage) or not (a sync folder).
+    pub fn cas(&self) -> bool {
+        matches!(self.backend, Backend::Object { .. })
+    }
+
+    fn fail(&self, kind: FailureKind, detail: impl std::fmt::Display) -> SyncError {
+        SyncError::Remote {
+            url: self.url.clone(),
+            kind,
+            detail: detail.to_string().lines().next().unwrap_or("").to_owned(),
+        }
+    }
+
+    fn io_fail(&self, path: &Path, e: &std::io::Error) -> SyncError {
+        self.fail(io_kind(e), format!("{}: {e}", path.display()))
+    }
+
+    fn obj_fail(&self, e: &object_store::Error) -> SyncError {
+        self.fail(object_kind(e), e)
+    }
+
+    /// Writes `bytes` as `name` only if nothing is there.
+    ///
+    /// # Errors
+    /// [`SyncError::Remote`].
+    pub async fn put_new(&self, name: &str, bytes: Vec<u8>) -> Result<Put, SyncError> {
+        match &self.backend {
+            Backend::Folder(root) => {
+                let path = root.join(name);
+                let me = self.clone();
+                tokio::task::spawn_blocking(move || {
+                    if path.exists() {
+                        return Ok(Put::Lost);
+                    }
+                    write_file(&path, &bytes).map_err(|e| me.io_fail(&path, &e))?;
+                    Ok(Put::Done)
+                })
+                .await
+                .map_err(|e| self.fail(FailureKind::Other, e))?
+            }
+            Backend::Object { store, prefix } => {
+                let opts = PutOptions {
+                    mode: PutMode::Create,
+                    ..Default::default()
+                };
+                match store
+                    .put_opts(&child(prefix, name), PutPayload::from(bytes), opts)
+                    .await
+                {
+                    Ok(_) => Ok(Put::Done),
+                    Err(
+                        object_store::Error::AlreadyExists { .. }
+                        | object_store::Error::Precondition { .. },
+                    ) => Ok(Put::Lost),
+                    Err(e) => Err(self.obj_fail(&e)),
+                }
+            }
+        }
+    }
+
+    /// Writes `bytes` as `name`, replacing what is there (a machine's own card or folder
+    /// lease, nobody else's).
+    ///
+    /// # Errors
+    /// [`SyncError::Remote`].
+    pub async fn put(&self, name: &str, bytes: Vec<u8>) -> Result<(), SyncError> {
+        match &self.backend {
+            Backend::Folder(root) => {
+                let path = root.join(name);
+                let me = self.clone();
+                tokio::task::spawn_blocking(move || {
+                    write_file(&path, &bytes).map_err(|e| me.io_fail(&path, &e))
+                })
+                .await
+                .map_err(|e| self.fail(FailureKind::Other, e))?
+            }
+            Backend::Object { store, prefix } => store
+                .put(&child(prefix, name), PutPayload::from(bytes))
+                .await
+                .map(|_| ())
+                .map_err(|e| self.obj_fail(&e)),
+        }
+    }
+
+    /// Replaces `name` only if it is still at `version` (or, with `None`, only if there is
+    /// nothing): compare-and-swap. Object storage only.
+    ///
+    /// # Errors
+    /// [`SyncError::Remote`]; [`FailureKind::Other`] on a sync folder.
+    pub async fn put_if(
+        &self,
+        name: &str,
+        bytes: Vec<u8>,
+        version: Option<Version>,
+    ) -> Result<Put, SyncError> {
+        let Backend::Object { store, prefix } = &self.backend else {
+            return Err(self.fail(
+                FailureKind::Other,
+                "a sync folder has no conditional writes",
+            ));
+        };
+        let mode = match version {
+            Some(v) => PutMode::Update(v.0),
+            None => PutMode::Create,
+        };
+        let opts = PutOptions {
+            mode,
+            ..Default::default()
+        };
+        match store
+            .put_opts(&child(prefix, name), PutPayload::from(bytes), opts)
+            .await
+        {
+            Ok(_) => Ok(Put::Done),
+            Err(
+                object_store::Error::AlreadyExists { .. }
+                | object_store::Error::Precondition { .. },
+            ) => Ok(Put::Lost),
+            Err(e) => Err(self.obj_fail(&e)),
+        }
+    }
+
+    /// Reads `name` with its version; `None` when there is no such object.
+    ///
+    /// # Errors
+    /// [`SyncError::Remote`].
+    pub async fn get(&self, name: &str) -> Result<Option<(Bytes, Option<Version>)>, SyncError> {
+        match &self.backend {
+            Backend::Folder(root) => {
+                let path = root.join(name);
+                match tokio::fs::read(&path).await {
+                    Ok(b) => Ok(Some((Bytes::from(b), None))),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                    Err(e) => Err(self.io_fail(&path, &e)),
+                }
+            }
+            Backend::Object { store, prefix } => match store.get(&child(prefix, name)).await {
+                Ok(r) => {
+                    let version = UpdateVersion {
+                        e_tag: r.meta.e_tag.clone(),
+                        version: r.meta.version.clone(),
+                    };
+                    let bytes = r.bytes().await.map_err(|e| self.obj_fail(&e))?;
+                    Ok(Some((bytes, Some(Version(version)))))
+                }
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(self.obj_fail(&e)),
+            },
+        }
+    }
+
+    /// Every object under `dir` (recursively), names relative to the remote, temporary
+    /// files of sync engines left out. A missing `dir` is empty.
+    ///
+    /// # Errors
+    /// [`SyncError::Remote`].
+    pub async fn list(&self, dir: &str) -> Result<Vec<Listed>, SyncError> {
+        match &self.backend {
+            Backend::Folder(root) => {
+                let root = root.clone();
+                let dir = dir.to_owned();
+                let me = self.clone();
+                tokio::task::spawn_blocking(move || {
+                    let mut out = Vec::new();
+                    walk(&root, &root.join(&dir), &mut out).map_err(|(p, e)| me.io_fail(&p, &e))?;
+                    out.sort_by(|a: &Listed, b| a.name.cmp(&b.name));
+                    Ok(out)
+                })
+                .await
+                .map_err(|e| self.fail(FailureKind::Other, e))?
+            }
+            Backend::Object { store, prefix } => {
+                let under = child(prefix, dir);
+                let metas: Vec<object_store::ObjectMeta> = store
+                    .list(Some(&under))
+                    .try_collect()
+                    .await
+                    .map_err(|e| self.obj_fail(&e))?;
+                let strip = if prefix.as_ref().is_empty() {
+                    String::new()
+                } else {
+                    format!("{prefix}/")
+                };
+                let mut out: Vec<Listed> = metas
+                    .into_iter()
+                    .filter_map(|m| {
+                        let full = m.location.to_string();
+                        let name = full.strip_prefix(&strip)?.to_owned();
+                        (!is_temp(&name)).then_some(Listed { name, size: m.size })
+                    })
+                    .collect();
+                out.sort_by(|a, b| a.name.cmp(&b.name));
+                Ok(out)
+            }
+        }
+    }
+}
+
+fn child(prefix: &ObjPath, name: &str) -> ObjPath {
+    if prefix.as_ref().is_empty() {
+        ObjPath::from(name)
+    } else {
+        ObjPath::from(format!("{prefix}/{name}"))
+    }
+}
+
+fn create_private_dirs(path: &Path) -> std::io::Result<()> {
+    if path.is_dir() {
+        return Ok(());
+    }
+    if let Some(parent) = path.parent() {
+        create_private_dirs(parent)?;
+    }
+    match tether_store::sys::create_private_dir(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        other => other,
+    }
+}
+
+/// Temp file beside `path`, `fsync`, rename over `path`, folder `fsync`.
+fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().expect("remote names have a folder");
+    create_private_dirs(dir)?;
+    let tmp = dir.join(format!(
+        ".syncthing.tether-{:016x}.tmp",
+        rand::random::<u64>()
+    ));
+    let result = (|| {
+        let mut f = tether_store::sys::private_options()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        drop(f);
+        tether_store::sys::rename(&tmp, path)?;
+        tether_store::sys::sync_dir(dir)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+fn walk(root: &Path, dir: &Path, out: &mut Vec<Listed>) -> Result<(), (PathBuf, std::io::Error)> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err((dir.to_owned(), e)),
+    };
+    for entry in entries {
+        let entry = entry.map_err(|e| (dir.to_owned(), e))?;
+        let path = entry.path();
+        let ty = entry.file_type().map_err(|e| (path.clone(), e))?;
+        if ty.is_dir() {
+            walk(root, &path, out)?;
+        } else if ty.is_file() {
+            let Ok(rel) = path.strip_prefix(root) else {
+                continue;
+            };
+            let Some(name) = rel.to_str().map(|s| s.replace('\\', "/")) else {
+                continue;
+            };
+            if is_temp(&name) {
+                continue;
+            }
+            let size = entry.metadata().map_err(|e| (path.clone(), e))?.len();
+            out.push(Listed { name, size });
+        }
+    }
+    Ok(())
+}
+
+fn io_kind(e: &std::io::Error) -> FailureKind {
+    use std::io::ErrorKind as K;
+    match e.kind() {
+        K::PermissionDenied | K::ReadOnlyFilesystem => FailureKind::Denied,
+        K::StorageFull | K::QuotaExceeded => FailureKind::Full,
+        K::NotFound | K::NotConnected | K::StaleNetworkFileHandle | K::TimedOut => {
+            FailureKind::Unreachable
+        }
+        _ => FailureKind::Other,
+    }
+}
+
+/// Classifies an `object_store` error by its variant and, for the HTTP stores' generic
+/// errors, by the status or the I/O error in its source chain.
+fn object_kind(e: &object_store::Error) -> FailureKind {
+    if matches!(
+        e,
+        object_store::Error::PermissionDenied { .. } | object_store::Error::Unauthenticated { .. }
+    ) {
+        return FailureKind::Denied;
+    }
+    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = src {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            let k = io_kind(io);
+            if k != FailureKind::Other {
+                return k;
+            }
+        }
+        if let Some(r) = s.downcast_ref::<reqwest::Error>() {
+            if r.is_connect() || r.is_timeout() {
+                return FailureKind::Unreachable;
+            }
+            if let Some(status) = r.status() {
+                return status_kind(status.as_u16());
+            }
+        }
+        src = s.source();
+    }
+    let text = e.to_string();
+    for (needle, kind) in [
+        ("status 403", FailureKind::Denied),
+        ("403 Forbidden", FailureKind::Denied),
+        ("AccessDenied", FailureKind::Denied),
+        ("QuotaExceeded", FailureKind::Full),
+        ("507", FailureKind::Full),
+        ("error sending request", FailureKind::Unreachable),
+        ("Connection refused", FailureKind::Unreachable),
+    ] {
+        if text.contains(needle) {
+            return kind;
+        }
+    }
+    FailureKind::Other
+}
+
+fn status_kind(status: u16) -> FailureKind {
+    match status {
+        401 | 403 | 405 => FailureKind::Denied,
+        413 | 507 => FailureKind::Full,
+        502..=504 => FailureKind::Unreachable,
+        _ => FailureKind::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_folder_remote_creates_once_lists_and_skips_temporary_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = url::Url::from_directory_path(dir.path().join("remote"))
+            .unwrap()
+            .to_string();
+        let r = Remote::open(&url).unwrap();
+        assert!(!r.cas());
+        assert_eq!(
+            r.put_new("tether-sync/v1/a/000000000001", b"one".to_vec())
+                .await
+                .unwrap(),
+            Put::Done
+        );
+        assert_eq!(
+            r.put_new("tether-sync/v1/a/000000000001", b"two".to_vec())
+                .await
+                .unwrap(),
+            Put::Lost
+        );
+        let (got, _) = r
+            .get("tether-sync/v1/a/000000000001")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(&got[..], b"one");
+        std::fs::write(
+            dir.path()
+                .join("remote/tether-sync/v1/a/.syncthing.000000000002.tmp"),
+            b"x",
+        )
+        .unwrap();
+        let names: Vec<String> = r
+            .list("tether-sync/v1")
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|l| l.name)
+            .collect();
+        assert_eq!(names, ["tether-sync/v1/a/000000000001"]);
+        assert!(r.list("tether-sync/v1/none").await.unwrap().is_empty());
+        assert_eq!(r.get("tether-sync/v1/none").await.unwrap(), None);
+        // Owner-only, as the store's own files (tether_store::sys's rule per OS).
+        for (p, is_dir) in [
+            ("remote/tether-sync/v1/a/000000000001", false),
+            ("remote/tether-sync/v1/a", true),
+        ] {
+            let p = dir.path().join(p);
+            let meta = std::fs::metadata(&p).unwrap();
+            tether_store::sys::check_owner_only(&p, &meta, is_dir).unwrap();
+        }
+    }
+
+    #[test]
+    fn bad_addresses_say_what_to_use() {
+        for url in ["ftp://x/y", "relative/path", "file://host-not-local/x"] {
+            let err = Remote::open(url).unwrap_err().to_string();
+            assert!(err.contains(url), "{err}");
+        }
+    }
+}
