@@ -65,6 +65,8 @@ impl Hub {
                         size_bytes: None,
                         recorded_at: None,
                         branch: None,
+                        from_machine: None,
+                        from_machine_at: None,
                     }));
                 }
                 Ok(Err(err)) => {

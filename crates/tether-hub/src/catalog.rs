@@ -116,6 +116,8 @@ impl Hub {
                 })
             })
             .transpose()?;
+        // R-SYNC-9: the project's sessions from the user's other machines come in first.
+        let from_machines = self.pull_for_list(&workspace).await;
         let listed = match self.store.clone() {
             Some(store) => {
                 let ws = workspace_of(&workspace)?;
@@ -130,6 +132,7 @@ impl Hub {
             .into_iter()
             .map(|s| {
                 let (live, turn_running) = self.liveness(&s.session_id);
+                let from = from_machines.get(&s.session_id);
                 let clients = if live {
                     self.bus.watchers(&s.session_id)
                 } else {
@@ -150,6 +153,8 @@ impl Hub {
                     size_bytes: None,
                     recorded_at: None,
                     branch: None,
+                    from_machine: from.map(|f| f.0.clone()),
+                    from_machine_at: from.map(|f| f.1.clone()),
                 }
             })
             .collect();
@@ -312,6 +317,8 @@ mod tests {
             size_bytes: None,
             recorded_at: None,
             branch: None,
+            from_machine: None,
+            from_machine_at: None,
         }
     }
 

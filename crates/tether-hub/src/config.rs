@@ -37,6 +37,15 @@ impl Default for StorageOptions {
     }
 }
 
+/// `sync`: sessions on every machine (R-SYNC-1).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SyncOptions {
+    /// The remote: `file:///path/to/a/synced/folder`, `s3://bucket/prefix`, `gs://…`,
+    /// `az://…`; `null` = `TETHER_SYNC_REMOTE`, else no sync.
+    pub remote: Option<String>,
+}
+
 /// `carryOver`: how much of a conversation a new session is primed with (R-CARRY-3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -116,6 +125,8 @@ pub struct ServerConfig {
     pub carry_over: CarryOverOptions,
     /// When a long rate-limit or quota wait offers another agent (R-CARRY-5).
     pub handoff: HandoffOptions,
+    /// Sessions on every machine (R-SYNC-1).
+    pub sync: SyncOptions,
     /// The options given that this build does not know, as full dotted paths
     /// (`initializationOptions.storage.future`): ignored, so that a newer editor's option
     /// never fails `initialize` on an older server of the same protocol version; the front
@@ -147,6 +158,7 @@ impl Default for ServerConfig {
             silent_status_secs: 5,
             carry_over: CarryOverOptions::default(),
             handoff: HandoffOptions::default(),
+            sync: SyncOptions::default(),
             ignored: Vec::new(),
         }
     }

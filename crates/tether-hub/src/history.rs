@@ -257,6 +257,8 @@ impl Hub {
                         size_bytes: Some(info.size_bytes),
                         recorded_at: None,
                         branch: None,
+                        from_machine: None,
+                        from_machine_at: None,
                     });
                 }
             }

@@ -58,6 +58,7 @@ mod saving;
 mod search;
 mod sessions;
 pub mod silence;
+mod sync;
 pub mod turn_gate;
 mod turns;
 
@@ -199,6 +200,8 @@ pub struct Hub {
     /// The door every prompt turn passes ([`admission::Admission`]): the daemon's, shared by
     /// all its hubs ([`hubs::Hubs`]), or this hub's own.
     admission: Mutex<Arc<admission::Admission>>,
+    /// Sessions on every machine, opened on first use (R-SYNC-1).
+    sync: sync::SyncLink,
 }
 
 impl std::fmt::Debug for Hub {
@@ -295,6 +298,7 @@ impl Hub {
             shutdown: CancellationToken::new(),
             shutdown_done: tokio::sync::Mutex::new(false),
             admission: Mutex::new(Arc::default()),
+            sync: sync::SyncLink::default(),
         }))
     }
 

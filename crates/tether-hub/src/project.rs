@@ -147,6 +147,8 @@ impl Hub {
                         size_bytes: None,
                         recorded_at: Some(w.root.clone()),
                         branch: branch.clone(),
+                        from_machine: None,
+                        from_machine_at: None,
                     });
                 }
             }

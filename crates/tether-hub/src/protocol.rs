@@ -647,6 +647,13 @@ pub struct SessionSummary {
     /// `recordedAt`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub branch: Option<String>,
+    /// The name of the machine whose turns the session last received through sync, when
+    /// that was another machine (R-SYNC-9). Absent for a session last written here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_machine: Option<String>,
+    /// When that machine pushed them (RFC 3339 UTC; with `fromMachine`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_machine_at: Option<String>,
 }
 
 /// `session/list` result.

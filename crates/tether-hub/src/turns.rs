@@ -71,7 +71,11 @@ impl Hub {
         })
         .await;
         match result {
-            Ok(Ok(_)) => self.saved(turn_of.session_id, Ok(())).await,
+            Ok(Ok(_)) => {
+                self.saved(turn_of.session_id, Ok(())).await;
+                // Durable here: now it may go to the user's other machines (R-SYNC-4).
+                self.push_in_background(turn_of.workspace, turn_of.session_id);
+            }
             Ok(Err(err)) => {
                 self.log(
                     turn_of.session_id,

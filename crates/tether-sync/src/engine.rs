@@ -150,6 +150,36 @@ impl Syncer {
         })
     }
 
+    /// The engine of `data_dir` in this process: the one already open there (several hubs
+    /// of one daemon share a data folder, and two engines would overwrite each other's
+    /// state file), else a new one ([`Syncer::open`]).
+    ///
+    /// # Errors
+    /// As [`Syncer::open`].
+    pub fn shared(
+        store: Arc<Store>,
+        remote: Remote,
+        key: SyncKey,
+        data_dir: &Path,
+    ) -> Result<Arc<Syncer>, SyncError> {
+        use std::sync::{Mutex, OnceLock, Weak};
+        static OPEN: OnceLock<Mutex<HashMap<PathBuf, Weak<Syncer>>>> = OnceLock::new();
+        let mut open = OPEN
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let path = state::path_in(data_dir);
+        if let Some(s) = open.get(&path).and_then(Weak::upgrade)
+            && s.remote.url() == remote.url()
+            && s.key.id() == key.id()
+        {
+            return Ok(s);
+        }
+        let s = Arc::new(Syncer::open(store, remote, key, data_dir)?);
+        open.insert(path, Arc::downgrade(&s));
+        Ok(s)
+    }
+
     /// This machine.
     pub async fn machine(&self) -> Machine {
         self.state.lock().await.machine.clone()

@@ -3,7 +3,12 @@
 //! * **Made** by `tether sync init` from the OS CSPRNG ([`SyncKey::random`]), **kept** in the
 //!   OS keychain the store already uses (service `tether`, entry `sync-key`; the service can
 //!   be changed with `TETHER_KEYCHAIN_SERVICE`, so two "machines" on one host keep two
-//!   keys), **printed once** in its text form for the user to copy.
+//!   keys) and in a private file, `<data dir>/sync/key` (owner-only, in the owner-only
+//!   `sync` folder), **printed once** in its text form for the user to copy. The file is
+//!   there because the keychain back end on Linux (the kernel's keyutils, through `keyring`'s
+//!   `linux-native`) keeps entries in the session keyring: seen here, a key stored by one
+//!   `tether sync init` was gone for the next process. Atuin keeps its sync key the same way
+//!   (a `key` file in its data folder).
 //! * **Text form**: `tsk1_` then base64url (no padding) of the 32 key bytes and a 4-byte
 //!   checksum (the first 4 bytes of SHA-256 over `tether-sync key check` and the key), 53
 //!   characters in all. A mistyped or truncated paste fails the checksum with a clear error
@@ -14,6 +19,9 @@
 //! * **Id**: [`SyncKey::id`] (16 hex digits) is public: shown by `tether sync status` and
 //!   written to the remote as the name of the key marker, so a machine with another key is
 //!   told so instead of seeing an empty remote.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -156,42 +164,96 @@ impl SyncKey {
         KeychainKeyProvider::new(service, KEYCHAIN_USER)
     }
 
-    /// This machine's key: `TETHER_SYNC_KEY` when set, else the keychain's, else `None`
-    /// (sync was never set up here).
+    /// The key file of data folder `data_dir`: `<data_dir>/sync/key`.
+    pub fn file_in(data_dir: &Path) -> PathBuf {
+        data_dir.join("sync").join("key")
+    }
+
+    /// This machine's key: `TETHER_SYNC_KEY` when set, else the key file's, else the
+    /// keychain's, else `None` (sync was never set up here).
     ///
     /// # Errors
-    /// [`SyncError::BadKeyText`] for a malformed `TETHER_SYNC_KEY`;
-    /// [`SyncError::Keychain`] when the keychain cannot be reached.
-    pub fn load() -> Result<Option<SyncKey>, SyncError> {
+    /// [`SyncError::BadKeyText`] for a malformed `TETHER_SYNC_KEY` or key file;
+    /// [`SyncError::Local`] for an unreadable key file.
+    pub fn load(data_dir: &Path) -> Result<Option<SyncKey>, SyncError> {
         if let Ok(text) = std::env::var(KEY_ENV)
             && !text.trim().is_empty()
         {
             return SyncKey::from_text(&text).map(Some);
         }
-        Self::keychain()
-            .get()
-            .map(|k| k.map(SyncKey::from_key))
-            .map_err(|e| SyncError::Keychain(e.0))
+        let file = Self::file_in(data_dir);
+        match std::fs::read_to_string(&file) {
+            Ok(text) => return SyncKey::from_text(&text).map(Some),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(SyncError::Local {
+                    path: file,
+                    detail: e.to_string(),
+                });
+            }
+        }
+        // A keychain that cannot be reached is not an error here: the file is the record.
+        Ok(Self::keychain().get().ok().flatten().map(SyncKey::from_key))
     }
 
-    /// Keeps this key in the keychain (replacing one kept before).
+    /// Keeps this key in the key file of `data_dir` (replaced atomically, owner-only) and in
+    /// the keychain (best effort: the file is the record).
     ///
     /// # Errors
-    /// [`SyncError::Keychain`].
-    pub fn save(&self) -> Result<(), SyncError> {
-        Self::keychain()
-            .store(&self.raw)
-            .map_err(|e| SyncError::Keychain(e.0))
+    /// [`SyncError::Local`] when the file cannot be written.
+    pub fn save(&self, data_dir: &Path) -> Result<(), SyncError> {
+        let file = Self::file_in(data_dir);
+        let fail = |e: std::io::Error| SyncError::Local {
+            path: file.clone(),
+            detail: e.to_string(),
+        };
+        let dir = file.parent().expect("the key file is in a folder");
+        for d in [data_dir, dir] {
+            if !d.is_dir() {
+                tether_store::sys::create_private_dir(d).map_err(fail)?;
+            }
+        }
+        let tmp = dir.join(format!(".key.{:08x}.tmp", rand::random::<u32>()));
+        let result = (|| {
+            let mut f = tether_store::sys::private_options()
+                .write(true)
+                .create_new(true)
+                .open(&tmp)?;
+            f.write_all(self.to_text().as_bytes())?;
+            f.write_all(b"\n")?;
+            f.sync_all()?;
+            drop(f);
+            tether_store::sys::rename(&tmp, &file)?;
+            tether_store::sys::sync_dir(dir)
+        })();
+        if result.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        result.map_err(fail)?;
+        if let Err(e) = Self::keychain().store(&self.raw) {
+            tracing::info!(error = %e.0, "the sync key is kept in its file only");
+        }
+        Ok(())
     }
 
-    /// Removes the keychain's key (tests; `tether sync leave` later).
+    /// Removes the key file of `data_dir` and the keychain's key.
     ///
     /// # Errors
-    /// [`SyncError::Keychain`].
-    pub fn forget() -> Result<(), SyncError> {
-        Self::keychain()
-            .delete()
-            .map_err(|e| SyncError::Keychain(e.0))
+    /// [`SyncError::Local`] when the file exists and cannot be removed.
+    pub fn forget(data_dir: &Path) -> Result<(), SyncError> {
+        let file = Self::file_in(data_dir);
+        match std::fs::remove_file(&file) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(SyncError::Local {
+                    path: file,
+                    detail: e.to_string(),
+                });
+            }
+        }
+        let _ = Self::keychain().delete();
+        Ok(())
     }
 }
 

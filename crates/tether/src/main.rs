@@ -127,6 +127,13 @@ enum Command {
         #[command(subcommand)]
         action: tether::cli::sessions::Action,
     },
+    /// Sessions on every machine: make or join the sync key, see the sync's state, sync now.
+    ///
+    /// Exit status: 0 done, 1 the remote, keychain or cache failed, 2 bad arguments or key.
+    Sync {
+        #[command(subcommand)]
+        action: tether::cli::sync::Action,
+    },
     /// Play the whole story end to end against the real server and the built-in scripted
     /// agent (or a real one with --agent), and print a timeline.
     Demo(tether::demo::DemoArgs),
@@ -216,6 +223,7 @@ fn main() -> ExitCode {
             tether::cli::classify::run(&input, explain, now.as_deref(), utc_offset.as_deref())
         }
         Command::Sessions { action } => tether::cli::sessions::run(action),
+        Command::Sync { action } => tether::cli::sync::run(action),
         Command::Demo(args) => tether::demo::run(args),
         Command::ScriptedAgent { args } => tether::cli::scripted_agent(args),
     }

@@ -11,6 +11,7 @@ pub mod scan_progress;
 pub mod search;
 pub mod serve;
 pub mod sessions;
+pub mod sync;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

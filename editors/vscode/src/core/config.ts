@@ -43,6 +43,8 @@ export const BUILTIN_AGENT_COMMAND = 'claude-agent-acp';
 export interface TetherSettings {
   server: { path: string; remote: RemoteMode };
   persistence: { enabled: boolean; encrypt: boolean; directory: string };
+  /** `tether.sync.remote`: where sessions sync to (R-SYNC-1); '' = none from the editor. */
+  sync: { remote: string };
   /**
    * The agents to send, merged (see the file comment); `undefined` when no agent setting is
    * set, so the server's own default applies.
@@ -55,6 +57,7 @@ export interface TetherSettings {
 
 export interface InitializationOptions {
   storage: { dir: string | null; persist: boolean; encrypt: boolean };
+  sync?: { remote: string };
   agents?: Record<string, AgentOptions>;
   defaultAgent?: string;
 }
@@ -135,6 +138,7 @@ export function readSettings(get: SettingReader): ReadResult {
       encrypt: bool('persistence.encrypt', false),
       directory: string('persistence.directory', ''),
     },
+    sync: { remote: string('sync.remote', '').trim() },
     agents,
     defaultAgent,
     resumeOnStartup: bool('resumeOnStartup', true),
@@ -299,6 +303,9 @@ export function initializationOptions(s: TetherSettings): InitializationOptions 
       encrypt: s.persistence.encrypt,
     },
   };
+  if (s.sync.remote !== '') {
+    opts.sync = { remote: s.sync.remote };
+  }
   if (s.agents !== undefined && s.defaultAgent !== undefined) {
     opts.agents = s.agents;
     opts.defaultAgent = s.defaultAgent;
@@ -325,6 +332,7 @@ export const RESTART_KEYS = [
   'tether.server',
   'tether.serverPath',
   'tether.persistence',
+  'tether.sync',
   'tether.agents',
   'tether.defaultAgent',
   'tether.agent',

@@ -37,6 +37,15 @@ describe('settings → initializationOptions (docs/protocol.md "initialize")', (
     });
   });
 
+  it('sends the sync remote only when one is set (R-SYNC-1)', () => {
+    const { settings } = readSettings(reader({ 'sync.remote': ' file:///home/ada/Sync/tether ' }));
+    assert.deepEqual(initializationOptions(settings), {
+      storage: { dir: null, persist: true, encrypt: false },
+      sync: { remote: 'file:///home/ada/Sync/tether' },
+    });
+    assert.equal(initializationOptions(readSettings(reader({ 'sync.remote': '' })).settings).sync, undefined);
+  });
+
   it('reports settings of the wrong type by name and uses their defaults', () => {
     const { settings, problems } = readSettings(
       reader({
