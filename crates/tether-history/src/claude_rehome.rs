@@ -143,7 +143,7 @@ pub enum RehomeError {
     },
 }
 
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RehomeError + '_ {
+pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RehomeError + '_ {
     move |source| RehomeError::Io {
         path: path.to_owned(),
         source,
@@ -254,7 +254,7 @@ pub fn rehome_claude_session(
 
 /// `path` as the text Claude Code records, checked: absolute, UTF-8, not a root; without a
 /// trailing separator.
-fn cwd_text(path: &Path) -> Result<&str, RehomeError> {
+pub(crate) fn cwd_text(path: &Path) -> Result<&str, RehomeError> {
     let bad = |reason| RehomeError::InvalidPath {
         path: path.to_owned(),
         reason,
@@ -271,7 +271,7 @@ fn cwd_text(path: &Path) -> Result<&str, RehomeError> {
 
 /// `<projects>/<folder>` for working directory `new` (see [`rehome_claude_session`] for a
 /// name longer than 200 characters).
-fn target_dir(store: &ClaudeStore, new: &str) -> PathBuf {
+pub(crate) fn target_dir(store: &ClaudeStore, new: &str) -> PathBuf {
     let name = project_name(new);
     if name.len() <= PROJECT_NAME_MAX {
         return store.projects().join(name);
@@ -448,7 +448,7 @@ fn copy_rewritten(
 
 /// Creates `dir` and its missing ancestors, private to the user (`tether_store::sys`: 0700
 /// on Unix, the owner-only DACL on Windows).
-fn create_private_dirs(dir: &Path) -> Result<(), RehomeError> {
+pub(crate) fn create_private_dirs(dir: &Path) -> Result<(), RehomeError> {
     let missing: Vec<&Path> = dir.ancestors().take_while(|p| !p.exists()).collect();
     for p in missing.into_iter().rev() {
         match tether_store::sys::create_private_dir(p) {
@@ -525,7 +525,7 @@ impl Drop for TempFile {
 
 /// One line's fate.
 #[derive(Debug, PartialEq, Eq)]
-enum Line {
+pub(crate) enum Line {
     /// Not JSON: copied as it is.
     NotJson,
     /// JSON with nothing to move: copied as it is.
@@ -539,7 +539,7 @@ enum Line {
 /// `line` (without its newline) with its record's top-level `cwd` moved from `old` to
 /// `new` when it is `old` or under it ([`rewrite_cwd`]); every other byte kept. The result is
 /// parsed back and must equal the original with only that value changed.
-fn rehome_line(line: &[u8], old: &str, new: &str) -> Line {
+pub(crate) fn rehome_line(line: &[u8], old: &str, new: &str) -> Line {
     let Ok(mut value) = serde_json::from_slice::<Value>(line) else {
         return Line::NotJson;
     };

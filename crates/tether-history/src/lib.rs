@@ -39,6 +39,7 @@ pub mod backward;
 pub mod claude;
 mod claude_markup;
 pub mod claude_rehome;
+pub mod claude_sync;
 pub mod codex;
 pub mod copilot;
 mod env;

@@ -372,6 +372,23 @@ fn agent_env(config: &AgentConfig) -> Env {
 }
 
 impl Hub {
+    /// Claude Code's store as the configured Claude agent sees it (the default agent's
+    /// environment when it is Claude, else the first Claude agent's, else this request's),
+    /// whose session files sync carries with their sessions (R-SYNC-9).
+    pub(super) fn claude_store_for_sync(&self) -> Option<tether_history::claude::ClaudeStore> {
+        let agents = &self.config.agents;
+        let claude = agents
+            .get(&self.config.default_agent)
+            .filter(|c| agent_kinds(c) == [AgentKind::Claude])
+            .or_else(|| {
+                agents
+                    .values()
+                    .find(|c| agent_kinds(c) == [AgentKind::Claude])
+            });
+        let env = claude.map_or_else(base_env, agent_env);
+        tether_history::claude::ClaudeStore::locate(&env)
+    }
+
     /// R-PROJECT-4: copies Claude Code's own file of session `session_id` (the agent's id
     /// of it), recorded in
     /// `from`, to where Claude Code looks from `to` (its `cwd` fields rewritten, the

@@ -87,10 +87,13 @@ impl Hub {
             return;
         };
         let (workspace, session_id) = (workspace.to_owned(), session_id.to_owned());
+        // Located now, while the request's environment (the editor's, in the daemon) is known.
+        let claude = self.claude_store_for_sync();
         tokio::spawn(async move {
             let Some(syncer) = hub.syncer().await else {
                 return;
             };
+            syncer.set_claude_store(claude);
             let (Some(project), Ok(ws)) =
                 (hub.project(&workspace).await, Workspace::new(&workspace))
             else {
@@ -133,6 +136,7 @@ impl Hub {
         let Some(syncer) = self.syncer().await else {
             return from;
         };
+        syncer.set_claude_store(self.claude_store_for_sync());
         let (Some(project), Ok(ws)) = (self.project(workspace).await, Workspace::new(workspace))
         else {
             return from;

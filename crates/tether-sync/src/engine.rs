@@ -27,12 +27,15 @@ use crate::merge::{self, Header};
 use crate::names;
 use crate::remote::{Put, Remote};
 use crate::sealed::{self, Opened};
-use crate::segment::{Segment, SegmentId, VERSION};
+use crate::segment::{AgentFileChunk, Segment, SegmentId, VERSION};
 use crate::state::{self, Cursor, Known, Machine, State};
 
 /// Most turns in one segment: a first push of a long session is split so no object is
 /// huge (a sync engine copies, and a reader fetches, one object at a time).
 pub const MAX_TURNS_PER_SEGMENT: usize = 200;
+
+/// Most bytes of the agent's own session file in one segment (4 MiB, cut at a line end).
+pub const MAX_AGENT_BYTES_PER_SEGMENT: u64 = 4 << 20;
 
 /// What a push did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -100,6 +103,8 @@ pub struct Syncer {
     state: tokio::sync::Mutex<State>,
     cache: std::sync::Mutex<HashMap<SegmentId, Arc<Segment>>>,
     key_checked: std::sync::atomic::AtomicBool,
+    /// Claude Code's store here, whose session files are carried with their sessions.
+    claude: std::sync::Mutex<Option<tether_history::claude::ClaudeStore>>,
 }
 
 fn now_rfc3339() -> String {
@@ -147,6 +152,7 @@ impl Syncer {
             state: tokio::sync::Mutex::new(st),
             cache: std::sync::Mutex::new(HashMap::new()),
             key_checked: std::sync::atomic::AtomicBool::new(false),
+            claude: std::sync::Mutex::new(None),
         })
     }
 
@@ -178,6 +184,94 @@ impl Syncer {
         let s = Arc::new(Syncer::open(store, remote, key, data_dir)?);
         open.insert(path, Arc::downgrade(&s));
         Ok(s)
+    }
+
+    /// Carries Claude Code's own session files (in `store`) with their sessions: pushed
+    /// line by line as they grow, written here with their `cwd` moved to this machine's
+    /// folder, so the agent loads its own session on any machine (R-SYNC-9).
+    pub fn set_claude_store(&self, store: Option<tether_history::claude::ClaudeStore>) {
+        *self.claude.lock().expect("claude store") = store;
+    }
+
+    fn claude_store(&self) -> Option<tether_history::claude::ClaudeStore> {
+        self.claude.lock().expect("claude store").clone()
+    }
+
+    /// The next piece of the session's Claude Code file to push: (chunk, offset after it).
+    fn agent_chunk(
+        &self,
+        cursor: &Cursor,
+        meta: &SessionMeta,
+        root: &Path,
+    ) -> Option<(AgentFileChunk, u64)> {
+        use std::io::{Read as _, Seek as _};
+        if meta.agent.as_deref() != Some("claude") {
+            return None;
+        }
+        let sid = meta.agent_session_id.as_deref()?;
+        let store = self.claude_store()?;
+        let path = tether_history::claude_sync::session_file(&store, sid, root)?;
+        let mut offset = match &cursor.agent_out {
+            Some((s, off)) if s == sid => *off,
+            _ => 0,
+        };
+        let mut file = std::fs::File::open(&path).ok()?;
+        let len = file.metadata().ok()?.len();
+        if len < offset {
+            // The file was replaced (shorter): send it again from the start.
+            offset = 0;
+        }
+        let want = (len - offset).min(MAX_AGENT_BYTES_PER_SEGMENT);
+        if want == 0 {
+            return None;
+        }
+        file.seek(std::io::SeekFrom::Start(offset)).ok()?;
+        let mut buf = vec![0u8; usize::try_from(want).ok()?];
+        file.read_exact(&mut buf).ok()?;
+        // Whole lines only: Claude Code may be writing the last one.
+        let end = buf.iter().rposition(|b| *b == b'\n')? + 1;
+        buf.truncate(end);
+        use base64::Engine as _;
+        Some((
+            AgentFileChunk {
+                kind: "claude".into(),
+                agent_session_id: sid.to_owned(),
+                offset,
+                data: base64::engine::general_purpose::STANDARD.encode(&buf),
+            },
+            offset + end as u64,
+        ))
+    }
+
+    /// Writes another machine's piece of a Claude Code file here; returns this machine's
+    /// file length after it.
+    fn write_agent_chunk(&self, seg: &Segment, root: &Path) -> Option<(String, u64)> {
+        use base64::Engine as _;
+        let chunk = seg.agent_file.as_ref()?;
+        if chunk.kind != "claude" {
+            return None;
+        }
+        let store = self.claude_store()?;
+        let data = base64::engine::general_purpose::STANDARD
+            .decode(&chunk.data)
+            .ok()?;
+        match tether_history::claude_sync::write_moved_lines(
+            &store,
+            &chunk.agent_session_id,
+            Path::new(&seg.root),
+            root,
+            &data,
+            chunk.offset == 0,
+        ) {
+            Ok(path) => {
+                let len = std::fs::metadata(&path).ok()?.len();
+                Some((chunk.agent_session_id.clone(), len))
+            }
+            Err(e) => {
+                tracing::warn!(session = %seg.session, error = %e, "could not write Claude Code's own session file here; the conversation can still be carried over");
+                None
+            }
+        }
     }
 
     /// This machine.
@@ -283,7 +377,8 @@ impl Syncer {
             ..Cursor::default()
         });
         let meta_changed = cursor.meta.as_ref() != Some(&meta);
-        if total == cursor.turns && !meta_changed {
+        let agent_pending = self.agent_chunk(cursor, &meta, ws.root()).is_some();
+        if total == cursor.turns && !meta_changed && !agent_pending {
             let sdir = names::session_dir(&self.key, project, session);
             let mut report = PullReport::default();
             self.pull_session(&mut st, ws, project, &sdir, Some(session), &mut report)
@@ -314,9 +409,14 @@ impl Syncer {
                 blocking(move || Ok(store.chat_history(&w, &sid, from, MAX_TURNS_PER_SEGMENT)?))
                     .await?;
             let meta_now = (cursor.meta.as_ref() != Some(&meta)).then(|| meta.clone());
-            if turns.is_empty() && meta_now.is_none() {
+            let chunk = self.agent_chunk(&cursor, &meta, ws.root());
+            if turns.is_empty() && meta_now.is_none() && chunk.is_none() {
                 break;
             }
+            let (agent_file, agent_end) = match chunk {
+                Some((c, end)) => (Some(c), Some(end)),
+                None => (None, None),
+            };
             let seg = Segment {
                 v: VERSION,
                 project: project.to_owned(),
@@ -332,8 +432,8 @@ impl Syncer {
                 base: cursor.turns,
                 turns,
                 meta: meta_now,
-                root: cursor.root.clone(),
-                agent_file: None,
+                root: ws.root().to_string_lossy().into_owned(),
+                agent_file,
             };
             let name = names::segment(&self.key, project, session, &machine.id, next_seq);
             let plain = serde_json::to_vec(&seg).expect("segments serialize");
@@ -363,6 +463,9 @@ impl Syncer {
             cursor.from = None;
             if seg.meta.is_some() {
                 cursor.meta = Some(meta.clone());
+            }
+            if let (Some(end), Some(c)) = (agent_end, &seg.agent_file) {
+                cursor.agent_out = Some((c.agent_session_id.clone(), end));
             }
             self.cache
                 .lock()
@@ -716,6 +819,11 @@ impl Syncer {
             new_cursor.turns = seg.base + seg.turns.len() as u64;
             if let Some(m) = &seg.meta {
                 new_cursor.meta = Some(m.clone());
+            }
+            if seg.id.machine != st.machine.id
+                && let Some(out) = self.write_agent_chunk(&seg, ws.root())
+            {
+                new_cursor.agent_out = Some(out);
             }
             new_cursor.from = (seg.id.machine != st.machine.id)
                 .then(|| (seg.machine_name.clone(), seg.at.clone()));

@@ -91,6 +91,10 @@ pub struct Cursor {
     /// The machine name and push time of the segment at `head`, when another machine
     /// wrote it (for lists: "from ada-desktop, 3 min ago").
     pub from: Option<(String, String)>,
+    /// The agent's own session file here: (agent session id, bytes of it already pushed or
+    /// written from other machines' segments).
+    #[serde(default)]
+    pub agent_out: Option<(String, u64)>,
 }
 
 /// The whole state file.

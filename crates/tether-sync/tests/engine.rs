@@ -306,3 +306,76 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// Claude Code's own session file goes with its session: written on B under B's folder with
+/// its `cwd` moved there, so the agent can load it; B's new lines come back to A the same way.
+#[tokio::test]
+async fn claude_codes_own_file_follows_the_session_with_its_cwd_moved() {
+    use tether_history::claude::ClaudeStore;
+    use tether_history::claude_sync::session_file;
+    let remote = tempfile::tempdir().unwrap();
+    let url = folder(remote.path());
+    let key = SyncKey::random();
+    let a = machine(&url, &key, "a");
+    let b = machine(&url, &key, "b");
+    let claude_a = ClaudeStore::at(a._home.path().join(".claude"));
+    let claude_b = ClaudeStore::at(b._home.path().join(".claude"));
+    a.sync.set_claude_store(Some(claude_a.clone()));
+    b.sync.set_claude_store(Some(claude_b.clone()));
+    // What Claude Code wrote on A for agent session "agent-s" (say() records that id).
+    let root_a = a.ws.root().to_str().unwrap().to_owned();
+    let dir_a = a
+        ._home
+        .path()
+        .join(".claude/projects")
+        .join(tether_history::claude::project_name(&root_a));
+    std::fs::create_dir_all(&dir_a).unwrap();
+    let line = |cwd: &str, text: &str| {
+        format!(
+            "{{\"type\":\"user\",\"cwd\":{},\"message\":{}}}\n",
+            serde_json::json!(cwd),
+            serde_json::json!(text)
+        )
+    };
+    std::fs::write(dir_a.join("agent-s.jsonl"), line(&root_a, "first")).unwrap();
+    say(&a, "s", "t1", "first");
+    a.sync.push(&a.ws, PROJECT, "s", Want::Write).await.unwrap();
+
+    b.sync.pull(&b.ws, PROJECT).await.unwrap();
+    let on_b = session_file(&claude_b, "agent-s", b.ws.root())
+        .expect("Claude's file is where Claude looks on B");
+    let root_b = b.ws.root().to_str().unwrap().to_owned();
+    assert_eq!(
+        std::fs::read_to_string(&on_b).unwrap(),
+        line(&root_b, "first")
+    );
+
+    // B continues (taking the lease over), Claude appends on B; A gets B's line at A's path.
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&on_b)
+        .unwrap();
+    std::io::Write::write_all(&mut f, line(&root_b, "second, on b").as_bytes()).unwrap();
+    say(&b, "s", "t2", "second, on b");
+    let out = b
+        .sync
+        .push(&b.ws, PROJECT, "s", Want::TakeOver)
+        .await
+        .unwrap();
+    assert!(matches!(out, PushOutcome::Pushed { .. }), "{out:?}");
+    a.sync.pull(&a.ws, PROJECT).await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dir_a.join("agent-s.jsonl")).unwrap(),
+        format!(
+            "{}{}",
+            line(&root_a, "first"),
+            line(&root_a, "second, on b")
+        )
+    );
+    // And nothing of it is readable on the remote.
+    let bytes = all_bytes(remote.path());
+    assert!(
+        !bytes.windows(6).any(|w| w == b"on b\"}"),
+        "plaintext on the remote"
+    );
+}
