@@ -20,6 +20,11 @@ use super::Hub;
 /// The environment variable that names the remote when `sync.remote` does not.
 pub const REMOTE_ENV: &str = "TETHER_SYNC_REMOTE";
 
+/// How long after a turn's push a second push carries what the agent added to its own
+/// session file meanwhile (Claude Code queues its transcript writes: with claude-agent-acp
+/// 0.23.1 the file was seen not yet written when the turn's answer arrived).
+pub const AGENT_FILE_SETTLE: Duration = Duration::from_secs(2);
+
 /// How long `session/list` waits for its pull before listing what is here.
 pub const LIST_PULL_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -99,28 +104,35 @@ impl Hub {
             else {
                 return;
             };
-            match syncer
-                .push(&ws, &project.id, &session_id, Want::Write)
-                .await
-            {
-                Ok(PushOutcome::Pushed {
-                    turns,
-                    bytes,
-                    epoch,
-                    ..
-                }) => {
-                    tracing::debug!(session = %session_id, turns, bytes, epoch, "pushed")
-                }
-                Ok(PushOutcome::HeldElsewhere { machine, .. }) => {
-                    hub.log(
-                        &session_id,
-                        format!("not synced: {machine} holds this session (continue it here from the session list to take it over)"),
-                    )
-                    .await;
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    tracing::warn!(session = %session_id, error = %e, "sync push failed; the turns stay here and are pushed later")
+            // Claude Code writes its own session file a moment after the turn (its transcript
+            // writes are queued): a second push a little later carries what it added.
+            for delay in [Duration::ZERO, AGENT_FILE_SETTLE] {
+                tokio::time::sleep(delay).await;
+                match syncer
+                    .push(&ws, &project.id, &session_id, Want::Write)
+                    .await
+                {
+                    Ok(PushOutcome::Pushed {
+                        turns,
+                        bytes,
+                        epoch,
+                        ..
+                    }) => {
+                        tracing::debug!(session = %session_id, turns, bytes, epoch, "pushed")
+                    }
+                    Ok(PushOutcome::HeldElsewhere { machine, .. }) => {
+                        hub.log(
+                            &session_id,
+                            format!("not synced: {machine} holds this session (continue it here from the session list to take it over)"),
+                        )
+                        .await;
+                        return;
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        tracing::warn!(session = %session_id, error = %e, "sync push failed; the turns stay here and are pushed later");
+                        return;
+                    }
                 }
             }
         });

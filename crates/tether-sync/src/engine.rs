@@ -209,8 +209,14 @@ impl Syncer {
             return None;
         }
         let sid = meta.agent_session_id.as_deref()?;
-        let store = self.claude_store()?;
-        let path = tether_history::claude_sync::session_file(&store, sid, root)?;
+        let Some(store) = self.claude_store() else {
+            tracing::debug!("no Claude Code store here: its session file is not carried");
+            return None;
+        };
+        let Some(path) = tether_history::claude_sync::session_file(&store, sid, root) else {
+            tracing::debug!(agent_session = sid, store = ?store, root = %root.display(), "no Claude Code session file to carry");
+            return None;
+        };
         let mut offset = match &cursor.agent_out {
             Some((s, off)) if s == sid => *off,
             _ => 0,

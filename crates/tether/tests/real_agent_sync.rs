@@ -1,0 +1,235 @@
+//! A session started on one machine and continued on another with the real Claude Code
+//! (R-SYNC-4, R-SYNC-9), through `tether serve` (the real binary) against the test kit's fake
+//! model API, whose recorded request bodies show what the agent sent its model on machine B.
+//!
+//! Two "machines" on one host: separate Tether caches, separate HOMEs for the agent (so
+//! separate `~/.claude`), separate machine names, the same git project checked out at two
+//! paths with two spellings of its remote URL. The remote is a folder both write here; the
+//! sync engines themselves (Syncthing, an S3-compatible server) carry the same story in
+//! tests/real_agent_sync_engines.rs.
+//!
+//! Needs `tests/agents/install.sh` and `TETHER_REAL_AGENTS=1` (set by `tests/run-all.sh`);
+//! without it the test FAILS. `#[ignore]`d for plain `cargo test --workspace`.
+
+mod support;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::{Mode, World, tether_bin};
+use tether::editor::{Answers, Editor, ServerProcess};
+use tether_testkit::agents::RealAgent;
+use tether_testkit::{FakeModel, procs};
+
+const TURN: Duration = Duration::from_secs(150);
+const BEFORE: &str = "remember the word tamarind";
+const AFTER: &str = "which word did I ask you to remember";
+
+fn require_real_agents() {
+    if std::env::var("TETHER_REAL_AGENTS").as_deref() != Ok("1") {
+        panic!(
+            "the real-agent sync test did not run: set TETHER_REAL_AGENTS=1 after installing \
+             the agents with tests/agents/install.sh, or run tests/run-all.sh, which does both"
+        );
+    }
+}
+
+/// `tether serve` for `world` as machine `machine`, syncing with `remote` under `key`.
+async fn serve(
+    world: &World,
+    options: &Value,
+    key: &str,
+    machine: &str,
+    extra: &[(String, String)],
+) -> Editor {
+    let mut env = vec![
+        ("TETHER_LOG".into(), "debug".into()),
+        ("TETHER_SYNC_KEY".into(), key.into()),
+        ("TETHER_MACHINE_NAME".into(), machine.into()),
+    ];
+    env.extend(extra.iter().cloned());
+    let editor = Editor::connect(
+        ServerProcess::Binary {
+            program: tether_bin(),
+            args: vec![
+                "serve".into(),
+                "--stdio".into(),
+                "--remote=off".into(),
+                "--log-file".into(),
+                world.path().join("logs/tether.log").display().to_string(),
+            ],
+            env,
+            quiet: true,
+        },
+        Answers::default(),
+    )
+    .expect("tether serve starts");
+    editor
+        .initialize(
+            options.clone(),
+            json!({"tether": {"recoveryDialog": true, "banners": true, "status": true}}),
+        )
+        .await
+        .expect("initialize");
+    editor
+}
+
+async fn prompt(editor: &Editor, sid: &str, text: &str) -> Value {
+    tokio::time::timeout(
+        TURN,
+        editor.request(
+            "session/prompt",
+            json!({"sessionId": sid, "prompt": [{"type": "text", "text": text}]}),
+        ),
+    )
+    .await
+    .expect("the turn ends")
+    .unwrap()
+}
+
+/// Machine A's Claude turn, then on machine B: the list shows it from A, the resume loads
+/// Claude's own session (carried and moved to B's folder), and B's model request carries A's
+/// turn. `remote_a`/`remote_b`: each machine's address of the remote (one folder, or two
+/// folders a sync engine keeps equal); `env`: more environment for both servers (an S3
+/// endpoint and credentials).
+pub async fn continue_on_another_machine(remote_a: &str, remote_b: &str, env: &[(String, String)]) {
+    require_real_agents();
+    let fake = FakeModel::start().await.expect("fake model API");
+    let key = tether_sync::SyncKey::random().to_text();
+    let (a, b) = (World::new(Mode::Binary), World::new(Mode::Binary));
+    let marker = format!("tether-sync-claude-{}", std::process::id());
+    let machine = |world: &World, remote: &str, checkout: &Path, url: &str| {
+        let (config, launch) = support::agent_config(RealAgent::ClaudeAcp, &fake, &marker);
+        let mut options = world.options();
+        options["agents"] = json!({ "claude": config });
+        options["defaultAgent"] = json!("claude");
+        options["sync"] = json!({ "remote": remote });
+        tether_testkit::git::checkout(checkout, Some(url));
+        (options, launch)
+    };
+    let (root_a, root_b) = (a.path().join("app"), b.path().join("src/app-checkout"));
+    let (opts_a, _launch_a) = machine(&a, remote_a, &root_a, "git@github.com:team/app.git");
+    let (opts_b, _launch_b) = machine(&b, remote_b, &root_b, "https://github.com/team/app");
+
+    let ea = serve(&a, &opts_a, &key, "machine-a", env).await;
+    let started = tokio::time::timeout(
+        TURN,
+        ea.request("session/resume", json!({"workspace": {"root": root_a}})),
+    )
+    .await
+    .expect("the session starts")
+    .unwrap();
+    assert_eq!(started["outcome"], "started", "{started}");
+    let sid = started["sessionId"].as_str().unwrap().to_owned();
+    let answer = prompt(&ea, &sid, BEFORE).await;
+    assert_eq!(answer["stopReason"], "end_turn", "{answer}");
+
+    // On B, each list pulls first: the event waited for is B's list showing A's two turns
+    // and Claude Code's own file of the session written where Claude looks for it on B.
+    let eb = serve(&b, &opts_b, &key, "machine-b", env).await;
+    let start = Instant::now();
+    let listed = loop {
+        let list = eb
+            .request("session/list", json!({"workspace": {"root": root_b}}))
+            .await
+            .unwrap();
+        let claude_b =
+            tether_history::claude::ClaudeStore::at(_launch_b.home.path().join(".claude"));
+        let file_b = tether_history::claude_sync::session_file(&claude_b, &sid, &root_b);
+        if let Some(s) = list["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["sessionId"] == sid.as_str() && s["turnCount"].as_u64() >= Some(2))
+            && file_b.is_some_and(|f| std::fs::read_to_string(f).is_ok_and(|t| t.contains(BEFORE)))
+        {
+            break s.clone();
+        }
+        assert!(
+            start.elapsed() < TURN,
+            "A's session never reached B's list: {list}\nA's log:\n{}",
+            std::fs::read_to_string(a.path().join("logs/tether.log")).unwrap_or_default()
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    assert_eq!(listed["fromMachine"], "machine-a", "{listed}");
+    ea.shutdown(Duration::from_secs(20)).await.unwrap();
+
+    let from_seq = fake.requests().last().map_or(0, |r| r.seq);
+    let resumed = tokio::time::timeout(
+        TURN,
+        eb.request(
+            "session/resume",
+            json!({"workspace": {"root": root_b}, "sessionId": sid}),
+        ),
+    )
+    .await
+    .expect("resume ends")
+    .unwrap();
+    if resumed["outcome"] != "resumed" {
+        let jsonl = |launch: &tether_testkit::agents::AgentLaunch| -> Vec<String> {
+            let home = launch
+                .env
+                .iter()
+                .find(|(k, _)| k == "HOME")
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default();
+            let mut out = Vec::new();
+            let mut stack = vec![std::path::PathBuf::from(home)];
+            while let Some(d) = stack.pop() {
+                for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                    if e.path().is_dir() {
+                        stack.push(e.path())
+                    } else if e.path().extension().is_some_and(|x| x == "jsonl") {
+                        out.push(e.path().display().to_string())
+                    }
+                }
+            }
+            out
+        };
+        panic!(
+            "Claude loads its own session on B: {resumed}\nA's Claude files: {:?}\nB's Claude files: {:?}\nA's log:\n{}\nB's log:\n{}",
+            jsonl(&_launch_a),
+            jsonl(&_launch_b),
+            std::fs::read_to_string(a.path().join("logs/tether.log"))
+                .unwrap_or_default()
+                .lines()
+                .filter(|l| l.contains("sync") || l.contains("push") || l.contains("Claude"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            std::fs::read_to_string(b.path().join("logs/tether.log"))
+                .unwrap_or_default()
+                .lines()
+                .filter(|l| l.contains("sync") || l.contains("pull") || l.contains("Claude"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        );
+    }
+    let answer = prompt(&eb, &sid, AFTER).await;
+    assert_eq!(answer["stopReason"], "end_turn", "{answer}");
+    let carried = fake
+        .requests()
+        .iter()
+        .filter(|r| r.seq > from_seq && r.api.is_generation())
+        .any(|r| {
+            r.body
+                .as_deref()
+                .is_some_and(|body| body.contains(BEFORE) && body.contains(AFTER))
+        });
+    assert!(carried, "B's model request lacks A's turn");
+    eb.shutdown(Duration::from_secs(20)).await.unwrap();
+    let left = procs::wait_marked_gone(&marker, Duration::from_secs(10)).await;
+    assert!(left.is_empty(), "no agent process left: {left:?}");
+}
+
+/// Both machines write one folder (what a sync engine makes of two).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real agents: tests/run-all.sh runs these (TETHER_REAL_AGENTS=1)"]
+async fn claude_continues_on_another_machine_through_a_shared_folder() {
+    let remote = tempfile::tempdir().unwrap();
+    let url = url::Url::from_directory_path(remote.path())
+        .unwrap()
+        .to_string();
+    continue_on_another_machine(&url, &url, &[]).await;
+}
