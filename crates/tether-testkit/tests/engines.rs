@@ -36,6 +36,14 @@ fn require_sync_engines() {
     }
 }
 
+/// The process is gone and reaped: a zombie would still have its /proc entry.
+fn assert_gone(pid: u32) {
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "process {pid} outlived its engine"
+    );
+}
+
 // --- moto -------------------------------------------------------------------------------
 
 const BUCKET: &str = "tether-sync";
@@ -356,7 +364,9 @@ fn moto_faults_read_only_reset_stop_restart_and_freeze() {
     );
     let log = moto.log_tail(5);
     assert!(!log.is_empty());
+    let pid = moto.pid().expect("moto runs");
     drop(moto);
+    assert_gone(pid);
     assert!(
         std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
         "dropping the server kills it"
@@ -409,6 +419,10 @@ fn syncthing_replicates_a_file_between_two_instances() {
     eprintln!("in sync after {:?}; {:?} in all", t.elapsed(), t0.elapsed());
     let status = pair.folder_status(Side::B).unwrap();
     assert_eq!(status["globalFiles"], 1, "{status}");
+
+    let pids = [pair.pid(Side::A).unwrap(), pair.pid(Side::B).unwrap()];
+    drop(pair);
+    pids.into_iter().for_each(assert_gone);
 }
 
 #[test]

@@ -149,6 +149,11 @@ impl MotoServer {
         self.port
     }
 
+    /// The server's process id while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.proc.as_ref().and_then(Proc::pid)
+    }
+
     /// The server's log (stdout and stderr of every run, one request a line).
     pub fn log_path(&self) -> PathBuf {
         self.dir.path().join("moto.log")

@@ -11,8 +11,9 @@
 //! and local discovery off, relays off, NAT traversal and STUN off, usage reporting declined,
 //! crash reporting off, upgrade checks off (`autoUpgradeIntervalH` 0, `--no-upgrade`), no
 //! browser, no low-priority process group, no minimum free disk. It runs as
-//! `syncthing serve --home H --no-browser --no-restart --no-upgrade` (`--no-restart`: one
-//! process, no monitor parent).
+//! `STMONITORED=yes syncthing serve --home H --no-browser --no-restart --no-upgrade`: one
+//! process. (1.19 otherwise starts a monitor that runs Syncthing as its child, with
+//! `--no-restart` too; `STMONITORED` is the hidden setting the monitor gives that child.)
 //!
 //! Then, through the REST config API of 1.19 (Syncthing's REST docs, "Config Endpoints",
 //! since 1.12): each instance's device ID from `GET /rest/system/status` (`myID`); each is
@@ -256,6 +257,11 @@ impl SyncthingPair {
     /// `side`'s home folder (config, keys, database, `syncthing.log`).
     pub fn home(&self, side: Side) -> &Path {
         &self.inst(side).home
+    }
+
+    /// `side`'s process id (gone, reaped, once the pair is dropped).
+    pub fn pid(&self, side: Side) -> Option<u32> {
+        self.inst(side).proc.pid()
     }
 
     /// The last `lines` lines of `side`'s log.
@@ -720,6 +726,9 @@ impl Instance {
         .arg(&home)
         .env("STNORESTART", "1")
         .env("STNOUPGRADE", "1")
+        // Run as the inner process itself: without it, 1.19 forks a monitor's child even
+        // with --no-restart, a grandchild this kit could kill but not reap.
+        .env("STMONITORED", "yes")
         .env("HOME", &home);
         let proc = Proc::spawn(
             &format!("syncthing {side}"),
