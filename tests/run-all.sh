@@ -8,8 +8,8 @@
 # Usage:
 #   tests/run-all.sh                              every suite
 #   TETHER_SUITES="rust nvim" tests/run-all.sh    some suites (local work)
-# Suites: rust (with the real agents), platforms, windows (under Wine; `wine` names it too),
-# acp, nvim, lsp, visualstudio, vscode, dist, fuzz.
+# Suites: rust (with the real agents and sync engines), platforms, windows (under Wine; `wine`
+# names it too), acp, nvim, lsp, visualstudio, vscode, dist, fuzz.
 # Long runs (fuzzing for hours, many power cuts, many property cases) are not here:
 # tests/long-run.sh has them.
 #
@@ -331,6 +331,11 @@ suite_rust() {
   # they run (--run-ignored all) and can never pass without running.
   phase "  rust: install the real agents" run tests/agents/install.sh
   export TETHER_REAL_AGENTS=1
+  # The real sync engines (Debian's syncthing, moto's S3 server in a venv, pinned in
+  # tests/sync) that the test kit's tests/engines.rs starts: #[ignore]d for plain `cargo
+  # test`, and failing unless TETHER_SYNC_ENGINES=1, like the real-agent tests.
+  phase "  rust: install the sync engines" run tests/sync/install.sh
+  export TETHER_SYNC_ENGINES=1
   # The disk-full tests (tests/disk_full.rs, #[ignore]d for plain cargo test), the failing-disk
   # tests (tests/disk_eio.rs, the test kit's faultfs) and the chaos harness's disk faults mount
   # small tmpfs and FUSE file systems: they need root and /dev/fuse, which CI has.
