@@ -105,6 +105,16 @@ impl Remote {
     /// [`SyncError::BadRemote`]: an unknown scheme, a relative or non-UTF-8 folder, a
     /// bucket the builder rejects (missing region or credentials are reported at first use).
     pub fn open(url: &str) -> Result<Remote, SyncError> {
+        Remote::open_with(url, &[])
+    }
+
+    /// [`Remote::open`] with object_store configuration given here, over what the
+    /// environment says: `(key, value)` pairs as that crate names them for the URL's store
+    /// (`aws_endpoint`, `aws_access_key_id`, `aws_allow_http`, …). Ignored for a folder.
+    ///
+    /// # Errors
+    /// As [`Remote::open`], and a key the store does not know.
+    pub fn open_with(url: &str, options: &[(&str, &str)]) -> Result<Remote, SyncError> {
         let bad = |reason: String| SyncError::BadRemote {
             url: url.to_owned(),
             reason,
@@ -122,26 +132,79 @@ impl Remote {
             "s3" | "s3a" | "gs" | "az" | "azure" | "abfs" | "abfss" => {
                 // reqwest's TLS takes the process's default rustls provider: ring here.
                 let _ = rustls::crypto::ring::default_provider().install_default();
-                let store: Arc<dyn ObjectStore> = match parsed.scheme() {
-                    "s3" | "s3a" => Arc::new(
-                        object_store::aws::AmazonS3Builder::from_env()
-                            .with_url(url)
-                            .build()
-                            .map_err(|e| bad(e.to_string()))?,
-                    ),
-                    "gs" => Arc::new(
-                        object_store::gcp::GoogleCloudStorageBuilder::from_env()
-                            .with_url(url)
-                            .build()
-                            .map_err(|e| bad(e.to_string()))?,
-                    ),
-                    _ => Arc::new(
-                        object_store::azure::MicrosoftAzureBuilder::from_env()
-                            .with_url(url)
-                            .build()
-                            .map_err(|e| bad(e.to_string()))?,
-                    ),
-                };
+                use object_store::ClientConfigKey as C;
+                let store: Arc<dyn ObjectStore> =
+                    match parsed.scheme() {
+                        "s3" | "s3a" => Arc::new(
+                            options
+                                .iter()
+                                .try_fold(
+                                    object_store::aws::AmazonS3Builder::from_env(),
+                                    |b, (k, v)| {
+                                        Ok::<_, SyncError>(b.with_config(
+                                            k.parse().map_err(|e: object_store::Error| {
+                                                bad(e.to_string())
+                                            })?,
+                                            *v,
+                                        ))
+                                    },
+                                )?
+                                .with_url(url)
+                                .with_retry(retry())
+                                .with_config(
+                                    object_store::aws::AmazonS3ConfigKey::Client(C::ConnectTimeout),
+                                    CONNECT_TIMEOUT,
+                                )
+                                .build()
+                                .map_err(|e| bad(e.to_string()))?,
+                        ),
+                        "gs" => Arc::new(
+                            options
+                                .iter()
+                                .try_fold(
+                                    object_store::gcp::GoogleCloudStorageBuilder::from_env(),
+                                    |b, (k, v)| {
+                                        Ok::<_, SyncError>(b.with_config(
+                                            k.parse().map_err(|e: object_store::Error| {
+                                                bad(e.to_string())
+                                            })?,
+                                            *v,
+                                        ))
+                                    },
+                                )?
+                                .with_url(url)
+                                .with_retry(retry())
+                                .with_config(
+                                    object_store::gcp::GoogleConfigKey::Client(C::ConnectTimeout),
+                                    CONNECT_TIMEOUT,
+                                )
+                                .build()
+                                .map_err(|e| bad(e.to_string()))?,
+                        ),
+                        _ => Arc::new(
+                            options
+                                .iter()
+                                .try_fold(
+                                    object_store::azure::MicrosoftAzureBuilder::from_env(),
+                                    |b, (k, v)| {
+                                        Ok::<_, SyncError>(b.with_config(
+                                            k.parse().map_err(|e: object_store::Error| {
+                                                bad(e.to_string())
+                                            })?,
+                                            *v,
+                                        ))
+                                    },
+                                )?
+                                .with_url(url)
+                                .with_retry(retry())
+                                .with_config(
+                                    object_store::azure::AzureConfigKey::Client(C::ConnectTimeout),
+                                    CONNECT_TIMEOUT,
+                                )
+                                .build()
+                                .map_err(|e| bad(e.to_string()))?,
+                        ),
+                    };
                 let prefix = ObjPath::from(parsed.path().trim_matches('/'));
                 Backend::Object { store, prefix }
             }
@@ -357,6 +420,22 @@ impl Remote {
                 Ok(out)
             }
         }
+    }
+}
+
+/// How long a connection to object storage may take to open before the attempt fails:
+/// a remote that does not answer must fail a background push quickly, not hold it (R-SYNC-6).
+const CONNECT_TIMEOUT: &str = "5 seconds";
+
+/// Retries of one request to object storage: object_store's exponential backoff with
+/// jitter (its defaults: 100 ms first, doubling, 15 s cap), at most 3 retries within 20 s.
+/// Its own default (10 retries within 3 minutes) would hold a push minutes after the remote
+/// went away; Tether retries the whole push on the next turn or list anyway.
+fn retry() -> object_store::RetryConfig {
+    object_store::RetryConfig {
+        backoff: object_store::BackoffConfig::default(),
+        max_retries: 3,
+        retry_timeout: std::time::Duration::from_secs(20),
     }
 }
 

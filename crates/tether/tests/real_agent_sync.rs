@@ -233,3 +233,50 @@ async fn claude_continues_on_another_machine_through_a_shared_folder() {
         .to_string();
     continue_on_another_machine(&url, &url, &[]).await;
 }
+
+fn require_sync_engines() {
+    if std::env::var("TETHER_SYNC_ENGINES").as_deref() != Ok("1") {
+        panic!(
+            "the sync engine tests did not run: set TETHER_SYNC_ENGINES=1 after installing the \
+             engines with tests/sync/install.sh, or run tests/run-all.sh, which does both"
+        );
+    }
+}
+
+/// Each machine writes its own folder; two real Syncthing instances on loopback keep the two
+/// folders equal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real agents and sync engines: tests/run-all.sh runs these"]
+async fn claude_continues_on_another_machine_through_syncthing() {
+    require_sync_engines();
+    let folders = tempfile::tempdir().unwrap();
+    let (fa, fb) = (folders.path().join("a"), folders.path().join("b"));
+    std::fs::create_dir_all(&fa).unwrap();
+    std::fs::create_dir_all(&fb).unwrap();
+    let pair = tether_testkit::engines::syncthing::SyncthingPair::start(&fa, &fb).unwrap();
+    pair.wait_connected(Duration::from_secs(60)).unwrap();
+    let url = |p: &Path| url::Url::from_directory_path(p).unwrap().to_string();
+    continue_on_another_machine(&url(&fa), &url(&fb), &[]).await;
+}
+
+/// Both machines use one bucket of an S3-compatible server (moto's), the lease taken with
+/// conditional writes; the servers find it the way object_store reads its environment.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real agents and sync engines: tests/run-all.sh runs these"]
+async fn claude_continues_on_another_machine_through_s3() {
+    require_sync_engines();
+    let moto = tether_testkit::engines::s3::MotoServer::start().unwrap();
+    moto.create_bucket("tether").unwrap();
+    let env: Vec<(String, String)> = [
+        ("AWS_ENDPOINT", moto.endpoint().as_str()),
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ALLOW_HTTP", "true"),
+        ("AWS_VIRTUAL_HOSTED_STYLE_REQUEST", "false"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    continue_on_another_machine("s3://tether/sessions", "s3://tether/sessions", &env).await;
+}
