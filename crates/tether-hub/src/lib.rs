@@ -431,6 +431,16 @@ impl Hub {
         }
         *done = true;
         self.shutdown.cancel();
+        // The sessions this hub ran, whose sync leases it lets go of once they are saved.
+        let held: Vec<(String, PathBuf)> = self.sessions.with_all(|all| {
+            all.iter()
+                .filter_map(|(id, s)| match &s.live {
+                    Some(Session::Acp(live)) => Some((id.clone(), live.workspace.clone())),
+                    Some(Session::Print(p)) => Some((id.clone(), p.workspace.clone())),
+                    None => None,
+                })
+                .collect()
+        });
         let lives: Vec<_> = self.sessions.with_all(|all| {
             all.values_mut()
                 .filter_map(|s| match s.live.take() {
@@ -449,6 +459,7 @@ impl Hub {
         if let Some(store) = self.store.clone() {
             let _ = tokio::task::spawn_blocking(move || store.flush_all(Instant::now())).await;
         }
+        self.release_sync_leases(held).await;
         tracing::info!(agents = count, "agents shut down, cache flushed");
     }
 

@@ -45,6 +45,17 @@ impl Hub {
                 json!({"kind": "cancelled"}),
             ));
         };
+        // R-SYNC-7: another of the user's machines holding the session makes it read-only here.
+        let workspace = self
+            .live(&params.session_id)
+            .map(|l| l.workspace.clone())
+            .or_else(|| {
+                self.print_session(&params.session_id)
+                    .map(|p| p.workspace.clone())
+            });
+        if let Some(workspace) = workspace {
+            self.sync_gate(&workspace, &params.session_id).await?;
+        }
         // The turn runs in a task of its own (a cancelled request must not cut it short); it
         // takes the request's context along, so a restart after a crash mid-turn starts the
         // agent as the editor's request would have.

@@ -45,6 +45,9 @@ pub mod method {
     /// holds every word of a query (R-INDEX-8). [`super::SearchParams`] →
     /// [`super::SearchResult`].
     pub const SEARCH: &str = "session/search";
+    /// Request: "Continue here": take a session over from the machine that holds it
+    /// (R-SYNC-7). [`super::ContinueHereParams`] → [`super::ContinueHereResult`].
+    pub const CONTINUE_HERE: &str = "session/continueHere";
 }
 
 /// Method names, server → client notifications and requests.
@@ -723,6 +726,27 @@ pub struct HistoryResult {
     pub total_exec_turns: Option<u64>,
 }
 
+/// `session/continueHere` params (R-SYNC-7).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContinueHereParams {
+    /// The session's workspace here.
+    pub workspace: Workspace,
+    /// The session.
+    pub session_id: String,
+}
+
+/// `session/continueHere` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContinueHereResult {
+    /// The lease epoch this machine now writes the session under.
+    pub epoch: u64,
+    /// The machine it was taken from, when one held it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub taken_from: Option<String>,
+}
+
 /// `session/search` params (R-INDEX-8).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -918,6 +942,9 @@ pub enum BannerKind {
     /// The session was recorded at another path of this workspace's project (a renamed
     /// or moved folder, another checkout) and now lives here (R-PROJECT-4).
     MovedHere,
+    /// Another of the user's machines holds the session (its sync lease, R-SYNC-7): this
+    /// editor shows it read-only until the user continues it here (`session/continueHere`).
+    HeldElsewhere,
 }
 
 /// `session/banner` params.

@@ -40,6 +40,23 @@ impl Hub {
         params: ResumeParams,
         origin: Option<Origin>,
     ) -> Result<ResumeResult> {
+        let result = self.resume_session(params.clone(), origin).await?;
+        // R-SYNC-7: opening a session another of the user's machines holds says so (a
+        // `heldElsewhere` banner; its prompts are refused until `session/continueHere`).
+        if let (Some(id), Ok(workspace)) =
+            (&result.session_id, absolute_root(&params.workspace.root))
+        {
+            let _ = self.sync_gate(&workspace, id).await;
+        }
+        Ok(result)
+    }
+
+    /// [`Self::resume`] before the sync check.
+    async fn resume_session(
+        &self,
+        params: ResumeParams,
+        origin: Option<Origin>,
+    ) -> Result<ResumeResult> {
         let workspace = absolute_root(&params.workspace.root)?;
         if let Some(name) = params.agent.as_deref() {
             self.agent_config(Some(name))?;

@@ -12,10 +12,18 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde_json::json;
 use tether_store::Workspace;
 use tether_sync::{PushOutcome, Remote, SyncKey, Syncer, Want};
 
 use super::Hub;
+use crate::error::{HubError, Result};
+use crate::events::Event;
+use crate::protocol::{BannerKind, BannerParams, ContinueHereParams, ContinueHereResult};
+
+/// How long a prompt waits to learn whether another machine holds its session; past it,
+/// the turn goes on (a remote that does not answer never stops local work, R-SYNC-6).
+pub const GATE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// The environment variable that names the remote when `sync.remote` does not.
 pub const REMOTE_ENV: &str = "TETHER_SYNC_REMOTE";
@@ -176,5 +184,147 @@ impl Hub {
             }
         }
         from
+    }
+
+    /// Before a prompt turn (R-SYNC-7): refuses it when another of the user's machines holds
+    /// the session's lease, with a `heldElsewhere` banner naming it; the user continues it
+    /// here with `session/continueHere`. Without sync, or when the remote does not answer
+    /// within [`GATE_TIMEOUT`], the turn goes on.
+    ///
+    /// # Errors
+    /// `-32803` with `{kind: "heldElsewhere", machine, untilMs, retryable: false}`.
+    pub(super) async fn sync_gate(&self, workspace: &Path, session_id: &str) -> Result<()> {
+        if self.config.sync.remote.is_none() && std::env::var_os(REMOTE_ENV).is_none() {
+            return Ok(());
+        }
+        let Some(syncer) = self.syncer().await else {
+            return Ok(());
+        };
+        let Some(project) = self.project(workspace).await else {
+            return Ok(());
+        };
+        let holder = match tokio::time::timeout(
+            GATE_TIMEOUT,
+            syncer.holder(&project.id, session_id),
+        )
+        .await
+        {
+            Ok(Ok(holder)) => holder,
+            Ok(Err(e)) => {
+                tracing::warn!(session = session_id, error = %e, "cannot read the session's sync lease; going on");
+                None
+            }
+            Err(_) => {
+                tracing::warn!(
+                    session = session_id,
+                    "the sync remote did not answer within 3 s; going on"
+                );
+                None
+            }
+        };
+        let Some(lease) = holder else {
+            return Ok(());
+        };
+        let message = format!(
+            "{} is continuing this session: it is read-only here. Choose \"Continue here\" (session/continueHere) to take it over; {} then shows it read-only.",
+            lease.holder_name, lease.holder_name
+        );
+        self.emit(
+            Some(session_id),
+            Event::Banner(BannerParams {
+                id: format!("held:{session_id}"),
+                session_id: Some(session_id.to_owned()),
+                kind: BannerKind::HeldElsewhere,
+                message: message.clone(),
+                dismissible: false,
+            }),
+        )
+        .await;
+        Err(HubError::request_failed(
+            message,
+            json!({"kind": "heldElsewhere", "machine": lease.holder_name, "untilMs": lease.expires_ms, "retryable": false}),
+        ))
+    }
+
+    /// `session/continueHere` (R-SYNC-7): takes the session's lease over from the machine
+    /// holding it (the next epoch), clears the `heldElsewhere` banner, then pulls, so what
+    /// that machine wrote is here before the next prompt.
+    ///
+    /// # Errors
+    /// `-32602` for a relative root or a bad session id; `-32803` when sync is not set up
+    /// (`{kind: "syncOff"}`) or the remote refuses (`{kind: "syncFailed"}`).
+    pub async fn continue_here(&self, params: ContinueHereParams) -> Result<ContinueHereResult> {
+        let workspace = super::absolute_root(&params.workspace.root)?;
+        tether_store::validate_session_id(&params.session_id)
+            .map_err(|e| super::invalid_params("sessionId", &e.to_string()))?;
+        let Some(syncer) = self.syncer().await else {
+            return Err(HubError::request_failed(
+                "sync is not set up here: set sync.remote and run `tether sync join`".into(),
+                json!({"kind": "syncOff"}),
+            ));
+        };
+        let Some(project) = self.project(&workspace).await else {
+            return Err(HubError::request_failed(
+                "no session cache here".into(),
+                json!({"kind": "syncOff"}),
+            ));
+        };
+        let (epoch, taken_from) = syncer
+            .take_over(&project.id, &params.session_id)
+            .await
+            .map_err(|e| HubError::request_failed(e.to_string(), json!({"kind": "syncFailed"})))?;
+        if let Some(from) = &taken_from {
+            self.log(
+                &params.session_id,
+                format!("continued here: taken over from {from} (lease epoch {epoch})"),
+            )
+            .await;
+        }
+        self.emit(
+            Some(&params.session_id),
+            Event::BannerCleared {
+                id: format!("held:{}", params.session_id),
+            },
+        )
+        .await;
+        let _ = self.pull_for_list(&workspace).await;
+        Ok(ContinueHereResult { epoch, taken_from })
+    }
+
+    /// At shutdown (R-SYNC-7): pushes what is pending of the sessions this hub ran, then
+    /// lets go of their leases, so the user's next machine continues them at once. Bounded
+    /// to 5 s in all; a remote that does not answer keeps the leases until they lapse.
+    pub(super) async fn release_sync_leases(&self, sessions: Vec<(String, std::path::PathBuf)>) {
+        let Some(Some(syncer)) = self.sync.engine.get().cloned() else {
+            return;
+        };
+        let work = async {
+            for (id, workspace) in sessions {
+                let (Some(project), Ok(ws)) =
+                    (self.project(&workspace).await, Workspace::new(&workspace))
+                else {
+                    continue;
+                };
+                if let Err(e) = syncer.push(&ws, &project.id, &id, Want::Write).await {
+                    tracing::warn!(session = %id, error = %e, "could not push at shutdown");
+                    continue;
+                }
+                match syncer.release(&project.id, &id).await {
+                    Ok(true) => tracing::info!(session = %id, "let go of the session's sync lease"),
+                    Ok(false) => {}
+                    Err(e) => {
+                        tracing::warn!(session = %id, error = %e, "could not let go of the sync lease; it lapses by itself")
+                    }
+                }
+            }
+        };
+        if tokio::time::timeout(Duration::from_secs(5), work)
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "the sync remote did not answer at shutdown; leases lapse by themselves"
+            );
+        }
     }
 }

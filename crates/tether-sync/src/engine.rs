@@ -525,53 +525,103 @@ impl Syncer {
         Ok(max + 1)
     }
 
-    /// Takes or renews the session's lease: `Ok(Ok(epoch))` to write under, `Ok(Err(lease))`
-    /// when another machine holds it.
-    async fn lease(
+    /// The machine holding session `session`'s lease, when it is another machine and its
+    /// lease is live (R-SYNC-7): this machine must not write the session until the user
+    /// continues it here ([`Syncer::take_over`]).
+    ///
+    /// # Errors
+    /// [`SyncError::Remote`], [`SyncError::WrongKey`].
+    pub async fn holder(&self, project: &str, session: &str) -> Result<Option<Lease>, SyncError> {
+        self.check_key().await?;
+        let me = self.state.lock().await.machine.clone();
+        let current = self.read_lease(project, session).await?.0;
+        Ok(current.filter(|l| l.holder != me.id && l.expires_ms > now_ms()))
+    }
+
+    /// "Continue here": takes session `session`'s lease from whoever holds it, with the
+    /// next epoch (R-SYNC-7). Returns the epoch this machine now writes under and the name
+    /// of the machine it was taken from, if one held it.
+    ///
+    /// # Errors
+    /// [`SyncError::Remote`], [`SyncError::WrongKey`].
+    pub async fn take_over(
         &self,
-        me: &Machine,
         project: &str,
         session: &str,
-        want: Want,
-    ) -> Result<Result<u64, Lease>, SyncError> {
+    ) -> Result<(u64, Option<String>), SyncError> {
+        let result = async {
+            self.check_key().await?;
+            let me = self.state.lock().await.machine.clone();
+            let before = self
+                .read_lease(project, session)
+                .await?
+                .0
+                .filter(|l| l.holder != me.id && l.expires_ms > now_ms());
+            match self.lease(&me, project, session, Want::TakeOver).await? {
+                Ok(epoch) => Ok((epoch, before.map(|l| l.holder_name))),
+                Err(l) => Err(SyncError::Remote {
+                    url: self.remote.url().to_owned(),
+                    kind: crate::remote::FailureKind::Other,
+                    detail: format!(
+                        "{} took the session's lease at the same moment",
+                        l.holder_name
+                    ),
+                }),
+            }
+        }
+        .await;
+        self.record(result).await
+    }
+
+    /// Lets go of session `session`'s lease when this machine holds it (its editor closed
+    /// cleanly): the lease is written back expired, its epoch kept, so another machine
+    /// continues the session without "Continue here" (R-SYNC-7). Returns whether it was held.
+    ///
+    /// # Errors
+    /// [`SyncError::Remote`], [`SyncError::WrongKey`].
+    pub async fn release(&self, project: &str, session: &str) -> Result<bool, SyncError> {
+        self.check_key().await?;
+        let me = self.state.lock().await.machine.clone();
+        let (current, version, exists) = self.read_lease(project, session).await?;
+        let Some(mut lease) = current.filter(|l| l.holder == me.id && l.expires_ms > now_ms())
+        else {
+            return Ok(false);
+        };
+        lease.expires_ms = now_ms();
+        let bytes = serde_json::to_vec(&lease).expect("leases serialize");
+        if self.remote.cas() {
+            let name = names::lease(&self.key, project, session);
+            let body = sealed::seal(&self.key, &name, &bytes);
+            // Lost: another machine took it meanwhile; nothing of ours to release.
+            Ok(self
+                .remote
+                .put_if(&name, body, if exists { version } else { None })
+                .await?
+                == Put::Done)
+        } else {
+            let name = names::folder_lease(&self.key, project, session, &me.id);
+            let body = sealed::seal(&self.key, &name, &bytes);
+            self.remote.put(&name, body).await?;
+            Ok(true)
+        }
+    }
+
+    /// The lease in force (the sealed lease object on object storage, with its version and
+    /// whether it exists; the per-machine lease files on a folder).
+    async fn read_lease(
+        &self,
+        project: &str,
+        session: &str,
+    ) -> Result<(Option<Lease>, Option<crate::remote::Version>, bool), SyncError> {
         let open_lease = |name: &str, bytes: &[u8]| match sealed::open(&self.key, name, bytes) {
             Opened::Whole(plain) => serde_json::from_slice::<Lease>(&plain).ok(),
             _ => None,
         };
         if self.remote.cas() {
             let name = names::lease(&self.key, project, session);
-            // Another machine may win between our read and our write: read again.
-            for _ in 0..5 {
-                let got = self.remote.get(&name).await?;
-                let (current, version) = match &got {
-                    Some((bytes, v)) => (open_lease(&name, bytes), v.clone()),
-                    None => (None, None),
-                };
-                match lease::decide(current.as_ref(), &me.id, &me.name, now_ms(), want) {
-                    lease::Decision::Hold { epoch } => return Ok(Ok(epoch)),
-                    lease::Decision::HeldElsewhere(l) => return Ok(Err(l)),
-                    lease::Decision::Put(l) => {
-                        let body = sealed::seal(
-                            &self.key,
-                            &name,
-                            &serde_json::to_vec(&l).expect("leases serialize"),
-                        );
-                        let version = if got.is_some() { version } else { None };
-                        if self.remote.put_if(&name, body, version).await? == Put::Done {
-                            tracing::info!(session, epoch = l.epoch, "took the session's lease");
-                            return Ok(Ok(l.epoch));
-                        }
-                        tracing::info!(
-                            session,
-                            "another machine took the lease first; reading it again"
-                        );
-                    }
-                }
-            }
-            Err(SyncError::Remote {
-                url: self.remote.url().to_owned(),
-                kind: crate::remote::FailureKind::Other,
-                detail: "the session's lease kept changing under us (five tries)".into(),
+            Ok(match self.remote.get(&name).await? {
+                Some((bytes, v)) => (open_lease(&name, &bytes), v, true),
+                None => (None, None, false),
             })
         } else {
             let dir = names::session_dir(&self.key, project, session);
@@ -587,10 +637,43 @@ impl Syncer {
                     leases.push(lease);
                 }
             }
-            let current = lease::in_force(&leases, now_ms());
+            Ok((lease::in_force(&leases, now_ms()), None, false))
+        }
+    }
+
+    /// Takes or renews the session's lease: `Ok(Ok(epoch))` to write under, `Ok(Err(lease))`
+    /// when another machine holds it.
+    async fn lease(
+        &self,
+        me: &Machine,
+        project: &str,
+        session: &str,
+        want: Want,
+    ) -> Result<Result<u64, Lease>, SyncError> {
+        // On object storage another machine may win between our read and our write: read
+        // again (five tries).
+        for _ in 0..5 {
+            let (current, version, exists) = self.read_lease(project, session).await?;
             match lease::decide(current.as_ref(), &me.id, &me.name, now_ms(), want) {
-                lease::Decision::Hold { epoch } => Ok(Ok(epoch)),
-                lease::Decision::HeldElsewhere(l) => Ok(Err(l)),
+                lease::Decision::Hold { epoch } => return Ok(Ok(epoch)),
+                lease::Decision::HeldElsewhere(l) => return Ok(Err(l)),
+                lease::Decision::Put(l) if self.remote.cas() => {
+                    let name = names::lease(&self.key, project, session);
+                    let body = sealed::seal(
+                        &self.key,
+                        &name,
+                        &serde_json::to_vec(&l).expect("leases serialize"),
+                    );
+                    let version = if exists { version } else { None };
+                    if self.remote.put_if(&name, body, version).await? == Put::Done {
+                        tracing::info!(session, epoch = l.epoch, "took the session's lease");
+                        return Ok(Ok(l.epoch));
+                    }
+                    tracing::info!(
+                        session,
+                        "another machine took the lease first; reading it again"
+                    );
+                }
                 lease::Decision::Put(l) => {
                     let name = names::folder_lease(&self.key, project, session, &me.id);
                     let body = sealed::seal(
@@ -599,10 +682,15 @@ impl Syncer {
                         &serde_json::to_vec(&l).expect("leases serialize"),
                     );
                     self.remote.put(&name, body).await?;
-                    Ok(Ok(l.epoch))
+                    return Ok(Ok(l.epoch));
                 }
             }
         }
+        Err(SyncError::Remote {
+            url: self.remote.url().to_owned(),
+            kind: crate::remote::FailureKind::Other,
+            detail: "the session's lease kept changing under us (five tries)".into(),
+        })
     }
 
     /// Pulls every session of project `project` into workspace `ws`: see the module docs.

@@ -155,6 +155,9 @@ pub async fn continue_on_another_machine(remote_a: &str, remote_b: &str, env: &[
     };
     assert_eq!(listed["fromMachine"], "machine-a", "{listed}");
     ea.shutdown(Duration::from_secs(20)).await.unwrap();
+    // A closed cleanly and let go of the session's lease; the event waited for is B's side
+    // of the remote saying nobody holds it (through a sync engine this takes a moment).
+    wait_released(remote_b, env, &key, &root_b, &sid).await;
 
     let from_seq = fake.requests().last().map_or(0, |r| r.seq);
     let resumed = tokio::time::timeout(
@@ -221,6 +224,43 @@ pub async fn continue_on_another_machine(remote_a: &str, remote_b: &str, env: &[
     eb.shutdown(Duration::from_secs(20)).await.unwrap();
     let left = procs::wait_marked_gone(&marker, Duration::from_secs(10)).await;
     assert!(left.is_empty(), "no agent process left: {left:?}");
+}
+
+/// Waits until, seen through `remote` (B's address of it), no machine holds session `sid`'s
+/// lease; read by a probe with its own identity and data folder.
+async fn wait_released(remote: &str, env: &[(String, String)], key: &str, root: &Path, sid: &str) {
+    let options: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| (k.to_lowercase(), v.clone()))
+        .collect();
+    let options: Vec<(&str, &str)> = options
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let probe_dir = tempfile::tempdir().unwrap();
+    let store = std::sync::Arc::new(
+        tether_store::Store::open(tether_store::StoreConfig {
+            dir: Some(probe_dir.path().join("data")),
+            ..Default::default()
+        })
+        .unwrap(),
+    );
+    let probe = tether_sync::Syncer::open(
+        store,
+        tether_sync::Remote::open_with(remote, &options).unwrap(),
+        tether_sync::SyncKey::from_text(key).unwrap(),
+        &probe_dir.path().join("data"),
+    )
+    .unwrap();
+    let project = tether_project::identify(root).id;
+    let start = Instant::now();
+    while let Some(holder) = probe.holder(&project, sid).await.unwrap() {
+        assert!(
+            start.elapsed() < TURN,
+            "the lease was never let go of: {holder:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// Both machines write one folder (what a sync engine makes of two).

@@ -370,3 +370,123 @@ fn init_join_now_and_status_from_the_command_line() {
         let _ = tether_store::KeychainKeyProvider::new(svc.as_str(), "sync-key").delete();
     }
 }
+
+/// The `data` of a JSON-RPC error answer.
+fn error_data(e: &tether::lsp_client::RpcError) -> serde_json::Value {
+    match e {
+        tether::lsp_client::RpcError::Response { data, .. } => data.clone().unwrap_or_default(),
+        other => panic!("not an error answer: {other:?}"),
+    }
+}
+
+/// One writer per session (R-SYNC-7) through `tether serve`: B may not prompt A's session
+/// while A holds it (refused, a banner names A), "Continue here" takes it over, then A is
+/// the one refused.
+#[tokio::test]
+async fn a_session_another_machine_holds_is_read_only_until_continued_here() {
+    let remote_dir = tempfile::tempdir().unwrap();
+    let remote = url::Url::from_directory_path(remote_dir.path())
+        .unwrap()
+        .to_string();
+    let key = tether_sync::SyncKey::random().to_text();
+    let a = World::new(Mode::Binary);
+    let b = World::new(Mode::Binary);
+    tether_testkit::git::checkout(&a.workspace, Some("git@github.com:team/app.git"));
+    tether_testkit::git::checkout(&b.workspace, Some("https://github.com/team/app.git"));
+    let prompt = |sid: &str, text: &str| json!({"sessionId": sid, "prompt": [{"type": "text", "text": text}]});
+    // B's scripted agent keeps its sessions where A's does (as Claude's file is carried), so
+    // it loads A's session on B.
+    std::fs::write(
+        b.path().join("script.json"),
+        serde_json::to_vec(
+            &json!({"loadSession": true, "faults": [], "stateDir": a.path().join("agent")}),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+
+    let ea = serve(&a, &remote, &key, "machine-a").await;
+    let r = ea
+        .request("session/resume", json!({"workspace": a.ws()}))
+        .await
+        .unwrap();
+    let sid = r["sessionId"].as_str().unwrap().to_owned();
+    ea.request("session/prompt", prompt(&sid, "on a"))
+        .await
+        .expect("A's turn");
+    wait_segments(remote_dir.path(), 1, &a.path().join("logs/tether.log")).await;
+
+    let eb = serve(&b, &remote, &key, "machine-b").await;
+    let start = Instant::now();
+    while !eb
+        .request("session/list", json!({"workspace": b.ws()}))
+        .await
+        .unwrap()["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| s["sessionId"] == sid.as_str())
+    {
+        assert!(start.elapsed() < STEP, "A's session never reached B");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let resumed = eb
+        .request(
+            "session/resume",
+            json!({"workspace": b.ws(), "sessionId": sid}),
+        )
+        .await
+        .expect("resume on B");
+    assert_eq!(resumed["outcome"], "resumed", "{resumed}");
+    // Opening it says who holds it.
+    assert!(
+        eb.received().iter().any(|m| m.method() == "session/banner"
+            && m.params()["kind"] == "heldElsewhere"
+            && m.params()["message"]
+                .as_str()
+                .is_some_and(|t| t.contains("machine-a"))),
+        "a heldElsewhere banner on opening"
+    );
+    let refused = eb
+        .request("session/prompt", prompt(&sid, "on b, too early"))
+        .await
+        .unwrap_err();
+    let data = error_data(&refused);
+    assert_eq!(
+        (data["kind"].as_str(), data["machine"].as_str()),
+        (Some("heldElsewhere"), Some("machine-a")),
+        "{refused:?}"
+    );
+    assert!(
+        eb.received()
+            .iter()
+            .any(|m| m.method() == "session/banner" && m.params()["kind"] == "heldElsewhere"),
+        "a heldElsewhere banner"
+    );
+
+    let taken = eb
+        .request(
+            "session/continueHere",
+            json!({"workspace": b.ws(), "sessionId": sid}),
+        )
+        .await
+        .expect("continue here");
+    assert_eq!(taken["takenFrom"], "machine-a", "{taken}");
+    assert_eq!(taken["epoch"], 2, "{taken}");
+    assert!(eb.received().iter().any(
+        |m| m.method() == "session/bannerCleared" && m.params()["id"] == format!("held:{sid}")
+    ));
+    let answer = eb
+        .request("session/prompt", prompt(&sid, "on b, now"))
+        .await
+        .expect("B's turn");
+    assert_eq!(answer["stopReason"], "end_turn");
+
+    let refused = ea
+        .request("session/prompt", prompt(&sid, "on a, after b took it"))
+        .await
+        .unwrap_err();
+    assert_eq!(error_data(&refused)["machine"], "machine-b", "{refused:?}");
+    ea.shutdown(STEP).await.expect("A ends");
+    eb.shutdown(STEP).await.expect("B ends");
+}

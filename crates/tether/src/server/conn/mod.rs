@@ -129,6 +129,7 @@ routes! {
     method::HISTORY => history,
     method::HANDOFF => handoff,
     method::SEARCH => search,
+    method::CONTINUE_HERE => continue_here,
 }
 
 /// Builds the service, its client socket, the dispatcher of Tether's methods (which the input
@@ -390,6 +391,16 @@ impl Conn {
     async fn search(&self, params: Option<&RawValue>) -> Result<crate::protocol::SearchResult> {
         let p = parse_raw(params)?;
         self.as_client(self.sessions()?.search(p))
+            .await
+            .map_err(rpc_error)
+    }
+
+    async fn continue_here(
+        &self,
+        params: Option<&RawValue>,
+    ) -> Result<crate::protocol::ContinueHereResult> {
+        let p = parse_raw(params)?;
+        self.as_client(self.sessions()?.continue_here(p))
             .await
             .map_err(rpc_error)
     }
