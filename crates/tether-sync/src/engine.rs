@@ -412,8 +412,7 @@ impl Syncer {
                 cursor.turns,
             );
             let turns: Vec<ChatTurn> =
-                blocking(move || Ok(store.chat_history(&w, &sid, from, MAX_TURNS_PER_SEGMENT)?))
-                    .await?;
+                blocking(move || turns_from(&store, &w, &sid, from, MAX_TURNS_PER_SEGMENT)).await?;
             let meta_now = (cursor.meta.as_ref() != Some(&meta)).then(|| meta.clone());
             let chunk = self.agent_chunk(&cursor, &meta, ws.root());
             if turns.is_empty() && meta_now.is_none() && chunk.is_none() {
@@ -889,7 +888,7 @@ impl Syncer {
                 cursor.turns,
             );
             let local: Vec<ChatTurn> =
-                blocking(move || Ok(store.chat_history(&w, &sid, from, usize::MAX)?)).await?;
+                blocking(move || turns_from(&store, &w, &sid, from, usize::MAX)).await?;
             if local.iter().any(|t| !incoming.contains(&t.id)) {
                 let when = cursor
                     .head
@@ -1015,7 +1014,7 @@ impl Syncer {
             let created = existing.is_none();
             let count = existing.as_ref().map_or(0, |(_, c)| *c);
             // Turns this machine already has (its own, or pulled before) are recognised by id.
-            let have = store.chat_history(&w, &sid, seg.base, seg.turns.len())?;
+            let have = turns_from(&store, &w, &sid, seg.base, seg.turns.len())?;
             let same = have
                 .iter()
                 .zip(&seg.turns)
@@ -1103,6 +1102,31 @@ impl Syncer {
         })
         .await
     }
+}
+
+/// Chat turns `[from, from + max)` of a session (fewer at its end): from the open session's
+/// memory when they are in its recent window (O(max)), else streamed from its journal.
+fn turns_from(
+    store: &Store,
+    ws: &Workspace,
+    sid: &str,
+    from: u64,
+    max: usize,
+) -> Result<Vec<ChatTurn>, SyncError> {
+    let Some((_, total)) = store.meta_of(ws, sid)? else {
+        return Ok(Vec::new());
+    };
+    let end = total.min(from.saturating_add(max as u64));
+    if end <= from {
+        return Ok(Vec::new());
+    }
+    let page = store.chat_page(
+        ws,
+        sid,
+        end,
+        usize::try_from(end - from).unwrap_or(usize::MAX),
+    )?;
+    Ok(page.turns)
 }
 
 fn head_time(cursor: &Cursor, head: &SegmentId) -> String {
