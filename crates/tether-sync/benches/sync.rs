@@ -59,7 +59,7 @@ fn machine(remote: Remote, key: &SyncKey) -> Machine {
 fn turn(n: usize, size: usize) -> ChatTurn {
     ChatTurn {
         id: format!("t{n}"),
-        role: if n % 2 == 0 {
+        role: if n.is_multiple_of(2) {
             ChatRole::User
         } else {
             ChatRole::Assistant
