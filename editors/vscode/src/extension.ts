@@ -25,7 +25,7 @@ import {
   serverArgs,
   type TetherSettings,
 } from './core/config';
-import { SessionController, TurnDetachedError, type ShutdownReport } from './core/controller';
+import { HeldElsewhereError, SessionController, TurnDetachedError, type ShutdownReport } from './core/controller';
 import { ServerMethods, type TetherClientCapabilities } from './core/protocol';
 import { resolveServer } from './core/serverPath';
 import { checkServer } from './core/serverVersion';
@@ -125,6 +125,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('tether.sendPrompt', () => sendPrompt()),
     vscode.commands.registerCommand('tether.openSession', () => panel?.open(false)),
     vscode.commands.registerCommand('tether.showSessions', () => showSessions()),
+    vscode.commands.registerCommand('tether.continueHere', () => continueHere()),
     vscode.commands.registerCommand('tether.showBanners', () => showBanners()),
     vscode.workspace.onDidChangeConfiguration(async (e) => {
       // A change event's affectsConfiguration('tether') can be false although what this
@@ -513,7 +514,11 @@ function onViewMessage(controller: SessionController, m: WebviewMessage): void {
         controller
           .prompt(m.text)
           .catch((err: unknown) =>
-            ui?.log(err instanceof TurnDetachedError ? `prompt from the session view: ${err.message}` : `prompt from the session view failed: ${errorText(err)}`),
+            ui?.log(
+              err instanceof TurnDetachedError || err instanceof HeldElsewhereError
+                ? `prompt from the session view: ${err.message}`
+                : `prompt from the session view failed: ${errorText(err)}`,
+            ),
           );
       }
       return;
@@ -601,8 +606,22 @@ async function sendPrompt(): Promise<void> {
     // The connection was lost while the turn runs in the daemon: not a failure; the view
     // says it is reconnecting and the re-attach ends the turn.
     if (err instanceof TurnDetachedError) ui?.log(`Send Prompt: ${err.message}`);
+    // Another machine holds the session: the controller showed its message with "Continue Here".
+    else if (err instanceof HeldElsewhereError) ui?.log(`Send Prompt: refused: ${err.message}`);
     else void vscode.window.showErrorMessage(`Tether: the prompt failed: ${err instanceof Error ? err.message : String(err)}`);
   }
+}
+
+/**
+ * "Tether: Continue Session Here" (R-SYNC-7): takes the session the view shows over from the
+ * machine of the user's that holds it (`session/continueHere`, for the followed folder).
+ */
+async function continueHere(): Promise<void> {
+  if (!running) {
+    notRunning();
+    return;
+  }
+  await running.controller.continueHere();
 }
 
 async function showSessions(): Promise<void> {

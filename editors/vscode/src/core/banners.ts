@@ -10,7 +10,9 @@
  * toast is the announcement. The stale-transcript banner is the exception: it describes a
  * state the server ends by itself, so it is a progress notification that closes with it. A second `session/banner` with the same id and text updates the
  * store without announcing it again. Banners tied to a session end when `session/expired`
- * says that session was replaced.
+ * says that session was replaced. A `heldElsewhere` banner (R-SYNC-7: another of the user's
+ * machines holds the session, read-only here) offers "Continue Here", which the controller
+ * forwards as `session/continueHere`; the server clears the banner when it is done.
  */
 import type { BannerKind, BannerParams } from './protocol';
 
@@ -32,10 +34,17 @@ export interface BannerView {
    * the state it describes.
    */
   transient?: boolean;
+  /** The session the action `CONTINUE_HERE` takes over (`session/continueHere`); set only when it is offered. */
+  continueHere?: string;
 }
 
 export const DISMISS = 'Dismiss';
 export const SHOW_LOGS = 'Show Logs';
+/** The action of a `heldElsewhere` banner (and of a prompt refused as `heldElsewhere`). */
+export const CONTINUE_HERE = 'Continue Here';
+
+/** The id prefix of a `heldElsewhere` banner: `held:<sessionId>` (docs/protocol.md). */
+const HELD_PREFIX = 'held:';
 
 const SEVERITY: Record<BannerKind, Severity> = {
   restoreFailed: 'warning',
@@ -45,6 +54,7 @@ const SEVERITY: Record<BannerKind, Severity> = {
   recoveredLive: 'info',
   cannotSave: 'error',
   movedHere: 'info',
+  heldElsewhere: 'warning',
 };
 
 /** Heading per kind, shown before the server's message. */
@@ -56,18 +66,31 @@ const TITLE: Record<BannerKind, string> = {
   recoveredLive: 'Recovered',
   cannotSave: 'Cannot save',
   movedHere: 'Moved here',
+  heldElsewhere: 'On another machine',
 };
 
-/** The view of a banner. */
+/**
+ * The session a `heldElsewhere` banner is about: its `sessionId`, else the id after `held:`;
+ * `undefined` for another kind, or when neither names one.
+ */
+export function heldSessionId(b: BannerParams): string | undefined {
+  if (b.kind !== 'heldElsewhere') return undefined;
+  if (b.sessionId) return b.sessionId;
+  return b.id.startsWith(HELD_PREFIX) && b.id.length > HELD_PREFIX.length ? b.id.slice(HELD_PREFIX.length) : undefined;
+}
+
+/** The view of a banner: its severity, heading and actions (for `heldElsewhere`, "Continue Here" and its session). */
 export function bannerView(b: BannerParams): BannerView {
   const actions: string[] = [];
   if (b.kind === 'restoreFailed' || b.kind === 'streamError' || b.kind === 'persistenceDisabled' || b.kind === 'cannotSave') {
     actions.push(SHOW_LOGS);
   }
+  const held = heldSessionId(b);
+  if (held) actions.push(CONTINUE_HERE);
   const text = `Tether: ${TITLE[b.kind]}. ${b.message}`;
   if (b.kind === 'staleSnapshot') return { id: b.id, severity: SEVERITY[b.kind], text, actions: [], transient: true };
   if (b.dismissible) actions.push(DISMISS);
-  return { id: b.id, severity: SEVERITY[b.kind], text, actions };
+  return { id: b.id, severity: SEVERITY[b.kind], text, actions, ...(held ? { continueHere: held } : {}) };
 }
 
 export class BannerStore {

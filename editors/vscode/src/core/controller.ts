@@ -8,7 +8,7 @@
  * user's choice (so a dismissed dialog can be offered again), the active session (for
  * persistence), the banners, the status, and the snapshot model.
  */
-import { BannerStore, bannerView, DISMISS, SHOW_LOGS, type BannerView } from './banners';
+import { BannerStore, bannerView, CONTINUE_HERE, DISMISS, SHOW_LOGS, type BannerView } from './banners';
 import {
   parseBanner,
   parseBannerCleared,
@@ -26,6 +26,7 @@ import { PersistScheduler, realTimers, type Timers } from './persist';
 import {
   Methods,
   type ClearResult,
+  type ContinueHereParams,
   type PermissionResponse,
   type PersistParams,
   type PersistResult,
@@ -38,6 +39,7 @@ import { choiceForClick, outcomeIntent, REOFFER, type DialogIntent } from './rec
 import { SnapshotModel } from './snapshot';
 import { LocalStatus, shortId, StatusTracker, type ProgressIntent, type StatusView } from './status';
 import { historyPage, isConnectionLost, isMethodNotFound, listedSession, SEARCH_LIMIT, searchPicks, sessionPicks, type SessionPick } from './sessions';
+import { continuedText, continueFailedText, heldElsewhereOffer, heldElsewhereRefusal } from './sync';
 import { TranscriptModel, type ViewOp } from './transcript';
 
 /** What the controller asks of the editor. Every method must not throw. */
@@ -117,6 +119,23 @@ export class TurnDetachedError extends Error {
   ) {
     super(`the connection to tether serve was lost (${cause}); the turn goes on in the Tether daemon and is re-attached`);
     this.name = 'TurnDetachedError';
+  }
+}
+
+/**
+ * `prompt` was refused because another of the user's machines holds the session (R-SYNC-7:
+ * `data.kind` `heldElsewhere`). The controller has already shown the server's message with
+ * "Continue Here": callers log it instead of showing an error.
+ */
+export class HeldElsewhereError extends Error {
+  constructor(
+    readonly sessionId: string,
+    /** The machine that holds the session, when the server named it. */
+    readonly machine: string | undefined,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'HeldElsewhereError';
   }
 }
 
@@ -382,7 +401,9 @@ export class SessionController {
    *
    * @throws when no session is live (after that resume), or the server rejects the prompt;
    * `TurnDetachedError` when the server connection was lost while the turn runs in the daemon
-   * (the turn stays open in the view and the re-attach ends it).
+   * (the turn stays open in the view and the re-attach ends it); `HeldElsewhereError` when
+   * another of the user's machines holds the session (its message with "Continue Here" is
+   * already shown).
    */
   async prompt(text: string): Promise<{ stopReason: string; reply: string; stale: boolean }> {
     if (!this.activeSessionId) await this.sessionForPrompt();
@@ -419,6 +440,13 @@ export class SessionController {
       }
       this.snapshot.finishTurn();
       this.transcript.turnEnded(undefined, errText(err));
+      const held = heldElsewhereRefusal(err, sessionId);
+      if (held) {
+        // Not a generic failure: the server's message, with "Continue Here" (R-SYNC-7).
+        this.ui.log(`session/prompt ${sessionId}: refused, ${held.machine ?? 'another machine'} holds the session`);
+        this.announce(heldElsewhereOffer(held));
+        throw new HeldElsewhereError(sessionId, held.machine, held.message);
+      }
       throw err;
     }
     this.promptInFlight = undefined;
@@ -531,6 +559,42 @@ export class SessionController {
     const waiter = this.permissionWaiters.get(requestId);
     if (!waiter) return this.ui.log(`permission answer for request ${requestId}, which is no longer open: ignored`);
     waiter(optionId ?? undefined);
+  }
+
+  /**
+   * "Continue Here" (R-SYNC-7): the `heldElsewhere` banner's action, a refused prompt's, or
+   * "Tether: Continue Session Here". Sends `session/continueHere` for `sessionId` (by default
+   * the session the view shows, else the live one) and this controller's workspace, then says
+   * what the server answered: the machine it was taken over from, or the server's error. The
+   * server takes the lease and clears the banner; nothing is decided here. Never rejects.
+   */
+  async continueHere(sessionId?: string): Promise<void> {
+    const root = this.opts.workspaceRoot;
+    const sid = sessionId ?? this.transcript.sessionId ?? this.activeSessionId;
+    if (!root || !sid) {
+      this.ui.log(`Continue Here: ${!root ? 'no workspace folder is open' : 'no session is shown'}`);
+      void this.ui.showNotification({
+        id: 'tether.continueHereNothing',
+        severity: 'info',
+        text: !root
+          ? 'Tether: open a folder first; sessions belong to a workspace.'
+          : 'Tether: no session is shown to continue here; open one with Tether: Show Sessions.',
+        actions: [],
+      });
+      return;
+    }
+    const params: ContinueHereParams = { workspace: { root }, sessionId: sid };
+    this.ui.log(`session/continueHere ${root} ${sid}`);
+    let text: string;
+    try {
+      text = continuedText(await this.server.request(Methods.continueHere, params));
+      this.ui.log(`session/continueHere ${sid}: ${text}`);
+    } catch (err) {
+      this.ui.log(`session/continueHere ${sid} failed: ${errText(err)}`);
+      void this.ui.showNotification({ id: 'tether.continueHereFailed', severity: 'error', text: continueFailedText(err), actions: [] });
+      return;
+    }
+    void this.ui.showNotification({ id: 'tether.continuedHere', severity: 'info', text, actions: [] });
   }
 
   /** "Tether: Clear Saved Session": `session/clear` for the workspace; returns how many were removed. */
@@ -738,6 +802,7 @@ export class SessionController {
     }
     void this.ui.showNotification(view).then((action) => {
       if (action === SHOW_LOGS) this.ui.showLogs();
+      if (action === CONTINUE_HERE && view.continueHere) void this.continueHere(view.continueHere);
       if (action === DISMISS && this.banners.dismiss(view.id)) {
         this.ui.log(`banner ${view.id} dismissed`);
         const before = this.snapshot.revision;

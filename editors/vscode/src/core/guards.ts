@@ -50,6 +50,7 @@ const BANNER_KINDS: readonly BannerKind[] = [
   'recoveredLive',
   'cannotSave',
   'movedHere',
+  'heldElsewhere',
 ];
 const OUTCOMES = ['resumed', 'started', 'needsChoice', 'failed', 'nothingToResume'];
 

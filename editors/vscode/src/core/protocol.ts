@@ -27,6 +27,8 @@ export const Methods = {
   clear: 'session/clear',
   /** Every session whose text holds a query's words (not in every server: -32601 when absent). */
   search: 'session/search',
+  /** Takes a session over from the machine of the user's that holds it (R-SYNC-7; not in every server). */
+  continueHere: 'session/continueHere',
 } as const;
 
 /** Method names, server → client notifications and requests. */
@@ -184,7 +186,8 @@ export type BannerKind =
   | 'persistenceDisabled'
   | 'recoveredLive'
   | 'cannotSave'
-  | 'movedHere';
+  | 'movedHere'
+  | 'heldElsewhere';
 
 /** `session/banner` notification. */
 export interface BannerParams {
@@ -348,4 +351,16 @@ export type PermissionResponse =
 
 export interface ClearResult {
   removed: number;
+}
+
+/** `session/continueHere` params (R-SYNC-7): the session and the workspace it belongs to here. */
+export interface ContinueHereParams {
+  workspace: Workspace;
+  sessionId: string;
+}
+
+/** `session/continueHere` result: the lease epoch now held, and the machine it was taken from (when one held it). */
+export interface ContinueHereResult {
+  epoch: number;
+  takenFrom?: string;
 }

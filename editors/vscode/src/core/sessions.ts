@@ -9,7 +9,10 @@ export interface SessionPick {
   sessionId: string;
   /** The session's title, else its first prompt, else "Session 1f3a9c2e…". */
   label: string;
-  /** The agent. */
+  /**
+   * The agent; for a session another of the user's machines pushed last (`fromMachine`,
+   * R-SYNC-1), then " · from ada-laptop · 5 min ago" (`fromMachineAt`, when given).
+   */
   description: string;
   /**
    * "updated 5 min ago · 12 turns · <id>", then, for a session recorded at another path of
@@ -43,6 +46,18 @@ function oneLine(text: string, max = 80): string {
   return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 }
 
+/**
+ * "from ada-laptop · 5 min ago": which other machine of the user's pushed a `session/list`
+ * entry's turns last (`fromMachine`) and when (`fromMachineAt`, left out when absent);
+ * `undefined` for a session of this machine (no `fromMachine`).
+ */
+export function fromMachineText(entry: Record<string, unknown>, now: number): string | undefined {
+  const machine = typeof entry.fromMachine === 'string' ? oneLine(entry.fromMachine, 60) : '';
+  if (!machine) return undefined;
+  const at = typeof entry.fromMachineAt === 'string' && entry.fromMachineAt ? ` · ${ago(entry.fromMachineAt, now)}` : '';
+  return `from ${machine}${at}`;
+}
+
 /** The picks of a `session/list` result, in the server's order (most recent first). */
 export function sessionPicks(raw: unknown, now: number): SessionPick[] {
   const sessions = isObj(raw) && Array.isArray(raw.sessions) ? raw.sessions : [];
@@ -53,11 +68,13 @@ export function sessionPicks(raw: unknown, now: number): SessionPick[] {
     const updated = typeof s.updatedUtc === 'string' ? s.updatedUtc : '';
     const branch = typeof s.branch === 'string' && s.branch ? ` (branch ${s.branch})` : '';
     const elsewhere = typeof s.recordedAt === 'string' && s.recordedAt ? ` · recorded at ${s.recordedAt}${branch}` : '';
+    const agent = typeof s.agent === 'string' && s.agent ? s.agent : 'unknown agent';
+    const from = fromMachineText(s, now);
     return [
       {
         sessionId: s.sessionId,
         label: title.trim() ? oneLine(title) : `Session ${shortId(s.sessionId)}`,
-        description: typeof s.agent === 'string' && s.agent ? s.agent : 'unknown agent',
+        description: from ? `${agent} · ${from}` : agent,
         detail: `updated ${ago(updated, now)} · ${turns} turn${turns === 1 ? '' : 's'} · ${s.sessionId}${elsewhere}`,
       },
     ];

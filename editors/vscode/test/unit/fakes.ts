@@ -9,17 +9,22 @@ import type { ResumeResult } from '../../src/core/protocol';
 import type { StatusView } from '../../src/core/status';
 import type { ViewItem, ViewOp } from '../../src/core/transcript';
 
-/** A UI that records the status item, the log and the notifications shown. */
+/**
+ * A UI that records the status item, the log and the notifications shown; a notification is
+ * answered with the action set for its id in `notificationAnswers` (what a user would click),
+ * else closed.
+ */
 export class Ui implements UiPort {
   logs: string[] = [];
   statuses: StatusView[] = [];
   notifications: BannerView[] = [];
+  notificationAnswers = new Map<string, string>();
   showDialog() {
     return Promise.resolve(undefined);
   }
   showNotification(v: BannerView) {
     this.notifications.push(v);
-    return Promise.resolve(undefined);
+    return Promise.resolve(this.notificationAnswers.get(v.id));
   }
   showTransient() {}
   setStatus(v: StatusView) {
