@@ -191,6 +191,15 @@ log "tests under Wine: $passed passed, $failed failed, $ignored ignored (#[ignor
 cargo_test_step "build + run tether-sys's, tether-history's, tether-project's unit tests under Wine" "$work/sys-tests.log" \
   --locked --target "$triple" -p tether-sys -p tether-history -p tether-project --lib \
   || die "the unit tests of tether-sys, tether-history or tether-project failed under Wine (above)"
+# Sessions on every machine (tether-sync): the key file and a sync folder's files owner-only
+# (the DACL of tether_store::sys), Windows paths in file:/// remotes, and two machines over a
+# shared folder, Claude Code's own file moved to the other machine's folder included.
+cargo_test_step "build + run tether-sync's tests under Wine" "$work/sync-tests.log" \
+  --locked --target "$triple" -p tether-sync --lib --test engine \
+  || die "tether-sync's tests failed under Wine (above)"
+sync_passed="$(awk '/^test result:/ { p += $4 } END { print p + 0 }' "$work/sync-tests.log")"
+[ "${sync_passed:-0}" -gt 0 ] || die "no test of tether-sync ran under Wine"
+log "tether-sync's tests under Wine: $sync_passed passed"
 sys_passed="$(awk '/^test result:/ { p += $4 } END { print p + 0 }' "$work/sys-tests.log")"
 [ "${sys_passed:-0}" -gt 0 ] || die "no unit test of tether-sys, tether-history or tether-project ran under Wine"
 log "tether-sys's, tether-history's and tether-project's unit tests under Wine: $sys_passed passed"
