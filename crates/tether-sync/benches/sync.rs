@@ -13,74 +13,32 @@
 //! `cargo bench -p tether-sync --bench sync` (release build). Set `TETHER_BENCH_RUNS` for
 //! more repetitions (default 15).
 
-use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tether_store::{ChatRole, ChatTurn, Store, StoreConfig, Workspace};
-use tether_sync::{PushOutcome, Remote, SyncKey, Syncer, Want};
+use tether_store::ChatRole;
+use tether_sync::{PushOutcome, Remote, SyncKey, Want};
 
-const PROJECT: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
-
-struct Machine {
-    _home: tempfile::TempDir,
-    store: Arc<Store>,
-    ws: Workspace,
-    sync: Syncer,
-}
+#[path = "../tests/support/mod.rs"]
+mod support;
+use support::{Machine, PROJECT, folder_url};
 
 fn machine(remote: Remote, key: &SyncKey) -> Machine {
-    let home = tempfile::tempdir().unwrap();
-    let store = Arc::new(
-        Store::open(StoreConfig {
-            dir: Some(home.path().join("data")),
-            ..Default::default()
-        })
-        .unwrap(),
-    );
-    let root = home.path().join("checkout");
-    std::fs::create_dir_all(&root).unwrap();
-    let ws = Workspace::new(&root).unwrap();
-    let sync = Syncer::open(
-        store.clone(),
-        remote,
-        key.clone(),
-        &home.path().join("data"),
-    )
-    .unwrap();
-    Machine {
-        _home: home,
-        store,
-        ws,
-        sync,
-    }
+    support::machine(remote, key, "bench")
 }
 
-fn turn(n: usize, size: usize) -> ChatTurn {
-    ChatTurn {
-        id: format!("t{n}"),
-        role: if n.is_multiple_of(2) {
-            ChatRole::User
-        } else {
-            ChatRole::Assistant
-        },
-        text: "x".repeat(size),
-        timestamp_utc: "2026-11-28T10:00:00.000Z".into(),
-        complete: true,
-        linked_exec_id: None,
-        linked_diff_id: None,
-        metadata: None,
-        extra: Default::default(),
-    }
+/// Turn `n` of `size` bytes of text.
+fn turn(n: usize, size: usize) -> tether_store::ChatTurn {
+    let role = if n.is_multiple_of(2) {
+        ChatRole::User
+    } else {
+        ChatRole::Assistant
+    };
+    support::turn(&format!("t{n}"), role, &"x".repeat(size))
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[v.len() / 2]
-}
-
-fn folder(p: &Path) -> String {
-    url::Url::from_directory_path(p).unwrap().to_string()
 }
 
 /// Median (bytes written, milliseconds) of pushing one `size`-byte turn into session
@@ -163,7 +121,7 @@ async fn main() {
     );
     for size in [100usize, 10_000, 100_000] {
         let remote = tempfile::tempdir().unwrap();
-        let m = machine(Remote::open(&folder(remote.path())).unwrap(), &key);
+        let m = machine(Remote::open(&folder_url(remote.path())).unwrap(), &key);
         let (b10, t10) = push_cost(&m, &format!("short-{size}"), 10, size, runs).await;
         let (b1k, t1k) = push_cost(&m, &format!("long-{size}"), 1000, size, runs).await;
         println!(
@@ -176,7 +134,7 @@ async fn main() {
     println!();
     println!("from A's push to B's list (medians of {runs})");
     let shared = tempfile::tempdir().unwrap();
-    let url = folder(shared.path());
+    let url = folder_url(shared.path());
     let (a, b) = (
         machine(Remote::open(&url).unwrap(), &key),
         machine(Remote::open(&url).unwrap(), &key),
@@ -197,8 +155,8 @@ async fn main() {
         let pair = tether_testkit::engines::syncthing::SyncthingPair::start(&fa, &fb).unwrap();
         pair.wait_connected(Duration::from_secs(60)).unwrap();
         let (a, b) = (
-            machine(Remote::open(&folder(&fa)).unwrap(), &key),
-            machine(Remote::open(&folder(&fb)).unwrap(), &key),
+            machine(Remote::open(&folder_url(&fa)).unwrap(), &key),
+            machine(Remote::open(&folder_url(&fb)).unwrap(), &key),
         );
         let ms = latency(&a, &b, runs).await;
         println!(

@@ -1033,17 +1033,7 @@ impl Syncer {
                 let mut all = store.chat_history(&w, &sid, 0, seg.base as usize)?;
                 all.extend(seg.turns.iter().cloned());
                 added = seg.turns.len() as u64;
-                let snapshot = SessionSnapshot {
-                    chat_turns: all,
-                    ..Default::default()
-                };
-                store.persist(
-                    &w,
-                    &sid,
-                    PersistTrigger::TurnFinalized,
-                    &snapshot,
-                    Instant::now(),
-                )?;
+                persist_transcript(&store, &w, &sid, all)?;
             }
             if let Some(meta) = &seg.meta {
                 store.set_meta(&w, &sid, meta)?;
@@ -1082,17 +1072,7 @@ impl Syncer {
     ) -> Result<(), SyncError> {
         let (store, w, sid) = (self.store.clone(), ws.clone(), sid.to_owned());
         blocking(move || {
-            let snapshot = SessionSnapshot {
-                chat_turns: turns,
-                ..Default::default()
-            };
-            store.persist(
-                &w,
-                &sid,
-                PersistTrigger::TurnFinalized,
-                &snapshot,
-                Instant::now(),
-            )?;
+            persist_transcript(&store, &w, &sid, turns)?;
             let mut meta = meta.unwrap_or_default();
             meta.title = title.or(meta.title);
             // A fork's agent session is the other branch's: never resume it from here.
@@ -1102,6 +1082,31 @@ impl Syncer {
         })
         .await
     }
+}
+
+/// Makes `turns` the session's whole chat transcript, durably (a `turnFinalized` milestone:
+/// only what differs from the stored transcript is written). Everything else the session
+/// holds (exec turns, diffs, the editor's state) is kept as it is.
+fn persist_transcript(
+    store: &Store,
+    ws: &Workspace,
+    sid: &str,
+    turns: Vec<ChatTurn>,
+) -> Result<(), SyncError> {
+    let mut snapshot = match store.load(ws, sid)? {
+        Some(loaded) => loaded.snapshot,
+        None => SessionSnapshot::default(),
+    };
+    snapshot.chat_turns = turns;
+    snapshot.chat_turns_base = 0;
+    store.persist(
+        ws,
+        sid,
+        PersistTrigger::TurnFinalized,
+        &snapshot,
+        Instant::now(),
+    )?;
+    Ok(())
 }
 
 /// Chat turns `[from, from + max)` of a session (fewer at its end): from the open session's

@@ -20,7 +20,6 @@
 //!   written to the remote as the name of the key marker, so a machine with another key is
 //!   told so instead of seeing an empty remote.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
@@ -203,33 +202,12 @@ impl SyncKey {
     /// [`SyncError::Local`] when the file cannot be written.
     pub fn save(&self, data_dir: &Path) -> Result<(), SyncError> {
         let file = Self::file_in(data_dir);
-        let fail = |e: std::io::Error| SyncError::Local {
-            path: file.clone(),
-            detail: e.to_string(),
-        };
-        let dir = file.parent().expect("the key file is in a folder");
-        for d in [data_dir, dir] {
-            if !d.is_dir() {
-                tether_store::sys::create_private_dir(d).map_err(fail)?;
-            }
-        }
-        let tmp = dir.join(format!(".key.{:08x}.tmp", rand::random::<u32>()));
-        let result = (|| {
-            let mut f = tether_store::sys::private_options()
-                .write(true)
-                .create_new(true)
-                .open(&tmp)?;
-            f.write_all(self.to_text().as_bytes())?;
-            f.write_all(b"\n")?;
-            f.sync_all()?;
-            drop(f);
-            tether_store::sys::rename(&tmp, &file)?;
-            tether_store::sys::sync_dir(dir)
-        })();
-        if result.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        result.map_err(fail)?;
+        crate::files::replace_private(&file, format!("{}\n", self.to_text()).as_bytes()).map_err(
+            |e| SyncError::Local {
+                path: file.clone(),
+                detail: e.to_string(),
+            },
+        )?;
         if let Err(e) = Self::keychain().store(&self.raw) {
             tracing::info!(error = %e.0, "the sync key is kept in its file only");
         }

@@ -17,6 +17,7 @@
 
 pub mod engine;
 pub mod error;
+mod files;
 pub mod key;
 pub mod lease;
 pub mod merge;

@@ -17,7 +17,6 @@
 //!   updates `If-Match: <etag>` (object_store's `PutMode::Create`/`Update`), so
 //!   [`Remote::cas`] is `true`.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -125,86 +124,48 @@ impl Remote {
                 let path = parsed
                     .to_file_path()
                     .map_err(|()| bad("not an absolute local path".into()))?;
-                create_private_dirs(&path)
+                crate::files::create_private_dirs(&path)
                     .map_err(|e| bad(format!("cannot create the folder: {e}")))?;
                 Backend::Folder(path)
             }
             "s3" | "s3a" | "gs" | "az" | "azure" | "abfs" | "abfss" => {
                 // reqwest's TLS takes the process's default rustls provider: ring here.
                 let _ = rustls::crypto::ring::default_provider().install_default();
-                use object_store::ClientConfigKey as C;
-                let store: Arc<dyn ObjectStore> =
-                    match parsed.scheme() {
-                        "s3" | "s3a" => Arc::new(
-                            options
-                                .iter()
-                                .try_fold(
-                                    object_store::aws::AmazonS3Builder::from_env(),
-                                    |b, (k, v)| {
-                                        Ok::<_, SyncError>(b.with_config(
-                                            k.parse().map_err(|e: object_store::Error| {
-                                                bad(e.to_string())
-                                            })?,
-                                            *v,
-                                        ))
-                                    },
-                                )?
-                                .with_url(url)
+                // One recipe for each cloud's builder: its environment, then `options`, the
+                // URL, Tether's retry and connect timeout.
+                macro_rules! object_store_for {
+                    ($builder:ty, $key:ty) => {{
+                        let mut b = <$builder>::from_env();
+                        for (k, v) in options {
+                            let key: $key = k
+                                .parse()
+                                .map_err(|e: object_store::Error| bad(e.to_string()))?;
+                            b = b.with_config(key, *v);
+                        }
+                        let connect = <$key>::Client(object_store::ClientConfigKey::ConnectTimeout);
+                        Arc::new(
+                            b.with_url(url)
                                 .with_retry(retry())
-                                .with_config(
-                                    object_store::aws::AmazonS3ConfigKey::Client(C::ConnectTimeout),
-                                    CONNECT_TIMEOUT,
-                                )
+                                .with_config(connect, CONNECT_TIMEOUT)
                                 .build()
                                 .map_err(|e| bad(e.to_string()))?,
-                        ),
-                        "gs" => Arc::new(
-                            options
-                                .iter()
-                                .try_fold(
-                                    object_store::gcp::GoogleCloudStorageBuilder::from_env(),
-                                    |b, (k, v)| {
-                                        Ok::<_, SyncError>(b.with_config(
-                                            k.parse().map_err(|e: object_store::Error| {
-                                                bad(e.to_string())
-                                            })?,
-                                            *v,
-                                        ))
-                                    },
-                                )?
-                                .with_url(url)
-                                .with_retry(retry())
-                                .with_config(
-                                    object_store::gcp::GoogleConfigKey::Client(C::ConnectTimeout),
-                                    CONNECT_TIMEOUT,
-                                )
-                                .build()
-                                .map_err(|e| bad(e.to_string()))?,
-                        ),
-                        _ => Arc::new(
-                            options
-                                .iter()
-                                .try_fold(
-                                    object_store::azure::MicrosoftAzureBuilder::from_env(),
-                                    |b, (k, v)| {
-                                        Ok::<_, SyncError>(b.with_config(
-                                            k.parse().map_err(|e: object_store::Error| {
-                                                bad(e.to_string())
-                                            })?,
-                                            *v,
-                                        ))
-                                    },
-                                )?
-                                .with_url(url)
-                                .with_retry(retry())
-                                .with_config(
-                                    object_store::azure::AzureConfigKey::Client(C::ConnectTimeout),
-                                    CONNECT_TIMEOUT,
-                                )
-                                .build()
-                                .map_err(|e| bad(e.to_string()))?,
-                        ),
-                    };
+                        )
+                    }};
+                }
+                let store: Arc<dyn ObjectStore> = match parsed.scheme() {
+                    "s3" | "s3a" => object_store_for!(
+                        object_store::aws::AmazonS3Builder,
+                        object_store::aws::AmazonS3ConfigKey
+                    ),
+                    "gs" => object_store_for!(
+                        object_store::gcp::GoogleCloudStorageBuilder,
+                        object_store::gcp::GoogleConfigKey
+                    ),
+                    _ => object_store_for!(
+                        object_store::azure::MicrosoftAzureBuilder,
+                        object_store::azure::AzureConfigKey
+                    ),
+                };
                 let prefix = ObjPath::from(parsed.path().trim_matches('/'));
                 Backend::Object { store, prefix }
             }
@@ -259,7 +220,8 @@ impl Remote {
                     if path.exists() {
                         return Ok(Put::Lost);
                     }
-                    write_file(&path, &bytes).map_err(|e| me.io_fail(&path, &e))?;
+                    crate::files::replace_private(&path, &bytes)
+                        .map_err(|e| me.io_fail(&path, &e))?;
                     Ok(Put::Done)
                 })
                 .await
@@ -296,7 +258,7 @@ impl Remote {
                 let path = root.join(name);
                 let me = self.clone();
                 tokio::task::spawn_blocking(move || {
-                    write_file(&path, &bytes).map_err(|e| me.io_fail(&path, &e))
+                    crate::files::replace_private(&path, &bytes).map_err(|e| me.io_fail(&path, &e))
                 })
                 .await
                 .map_err(|e| self.fail(FailureKind::Other, e))?
@@ -445,44 +407,6 @@ fn child(prefix: &ObjPath, name: &str) -> ObjPath {
     } else {
         ObjPath::from(format!("{prefix}/{name}"))
     }
-}
-
-fn create_private_dirs(path: &Path) -> std::io::Result<()> {
-    if path.is_dir() {
-        return Ok(());
-    }
-    if let Some(parent) = path.parent() {
-        create_private_dirs(parent)?;
-    }
-    match tether_store::sys::create_private_dir(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        other => other,
-    }
-}
-
-/// Temp file beside `path`, `fsync`, rename over `path`, folder `fsync`.
-fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().expect("remote names have a folder");
-    create_private_dirs(dir)?;
-    let tmp = dir.join(format!(
-        ".syncthing.tether-{:016x}.tmp",
-        rand::random::<u64>()
-    ));
-    let result = (|| {
-        let mut f = tether_store::sys::private_options()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        drop(f);
-        tether_store::sys::rename(&tmp, path)?;
-        tether_store::sys::sync_dir(dir)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
 }
 
 fn walk(root: &Path, dir: &Path, out: &mut Vec<Listed>) -> Result<(), (PathBuf, std::io::Error)> {

@@ -7,7 +7,6 @@
 //! (already-imported turns are recognised by their ids).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -147,29 +146,9 @@ pub fn load(path: &Path) -> Result<State, SyncError> {
 /// # Errors
 /// [`SyncError::Local`].
 pub fn save(path: &Path, state: &State) -> Result<(), SyncError> {
-    let fail = |e: std::io::Error| SyncError::Local {
+    let bytes = serde_json::to_vec_pretty(state).expect("the state serializes");
+    crate::files::replace_private(path, &bytes).map_err(|e| SyncError::Local {
         path: path.to_owned(),
         detail: e.to_string(),
-    };
-    let dir = path.parent().expect("the state file is in a folder");
-    if !dir.is_dir() {
-        tether_store::sys::create_private_dir(dir).map_err(fail)?;
-    }
-    let tmp = dir.join(format!(".state.{:08x}.tmp", rand::random::<u32>()));
-    let bytes = serde_json::to_vec_pretty(state).expect("the state serializes");
-    let result = (|| {
-        let mut f = tether_store::sys::private_options()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)?;
-        f.write_all(&bytes)?;
-        f.sync_all()?;
-        drop(f);
-        tether_store::sys::rename(&tmp, path)?;
-        tether_store::sys::sync_dir(dir)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result.map_err(fail)
+    })
 }

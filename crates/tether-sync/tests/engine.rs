@@ -3,107 +3,27 @@
 //! The engines themselves (Syncthing, an S3 server) are in tests/engines_*.rs.
 
 use std::path::Path;
-use std::sync::Arc;
-use std::time::Instant;
 
-use tether_store::{ChatRole, ChatTurn, SessionMeta, Store, StoreConfig, Workspace};
 use tether_sync::engine::fork_session_id;
-use tether_sync::{PushOutcome, Remote, SyncKey, Syncer, Want};
+use tether_sync::{PushOutcome, Remote, SyncKey, Want};
 
-const PROJECT: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
-
-struct Machine {
-    _home: tempfile::TempDir,
-    store: Arc<Store>,
-    ws: Workspace,
-    sync: Syncer,
-}
+mod support;
+use support::{Machine, PROJECT, files_under, folder_url, say, texts};
 
 fn machine(remote_url: &str, key: &SyncKey, name: &str) -> Machine {
-    let home = tempfile::tempdir().unwrap();
-    let store = Arc::new(
-        Store::open(StoreConfig {
-            dir: Some(home.path().join("data")),
-            ..Default::default()
-        })
-        .unwrap(),
-    );
-    let root = home.path().join(format!("checkout-of-{name}"));
-    std::fs::create_dir_all(&root).unwrap();
-    let ws = Workspace::new(&root).unwrap();
-    let remote = Remote::open(remote_url).unwrap();
-    let sync = Syncer::open(
-        store.clone(),
-        remote,
-        key.clone(),
-        &home.path().join("data"),
-    )
-    .unwrap();
-    Machine {
-        _home: home,
-        store,
-        ws,
-        sync,
-    }
-}
-
-fn turn(id: &str, role: ChatRole, text: &str) -> ChatTurn {
-    ChatTurn {
-        id: id.into(),
-        role,
-        text: text.into(),
-        timestamp_utc: "2026-11-28T10:00:00.000Z".into(),
-        complete: true,
-        linked_exec_id: None,
-        linked_diff_id: None,
-        metadata: None,
-        extra: Default::default(),
-    }
-}
-
-fn say(m: &Machine, session: &str, id: &str, text: &str) {
-    let meta = SessionMeta {
-        agent: Some("claude".into()),
-        agent_session_id: Some(format!("agent-{session}")),
-        title: None,
-    };
-    m.store.set_meta(&m.ws, session, &meta).unwrap();
-    m.store
-        .append_turn(
-            &m.ws,
-            session,
-            &turn(id, ChatRole::User, text),
-            Instant::now(),
-        )
-        .unwrap();
-}
-
-fn texts(m: &Machine, session: &str) -> Vec<String> {
-    m.store
-        .chat_history(&m.ws, session, 0, usize::MAX)
-        .unwrap()
-        .into_iter()
-        .map(|t| t.text)
-        .collect()
+    support::machine(Remote::open(remote_url).unwrap(), key, name)
 }
 
 fn folder(dir: &Path) -> String {
-    url::Url::from_directory_path(dir).unwrap().to_string()
+    folder_url(dir)
 }
 
+/// Every file's path and bytes under `dir`, one run of bytes.
 fn all_bytes(dir: &Path) -> Vec<u8> {
     let mut out = Vec::new();
-    let mut stack = vec![dir.to_owned()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let e = e.unwrap();
-            if e.file_type().unwrap().is_dir() {
-                stack.push(e.path());
-            } else {
-                out.extend(e.path().to_string_lossy().as_bytes());
-                out.extend(std::fs::read(e.path()).unwrap());
-            }
-        }
+    for p in files_under(dir) {
+        out.extend(p.to_string_lossy().as_bytes());
+        out.extend(std::fs::read(p).unwrap());
     }
     out
 }
@@ -258,7 +178,7 @@ async fn torn_forged_and_wrong_key_objects_are_never_shown() {
     say(&a, "s", "t2", "two");
     a.sync.push(&a.ws, PROJECT, "s", Want::Write).await.unwrap();
     // Tear segment 2 (a sync engine mid-copy): B shows only turn one until it is whole.
-    let seg2 = walk(remote.path())
+    let seg2 = files_under(remote.path())
         .into_iter()
         .find(|p| p.ends_with("000000000002"))
         .unwrap();
@@ -291,22 +211,6 @@ fn fork_ids_are_valid_session_ids() {
     }
 }
 
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_owned()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let e = e.unwrap();
-            if e.file_type().unwrap().is_dir() {
-                stack.push(e.path());
-            } else {
-                out.push(e.path());
-            }
-        }
-    }
-    out
-}
-
 /// Claude Code's own session file goes with its session: written on B under B's folder with
 /// its `cwd` moved there, so the agent can load it; B's new lines come back to A the same way.
 #[tokio::test]
@@ -318,14 +222,14 @@ async fn claude_codes_own_file_follows_the_session_with_its_cwd_moved() {
     let key = SyncKey::random();
     let a = machine(&url, &key, "a");
     let b = machine(&url, &key, "b");
-    let claude_a = ClaudeStore::at(a._home.path().join(".claude"));
-    let claude_b = ClaudeStore::at(b._home.path().join(".claude"));
+    let claude_a = ClaudeStore::at(a.home.path().join(".claude"));
+    let claude_b = ClaudeStore::at(b.home.path().join(".claude"));
     a.sync.set_claude_store(Some(claude_a.clone()));
     b.sync.set_claude_store(Some(claude_b.clone()));
     // What Claude Code wrote on A for agent session "agent-s" (say() records that id).
     let root_a = a.ws.root().to_str().unwrap().to_owned();
     let dir_a = a
-        ._home
+        .home
         .path()
         .join(".claude/projects")
         .join(tether_history::claude::project_name(&root_a));

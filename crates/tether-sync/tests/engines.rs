@@ -9,17 +9,16 @@
 
 #![cfg(target_os = "linux")]
 
-use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tether_store::{ChatRole, ChatTurn, SessionMeta, Store, StoreConfig, Workspace};
 use tether_sync::remote::FailureKind;
-use tether_sync::{PushOutcome, Remote, SyncError, SyncKey, Syncer, Want};
+use tether_sync::{PushOutcome, Remote, SyncError, SyncKey, Want};
 use tether_testkit::engines::s3::MotoServer;
 use tether_testkit::engines::syncthing::{Side, SyncthingPair};
 
-const PROJECT: &str = "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210";
+mod support;
+use support::{Machine, PROJECT, folder_url, say, texts};
+
 const WAIT: Duration = Duration::from_secs(60);
 
 fn require_sync_engines() {
@@ -31,70 +30,8 @@ fn require_sync_engines() {
     }
 }
 
-struct Machine {
-    home: tempfile::TempDir,
-    store: Arc<Store>,
-    ws: Workspace,
-    sync: Syncer,
-}
-
 fn machine(remote: Remote, key: &SyncKey) -> Machine {
-    let home = tempfile::tempdir().unwrap();
-    let store = Arc::new(
-        Store::open(StoreConfig {
-            dir: Some(home.path().join("data")),
-            ..Default::default()
-        })
-        .unwrap(),
-    );
-    let root = home.path().join("checkout");
-    std::fs::create_dir_all(&root).unwrap();
-    let ws = Workspace::new(&root).unwrap();
-    let sync = Syncer::open(
-        store.clone(),
-        remote,
-        key.clone(),
-        &home.path().join("data"),
-    )
-    .unwrap();
-    Machine {
-        home,
-        store,
-        ws,
-        sync,
-    }
-}
-
-fn say(m: &Machine, session: &str, id: &str, text: &str) {
-    let meta = SessionMeta {
-        agent: Some("claude".into()),
-        agent_session_id: Some(session.into()),
-        title: None,
-    };
-    m.store.set_meta(&m.ws, session, &meta).unwrap();
-    let turn = ChatTurn {
-        id: id.into(),
-        role: ChatRole::User,
-        text: text.into(),
-        timestamp_utc: "2026-11-28T10:00:00.000Z".into(),
-        complete: true,
-        linked_exec_id: None,
-        linked_diff_id: None,
-        metadata: None,
-        extra: Default::default(),
-    };
-    m.store
-        .append_turn(&m.ws, session, &turn, std::time::Instant::now())
-        .unwrap();
-}
-
-fn texts(m: &Machine, session: &str) -> Vec<String> {
-    m.store
-        .chat_history(&m.ws, session, 0, usize::MAX)
-        .unwrap()
-        .into_iter()
-        .map(|t| t.text)
-        .collect()
+    support::machine(remote, key, "m")
 }
 
 fn s3(moto: &MotoServer, bucket: &str) -> Remote {
@@ -317,10 +254,6 @@ async fn pull_until(m: &Machine, session: &str, n: usize, pair: &SyncthingPair) 
     }
 }
 
-fn folder_url(p: &Path) -> String {
-    url::Url::from_directory_path(p).unwrap().to_string()
-}
-
 #[tokio::test]
 #[ignore = "sync engines: tests/run-all.sh runs these (TETHER_SYNC_ENGINES=1)"]
 async fn syncthing_carries_turns_between_two_machines_and_catches_up_after_a_pause() {
@@ -379,5 +312,4 @@ async fn syncthing_carries_turns_between_two_machines_and_catches_up_after_a_pau
             }
         }
     }
-    drop(a.home);
 }

@@ -17,8 +17,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::{Mode, World, tether_bin};
-use tether::editor::{Answers, Editor, ServerProcess};
+use support::{Mode, World};
+use tether::editor::Editor;
 use tether_testkit::agents::RealAgent;
 use tether_testkit::{FakeModel, procs};
 
@@ -35,7 +35,7 @@ fn require_real_agents() {
     }
 }
 
-/// `tether serve` for `world` as machine `machine`, syncing with `remote` under `key`.
+/// `tether serve` for `world` as machine `machine`, syncing as `options` say under `key`.
 async fn serve(
     world: &World,
     options: &Value,
@@ -43,36 +43,7 @@ async fn serve(
     machine: &str,
     extra: &[(String, String)],
 ) -> Editor {
-    let mut env = vec![
-        ("TETHER_LOG".into(), "debug".into()),
-        ("TETHER_SYNC_KEY".into(), key.into()),
-        ("TETHER_MACHINE_NAME".into(), machine.into()),
-    ];
-    env.extend(extra.iter().cloned());
-    let editor = Editor::connect(
-        ServerProcess::Binary {
-            program: tether_bin(),
-            args: vec![
-                "serve".into(),
-                "--stdio".into(),
-                "--remote=off".into(),
-                "--log-file".into(),
-                world.path().join("logs/tether.log").display().to_string(),
-            ],
-            env,
-            quiet: true,
-        },
-        Answers::default(),
-    )
-    .expect("tether serve starts");
-    editor
-        .initialize(
-            options.clone(),
-            json!({"tether": {"recoveryDialog": true, "banners": true, "status": true}}),
-        )
-        .await
-        .expect("initialize");
-    editor
+    support::serve_as_machine(world, options, key, machine, extra).await
 }
 
 async fn prompt(editor: &Editor, sid: &str, text: &str) -> Value {

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use tether::editor::{Answers, Editor, ServerProcess};
+use tether::editor::Editor;
 
 mod support;
 use support::{Mode, World, tether_bin};
@@ -19,35 +19,8 @@ const STEP: Duration = Duration::from_secs(30);
 async fn serve(world: &World, remote: &str, key: &str, machine: &str) -> Editor {
     let mut options = world.options();
     options["sync"] = json!({"remote": remote});
-    let editor = Editor::connect(
-        ServerProcess::Binary {
-            program: tether_bin(),
-            args: vec![
-                "serve".into(),
-                "--stdio".into(),
-                "--remote=off".into(),
-                "--log-file".into(),
-                world.path().join("logs/tether.log").display().to_string(),
-            ],
-            env: vec![
-                ("TETHER_LOG".into(), "debug".into()),
-                ("TETHER_SYNC_KEY".into(), key.into()),
-                ("TETHER_MACHINE_NAME".into(), machine.into()),
-                ("TETHER_SYNC_REMOTE".into(), String::new()),
-            ],
-            quiet: true,
-        },
-        Answers::default(),
-    )
-    .expect("tether serve starts");
-    editor
-        .initialize(
-            options,
-            json!({"tether": {"recoveryDialog": true, "banners": true, "status": true}}),
-        )
-        .await
-        .expect("initialize");
-    editor
+    let env = [("TETHER_SYNC_REMOTE".to_owned(), String::new())];
+    support::serve_as_machine(world, &options, key, machine, &env).await
 }
 
 fn segments(dir: &Path) -> Vec<PathBuf> {

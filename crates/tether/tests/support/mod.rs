@@ -19,6 +19,49 @@ pub fn tether_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_tether"))
 }
 
+/// `tether serve --stdio --remote=off` for `world` (its log in `<world>/logs`) as one of the
+/// user's machines: `machine` its name (`TETHER_MACHINE_NAME`), `key` the sync key's text
+/// (`TETHER_SYNC_KEY`, so no keychain is touched), `env` more of its environment (an S3
+/// endpoint); initialized with `options` and every rendering capability.
+pub async fn serve_as_machine(
+    world: &World,
+    options: &Value,
+    key: &str,
+    machine: &str,
+    env: &[(String, String)],
+) -> Editor {
+    let mut vars = vec![
+        ("TETHER_LOG".to_owned(), "debug".to_owned()),
+        ("TETHER_SYNC_KEY".to_owned(), key.to_owned()),
+        ("TETHER_MACHINE_NAME".to_owned(), machine.to_owned()),
+    ];
+    vars.extend(env.iter().cloned());
+    let editor = Editor::connect(
+        ServerProcess::Binary {
+            program: tether_bin(),
+            args: vec![
+                "serve".into(),
+                "--stdio".into(),
+                "--remote=off".into(),
+                "--log-file".into(),
+                world.path().join("logs/tether.log").display().to_string(),
+            ],
+            env: vars,
+            quiet: true,
+        },
+        Answers::default(),
+    )
+    .expect("tether serve starts");
+    editor
+        .initialize(
+            options.clone(),
+            json!({"tether": {"recoveryDialog": true, "banners": true, "status": true}}),
+        )
+        .await
+        .expect("initialize");
+    editor
+}
+
 /// `tether daemon <args…>` with `runtime` as its runtime folder: (exit code, stdout).
 pub fn tether_daemon(runtime: &Path, args: &[&str]) -> (i32, String) {
     let out = std::process::Command::new(tether_bin())
