@@ -274,6 +274,12 @@ pub struct ResumeResult {
     pub reconciliation: Option<Reconciliation>,
     /// True when what the editor shows is cache the agent has not confirmed.
     pub stale: bool,
+    /// Not sent: the resume found the session already live here, brought up by another
+    /// request meanwhile (it waited for that one at the session's resume gate), so nothing
+    /// of it reached this editor yet; the connection attaches it as to any live session
+    /// (its transcript, then the events after it).
+    #[serde(skip)]
+    pub attached_live: bool,
 }
 
 /// One constructor per outcome, so every `session/resume` and `session/recoveryChoice`
@@ -297,6 +303,7 @@ impl ResumeResult {
             recovery: None,
             reconciliation,
             stale,
+            attached_live: false,
         }
     }
 
@@ -320,6 +327,7 @@ impl ResumeResult {
             recovery: None,
             reconciliation,
             stale,
+            attached_live: false,
         }
     }
 
@@ -336,6 +344,7 @@ impl ResumeResult {
             recovery: None,
             reconciliation: None,
             stale: false,
+            attached_live: false,
         }
     }
 
@@ -357,6 +366,7 @@ impl ResumeResult {
             recovery: Some(recovery),
             reconciliation: None,
             stale,
+            attached_live: false,
         }
     }
 
@@ -379,6 +389,7 @@ impl ResumeResult {
             recovery,
             reconciliation: None,
             stale,
+            attached_live: false,
         }
     }
 }

@@ -123,12 +123,14 @@ impl Hub {
                     && live.exited().is_none()
                 {
                     // Still live in this server (R-PROC-1: connections outlive clients).
-                    Ok(self.resumed_result(
+                    let mut result = self.resumed_result(
                         &id,
                         &Breaker::new(self.breaker_config(&agent, Some(&id))),
                         None,
                         false,
-                    ))
+                    );
+                    result.attached_live = true;
+                    Ok(result)
                 } else {
                     let ctx = ResumeCtx {
                         session_id: id.clone(),

@@ -504,6 +504,70 @@ async fn a_session_outlives_its_editor_and_the_next_editor_takes_it_back(kind: D
     setup.finish().await;
 }
 
+/// Two editors taking one cached session back at the same moment (two windows reopened, or
+/// two forwarders reattaching to a new daemon): one resume loads it, the other waits for it
+/// at the session's resume gate and finds it live. Both must get its transcript
+/// (`session/restored`) before its events; the second used to get nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_editors_taking_one_session_back_at_once_both_get_its_transcript() {
+    let mut setup = Setup::new(DaemonKind::Process).await;
+    let first = setup.editor().await;
+    let sid = new_session(&setup, &first).await;
+    prompt(&first, &sid, "before the restart").await;
+    first.shutdown(STEP).await.unwrap();
+    let daemon = setup.daemon_pid();
+    assert_eq!(setup.daemon(&["stop"]).0, 0);
+    assert!(setup.daemon_gone(daemon).await, "the daemon is gone");
+
+    // The new agent's `session/load` answers after 1 s: the second resume arrives while the
+    // first is still loading, and waits for it.
+    setup.world.script(
+        json!([{"method": "session/load", "calls": [1], "action": {"kind": "hang", "ms": 1000}}]),
+    );
+    let (a, b) = tokio::join!(setup.editor(), setup.editor());
+    // B asks once A's resume has sent A the transcript and is loading the agent.
+    let b_after_a = async {
+        a.wait_for(
+            0,
+            "session/restored",
+            |p| p["sessionId"] == sid.as_str(),
+            STEP,
+        )
+        .await
+        .expect("A's transcript");
+        take_back(&setup, &b, &sid, None).await
+    };
+    let (ra, rb) = tokio::join!(take_back(&setup, &a, &sid, None), b_after_a);
+    let attempts = [
+        ra["breaker"]["attempts"].as_u64(),
+        rb["breaker"]["attempts"].as_u64(),
+    ];
+    assert!(
+        attempts.contains(&Some(0)),
+        "one of them found it live: {ra} {rb}"
+    );
+    for (name, editor) in [("a", &a), ("b", &b)] {
+        let restored = editor
+            .wait_for(
+                0,
+                "session/restored",
+                |p| p["sessionId"] == sid.as_str(),
+                STEP,
+            )
+            .await
+            .unwrap_or_else(|| panic!("{name}: no transcript\n{}", setup.logs()));
+        let turns = support::chat_turns(&restored.params()["snapshot"]);
+        assert!(
+            turns.iter().any(|(_, t)| t == "before the restart"),
+            "{name}: the transcript: {turns:?}"
+        );
+    }
+    a.shutdown(STEP).await.unwrap();
+    b.shutdown(STEP).await.unwrap();
+    assert_eq!(setup.daemon(&["stop"]).0, 0);
+    setup.finish().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forwarders_starting_at_once_start_exactly_one_daemon() {
     let setup = Setup::new(DaemonKind::Process).await;

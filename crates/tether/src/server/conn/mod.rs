@@ -240,6 +240,9 @@ impl Conn {
         let message = match &result {
             Ok(r) => {
                 if let Some(id) = &r.session_id {
+                    // Found live (another editor's resume brought it up while this one waited
+                    // at its gate): attached like a session that was live all along.
+                    let was_live = was_live || r.attached_live;
                     self.attach(hub, renderer, id, after_seq, was_live).await;
                 }
                 format!("{:?}", r.outcome)
