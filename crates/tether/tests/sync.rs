@@ -310,6 +310,42 @@ fn init_join_now_and_status_from_the_command_line() {
         "{out}"
     );
 
+    // `tether sessions list` on B names the machine the session came from.
+    let listed = std::process::Command::new(tether_bin())
+        .args([
+            "sessions",
+            "list",
+            "--json",
+            "--dir",
+            dir_b.to_str().unwrap(),
+            "--workspace",
+            ws_b.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let row = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["sessionId"] == "cli-session")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(row["fromMachine"], "machine-a", "{listed}");
+    let table = std::process::Command::new(tether_bin())
+        .args([
+            "sessions",
+            "list",
+            "--dir",
+            dir_b.to_str().unwrap(),
+            "--workspace",
+            ws_b.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(table.contains("cli-session  from machine-a, "), "{table}");
+
     let (code, out, err) = tether_sync(
         &[
             "status",

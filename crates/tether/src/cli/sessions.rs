@@ -106,6 +106,19 @@ pub enum Action {
     },
 }
 
+/// Per session id, the other machine that last pushed it and when (the sync state of data
+/// folder `data`, R-SYNC-9); empty without sync.
+fn synced_from(data: &std::path::Path) -> std::collections::HashMap<String, (String, String)> {
+    tether_sync::state::load(&tether_sync::state::path_in(data))
+        .map(|st| {
+            st.sessions
+                .into_values()
+                .filter_map(|c| c.from.map(|f| (c.session, f)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The data folder: `dir`, else tether-store's default root.
 fn data_dir(dir: Option<&PathBuf>) -> Result<PathBuf, String> {
     dir.cloned()
@@ -218,8 +231,20 @@ pub fn run(action: Action) -> ExitCode {
                 let list = store.list(&ws).map_err(|e| e.to_string())?;
                 // R-PROJECT-3: and those recorded at the project's other paths.
                 let elsewhere = super::project::elsewhere(&store, &ws)?;
+                // R-SYNC-9: which of them came from another of the user's machines (as the
+                // last pull left them; `tether sync now` pulls).
+                let from = synced_from(store.root());
                 if common.json {
                     let mut value = render::render_list_json(&list);
+                    if let Some(rows) = value["sessions"].as_array_mut() {
+                        for row in rows {
+                            let id = row["sessionId"].as_str().unwrap_or_default().to_owned();
+                            if let Some((machine, at)) = from.get(&id) {
+                                row["fromMachine"] = serde_json::json!(machine);
+                                row["fromMachineAt"] = serde_json::json!(at);
+                            }
+                        }
+                    }
                     value["project"] = super::project::project_json(&elsewhere);
                     value["elsewhere"] = super::project::render_json(&elsewhere);
                     print_json(&value);
@@ -228,6 +253,17 @@ pub fn run(action: Action) -> ExitCode {
                         "{}",
                         render::render_list_table(&ws.root().display().to_string(), &list)
                     );
+                    let synced: Vec<String> = list
+                        .iter()
+                        .filter_map(|s| {
+                            from.get(&s.session_id).map(|(machine, at)| {
+                                format!("  {}  from {machine}, {at}\n", s.session_id)
+                            })
+                        })
+                        .collect();
+                    if !synced.is_empty() {
+                        print!("Last written on another machine:\n{}", synced.concat());
+                    }
                     print!("{}", super::project::render_table(&elsewhere));
                 }
             }
