@@ -372,21 +372,23 @@ fn agent_env(config: &AgentConfig) -> Env {
 }
 
 impl Hub {
-    /// Claude Code's store as the configured Claude agent sees it (the default agent's
-    /// environment when it is Claude, else the first Claude agent's, else this request's),
-    /// whose session files sync carries with their sessions (R-SYNC-9).
-    pub(super) fn claude_store_for_sync(&self) -> Option<tether_history::claude::ClaudeStore> {
+    /// The Claude Code and Codex stores as the configured agents of each kind see them (the
+    /// default agent's environment when it is of that kind, else the first such agent's,
+    /// else this request's), whose session files sync carries with their sessions
+    /// (R-SYNC-9).
+    pub(super) fn agent_stores_for_sync(&self) -> tether_sync::AgentStores {
         let agents = &self.config.agents;
-        let claude = agents
-            .get(&self.config.default_agent)
-            .filter(|c| agent_kinds(c) == [AgentKind::Claude])
-            .or_else(|| {
-                agents
-                    .values()
-                    .find(|c| agent_kinds(c) == [AgentKind::Claude])
-            });
-        let env = claude.map_or_else(base_env, agent_env);
-        tether_history::claude::ClaudeStore::locate(&env)
+        let env_of = |kind: AgentKind| {
+            let config = agents
+                .get(&self.config.default_agent)
+                .filter(|c| agent_kinds(c) == [kind])
+                .or_else(|| agents.values().find(|c| agent_kinds(c) == [kind]));
+            config.map_or_else(base_env, agent_env)
+        };
+        tether_sync::AgentStores {
+            claude: tether_history::claude::ClaudeStore::locate(&env_of(AgentKind::Claude)),
+            codex: tether_history::codex::CodexStore::locate(&env_of(AgentKind::Codex)),
+        }
     }
 
     /// R-PROJECT-4: copies Claude Code's own file of session `session_id` (the agent's id

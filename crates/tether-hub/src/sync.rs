@@ -101,12 +101,12 @@ impl Hub {
         };
         let (workspace, session_id) = (workspace.to_owned(), session_id.to_owned());
         // Located now, while the request's environment (the editor's, in the daemon) is known.
-        let claude = self.claude_store_for_sync();
+        let stores = self.agent_stores_for_sync();
         tokio::spawn(async move {
             let Some(syncer) = hub.syncer().await else {
                 return;
             };
-            syncer.set_claude_store(claude);
+            syncer.set_agent_stores(stores);
             let (Some(project), Ok(ws)) =
                 (hub.project(&workspace).await, Workspace::new(&workspace))
             else {
@@ -156,7 +156,7 @@ impl Hub {
         let Some(syncer) = self.syncer().await else {
             return from;
         };
-        syncer.set_claude_store(self.claude_store_for_sync());
+        syncer.set_agent_stores(self.agent_stores_for_sync());
         let (Some(project), Ok(ws)) = (self.project(workspace).await, Workspace::new(workspace))
         else {
             return from;

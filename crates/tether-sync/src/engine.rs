@@ -103,8 +103,8 @@ pub struct Syncer {
     state: tokio::sync::Mutex<State>,
     cache: std::sync::Mutex<HashMap<SegmentId, Arc<Segment>>>,
     key_checked: std::sync::atomic::AtomicBool,
-    /// Claude Code's store here, whose session files are carried with their sessions.
-    claude: std::sync::Mutex<Option<tether_history::claude::ClaudeStore>>,
+    /// The agents' stores here whose session files are carried with their sessions.
+    agent_stores: std::sync::Mutex<AgentStores>,
 }
 
 fn now_rfc3339() -> String {
@@ -152,7 +152,7 @@ impl Syncer {
             state: tokio::sync::Mutex::new(st),
             cache: std::sync::Mutex::new(HashMap::new()),
             key_checked: std::sync::atomic::AtomicBool::new(false),
-            claude: std::sync::Mutex::new(None),
+            agent_stores: std::sync::Mutex::new(AgentStores::default()),
         })
     }
 
@@ -186,18 +186,56 @@ impl Syncer {
         Ok(s)
     }
 
-    /// Carries Claude Code's own session files (in `store`) with their sessions: pushed
-    /// line by line as they grow, written here with their `cwd` moved to this machine's
-    /// folder, so the agent loads its own session on any machine (R-SYNC-9).
-    pub fn set_claude_store(&self, store: Option<tether_history::claude::ClaudeStore>) {
-        *self.claude.lock().expect("claude store") = store;
+    /// Carries the agents' own session files (Claude Code's in `stores.claude`, Codex's
+    /// rollouts in `stores.codex`) with their sessions: pushed line by line as they grow,
+    /// written here where the agent looks for them (Claude's with their `cwd` moved to this
+    /// machine's folder; Codex finds its rollouts by session id wherever they were
+    /// recorded), so the agent loads its own session on any machine (R-SYNC-9).
+    pub fn set_agent_stores(&self, stores: AgentStores) {
+        *self.agent_stores.lock().expect("agent stores") = stores;
     }
 
-    fn claude_store(&self) -> Option<tether_history::claude::ClaudeStore> {
-        self.claude.lock().expect("claude store").clone()
+    fn stores(&self) -> AgentStores {
+        self.agent_stores.lock().expect("agent stores").clone()
     }
 
-    /// The next piece of the session's Claude Code file to push: (chunk, offset after it).
+    /// The agent's own file of a session recorded at `root`: (kind, path under the store's
+    /// root for Codex, the file).
+    fn agent_file(
+        &self,
+        meta: &SessionMeta,
+        root: &Path,
+    ) -> Option<(&'static str, Option<String>, PathBuf)> {
+        use tether_history::AgentStore as _;
+        let sid = meta.agent_session_id.as_deref()?;
+        let stores = self.stores();
+        match meta.agent.as_deref()? {
+            "claude" => {
+                let Some(store) = stores.claude else {
+                    tracing::debug!("no Claude Code store here: its session file is not carried");
+                    return None;
+                };
+                let path = tether_history::claude_sync::session_file(&store, sid, root);
+                if path.is_none() {
+                    tracing::debug!(agent_session = sid, store = ?store, root = %root.display(), "no Claude Code session file to carry");
+                }
+                Some(("claude", None, path?))
+            }
+            "codex" => {
+                let store = stores.codex?;
+                let path = store.find(sid, Some(root)).ok().flatten()?;
+                let rel = path
+                    .strip_prefix(store.root())
+                    .ok()?
+                    .to_str()?
+                    .replace('\\', "/");
+                Some(("codex", Some(rel), path))
+            }
+            _ => None,
+        }
+    }
+
+    /// The next piece of the session's own agent file to push: (chunk, offset after it).
     fn agent_chunk(
         &self,
         cursor: &Cursor,
@@ -205,18 +243,8 @@ impl Syncer {
         root: &Path,
     ) -> Option<(AgentFileChunk, u64)> {
         use std::io::{Read as _, Seek as _};
-        if meta.agent.as_deref() != Some("claude") {
-            return None;
-        }
+        let (kind, rel, path) = self.agent_file(meta, root)?;
         let sid = meta.agent_session_id.as_deref()?;
-        let Some(store) = self.claude_store() else {
-            tracing::debug!("no Claude Code store here: its session file is not carried");
-            return None;
-        };
-        let Some(path) = tether_history::claude_sync::session_file(&store, sid, root) else {
-            tracing::debug!(agent_session = sid, store = ?store, root = %root.display(), "no Claude Code session file to carry");
-            return None;
-        };
         let mut offset = match &cursor.agent_out {
             Some((s, off)) if s == sid => *off,
             _ => 0,
@@ -234,13 +262,14 @@ impl Syncer {
         file.seek(std::io::SeekFrom::Start(offset)).ok()?;
         let mut buf = vec![0u8; usize::try_from(want).ok()?];
         file.read_exact(&mut buf).ok()?;
-        // Whole lines only: Claude Code may be writing the last one.
+        // Whole lines only: the agent may be writing the last one.
         let end = buf.iter().rposition(|b| *b == b'\n')? + 1;
         buf.truncate(end);
         use base64::Engine as _;
         Some((
             AgentFileChunk {
-                kind: "claude".into(),
+                kind: kind.into(),
+                path: rel,
                 agent_session_id: sid.to_owned(),
                 offset,
                 data: base64::engine::general_purpose::STANDARD.encode(&buf),
@@ -249,32 +278,46 @@ impl Syncer {
         ))
     }
 
-    /// Writes another machine's piece of a Claude Code file here; returns this machine's
+    /// Writes another machine's piece of an agent's own file here; returns this machine's
     /// file length after it.
     fn write_agent_chunk(&self, seg: &Segment, root: &Path) -> Option<(String, u64)> {
         use base64::Engine as _;
+        use tether_history::AgentStore as _;
         let chunk = seg.agent_file.as_ref()?;
-        if chunk.kind != "claude" {
-            return None;
-        }
-        let store = self.claude_store()?;
         let data = base64::engine::general_purpose::STANDARD
             .decode(&chunk.data)
             .ok()?;
-        match tether_history::claude_sync::write_moved_lines(
-            &store,
-            &chunk.agent_session_id,
-            Path::new(&seg.root),
-            root,
-            &data,
-            chunk.offset == 0,
-        ) {
+        let stores = self.stores();
+        let written = match chunk.kind.as_str() {
+            "claude" => tether_history::claude_sync::write_moved_lines(
+                &stores.claude?,
+                &chunk.agent_session_id,
+                Path::new(&seg.root),
+                root,
+                &data,
+                chunk.offset == 0,
+            )
+            .map_err(|e| e.to_string()),
+            "codex" => {
+                let store = stores.codex?;
+                let rel = chunk.path.as_deref()?;
+                codex_rollout_path(store.root(), rel, &chunk.agent_session_id)
+                    .ok_or_else(|| format!("not a Codex rollout path: {rel:?}"))
+                    .and_then(|path| {
+                        append_or_replace(&path, &data, chunk.offset == 0)
+                            .map_err(|e| e.to_string())?;
+                        Ok(path)
+                    })
+            }
+            _ => return None,
+        };
+        match written {
             Ok(path) => {
                 let len = std::fs::metadata(&path).ok()?.len();
                 Some((chunk.agent_session_id.clone(), len))
             }
             Err(e) => {
-                tracing::warn!(session = %seg.session, error = %e, "could not write Claude Code's own session file here; the conversation can still be carried over");
+                tracing::warn!(session = %seg.session, agent = %chunk.kind, error = %e, "could not write the agent's own session file here; the conversation can still be carried over");
                 None
             }
         }
@@ -1084,6 +1127,52 @@ impl Syncer {
     }
 }
 
+/// The agents' stores on this machine whose session files sync carries (R-SYNC-9).
+#[derive(Debug, Clone, Default)]
+pub struct AgentStores {
+    /// Claude Code's (`~/.claude`, `CLAUDE_CONFIG_DIR`).
+    pub claude: Option<tether_history::claude::ClaudeStore>,
+    /// Codex's (`~/.codex`, `CODEX_HOME`).
+    pub codex: Option<tether_history::codex::CodexStore>,
+}
+
+/// Where a Codex rollout another machine sent goes here: `rel` under the Codex home, when it
+/// is `sessions/YYYY/MM/DD/rollout-….jsonl` naming session `sid` (nothing else: a segment
+/// from another machine never names a path of its own choosing).
+fn codex_rollout_path(home: &Path, rel: &str, sid: &str) -> Option<PathBuf> {
+    let parts: Vec<&str> = rel.split('/').collect();
+    let [first, y, m, d, name] = parts.as_slice() else {
+        return None;
+    };
+    let digits = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_digit());
+    let ok = *first == "sessions"
+        && digits(y, 4)
+        && digits(m, 2)
+        && digits(d, 2)
+        && name.starts_with("rollout-")
+        && name.ends_with(&format!("-{sid}.jsonl"))
+        && tether_store::validate_session_id(name).is_ok();
+    ok.then(|| home.join("sessions").join(y).join(m).join(d).join(name))
+}
+
+/// Appends `data` to `path` (or replaces it, `replace`), owner-only, `fsync`ed.
+fn append_or_replace(path: &Path, data: &[u8], replace: bool) -> std::io::Result<()> {
+    use std::io::Write as _;
+    if let Some(dir) = path.parent() {
+        crate::files::create_private_dirs(dir)?;
+    }
+    let mut options = tether_store::sys::private_options();
+    options.create(true);
+    if replace {
+        options.write(true).truncate(true);
+    } else {
+        options.append(true);
+    }
+    let mut f = options.open(path)?;
+    f.write_all(data)?;
+    f.sync_all()
+}
+
 /// Makes `turns` the session's whole chat transcript, durably (a `turnFinalized` milestone:
 /// only what differs from the stored transcript is written). Everything else the session
 /// holds (exec turns, diffs, the editor's state) is kept as it is.
@@ -1177,4 +1266,34 @@ pub fn fork_session_id(session: &str, machine: &str, at: &str) -> String {
     let suffix = format!(".fork-{}-{stamp}", clean(machine, 24));
     let keep = 128usize.saturating_sub(suffix.len());
     format!("{}{suffix}", &session[..session.len().min(keep)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_codex_rollout_path_of_the_session_is_written() {
+        let home = Path::new("/home/ada/.codex");
+        let sid = "01a212cf-f79c-7660-8b8d-1c296117b2af";
+        let good = format!("sessions/2026/11/28/rollout-2026-11-28T10-00-00-{sid}.jsonl");
+        assert_eq!(
+            codex_rollout_path(home, &good, sid),
+            Some(home.join(format!(
+                "sessions/2026/11/28/rollout-2026-11-28T10-00-00-{sid}.jsonl"
+            )))
+        );
+        for bad in [
+            format!("sessions/2026/11/28/../../../../.bashrc-{sid}.jsonl"),
+            format!("../sessions/2026/11/28/rollout-x-{sid}.jsonl"),
+            format!("/etc/sessions/2026/11/28/rollout-x-{sid}.jsonl"),
+            "sessions/2026/11/28/rollout-x-another-session.jsonl".to_owned(),
+            format!("sessions/2026/11/rollout-x-{sid}.jsonl"),
+            format!("archived_sessions/2026/11/28/rollout-x-{sid}.jsonl"),
+            format!("sessions/2026/11/28/config-{sid}.jsonl"),
+            format!("sessions/2026/11/28\\..\\rollout-x-{sid}.jsonl"),
+        ] {
+            assert_eq!(codex_rollout_path(home, &bad, sid), None, "{bad}");
+        }
+    }
 }

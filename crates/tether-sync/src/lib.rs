@@ -27,7 +27,7 @@ pub mod sealed;
 pub mod segment;
 pub mod state;
 
-pub use engine::{PullReport, Pulled, PushOutcome, Syncer};
+pub use engine::{AgentStores, PullReport, Pulled, PushOutcome, Syncer};
 pub use error::SyncError;
 pub use key::SyncKey;
 pub use lease::Want;

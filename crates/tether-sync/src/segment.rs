@@ -60,12 +60,17 @@ pub struct Segment {
     pub agent_file: Option<AgentFileChunk>,
 }
 
-/// A piece of the agent's own session file (Claude Code's JSONL; append-only).
+/// A piece of the agent's own session file (Claude Code's JSONL, Codex's rollout; both
+/// append-only).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentFileChunk {
-    /// Which agent's format (`claude`).
+    /// Which agent's format (`claude`, `codex`).
     pub kind: String,
+    /// For `codex`: the file's path under the Codex home (`sessions/YYYY/MM/DD/rollout-…-<id>.jsonl`),
+    /// where Codex finds it by the session id on any machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
     /// The agent's session id the file belongs to.
     pub agent_session_id: String,
     /// Byte offset of `data` in the file.

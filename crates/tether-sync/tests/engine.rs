@@ -224,8 +224,14 @@ async fn claude_codes_own_file_follows_the_session_with_its_cwd_moved() {
     let b = machine(&url, &key, "b");
     let claude_a = ClaudeStore::at(a.home.path().join(".claude"));
     let claude_b = ClaudeStore::at(b.home.path().join(".claude"));
-    a.sync.set_claude_store(Some(claude_a.clone()));
-    b.sync.set_claude_store(Some(claude_b.clone()));
+    a.sync.set_agent_stores(tether_sync::AgentStores {
+        claude: Some(claude_a.clone()),
+        codex: None,
+    });
+    b.sync.set_agent_stores(tether_sync::AgentStores {
+        claude: Some(claude_b.clone()),
+        codex: None,
+    });
     // What Claude Code wrote on A for agent session "agent-s" (say() records that id).
     let root_a = a.ws.root().to_str().unwrap().to_owned();
     let dir_a = a

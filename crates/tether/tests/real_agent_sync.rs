@@ -65,16 +65,46 @@ async fn prompt(editor: &Editor, sid: &str, text: &str) -> Value {
 /// folders a sync engine keeps equal); `env`: more environment for both servers (an S3
 /// endpoint and credentials).
 pub async fn continue_on_another_machine(remote_a: &str, remote_b: &str, env: &[(String, String)]) {
+    continue_with(RealAgent::ClaudeAcp, "claude", remote_a, remote_b, env).await;
+}
+
+/// The agent's own file of session `sid` on the machine whose agent runs as `launch`, at
+/// workspace `root`: Claude Code's under the root's project folder, Codex's rollout
+/// wherever it is (Codex finds rollouts by session id).
+fn agent_file_on(
+    launch: &tether_testkit::agents::AgentLaunch,
+    sid: &str,
+    root: &Path,
+) -> Option<std::path::PathBuf> {
+    use tether_history::AgentStore as _;
+    let env = tether_history::Env::from_vars(launch.env.iter().cloned());
+    match launch.agent {
+        RealAgent::ClaudeAcp => tether_history::claude::ClaudeStore::locate(&env)
+            .and_then(|store| tether_history::claude_sync::session_file(&store, sid, root)),
+        RealAgent::CodexAcp => tether_history::codex::CodexStore::locate(&env)
+            .and_then(|store| store.find(sid, Some(root)).ok().flatten()),
+        other => panic!("no own file carried for {other:?}"),
+    }
+}
+
+/// [`continue_on_another_machine`] with `agent`, configured as `name`.
+async fn continue_with(
+    agent: RealAgent,
+    name: &str,
+    remote_a: &str,
+    remote_b: &str,
+    env: &[(String, String)],
+) {
     require_real_agents();
     let fake = FakeModel::start().await.expect("fake model API");
     let key = tether_sync::SyncKey::random().to_text();
     let (a, b) = (World::new(Mode::Binary), World::new(Mode::Binary));
-    let marker = format!("tether-sync-claude-{}", std::process::id());
+    let marker = format!("tether-sync-{name}-{}", std::process::id());
     let machine = |world: &World, remote: &str, checkout: &Path, url: &str| {
-        let (config, launch) = support::agent_config(RealAgent::ClaudeAcp, &fake, &marker);
+        let (config, launch) = support::agent_config(agent, &fake, &marker);
         let mut options = world.options();
-        options["agents"] = json!({ "claude": config });
-        options["defaultAgent"] = json!("claude");
+        options["agents"] = json!({ name: config });
+        options["defaultAgent"] = json!(name);
         options["sync"] = json!({ "remote": remote });
         tether_testkit::git::checkout(checkout, Some(url));
         (options, launch)
@@ -97,7 +127,7 @@ pub async fn continue_on_another_machine(remote_a: &str, remote_b: &str, env: &[
     assert_eq!(answer["stopReason"], "end_turn", "{answer}");
 
     // On B, each list pulls first: the event waited for is B's list showing A's two turns
-    // and Claude Code's own file of the session written where Claude looks for it on B.
+    // and the agent's own file of the session written where the agent looks for it on B.
     let eb = serve(&b, &opts_b, &key, "machine-b", env).await;
     let start = Instant::now();
     let listed = loop {
@@ -105,9 +135,7 @@ pub async fn continue_on_another_machine(remote_a: &str, remote_b: &str, env: &[
             .request("session/list", json!({"workspace": {"root": root_b}}))
             .await
             .unwrap();
-        let claude_b =
-            tether_history::claude::ClaudeStore::at(_launch_b.home.path().join(".claude"));
-        let file_b = tether_history::claude_sync::session_file(&claude_b, &sid, &root_b);
+        let file_b = agent_file_on(&_launch_b, &sid, &root_b);
         if let Some(s) = list["sessions"]
             .as_array()
             .unwrap()
@@ -163,7 +191,7 @@ pub async fn continue_on_another_machine(remote_a: &str, remote_b: &str, env: &[
             out
         };
         panic!(
-            "Claude loads its own session on B: {resumed}\nA's Claude files: {:?}\nB's Claude files: {:?}\nA's log:\n{}\nB's log:\n{}",
+            "{name} loads its own session on B: {resumed}\nA's agent files: {:?}\nB's agent files: {:?}\nA's log:\n{}\nB's log:\n{}",
             jsonl(&_launch_a),
             jsonl(&_launch_b),
             std::fs::read_to_string(a.path().join("logs/tether.log"))
@@ -232,6 +260,17 @@ async fn wait_released(remote: &str, env: &[(String, String)], key: &str, root: 
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// Codex's own rollout goes with the session, and Codex on B loads it by id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real agents: tests/run-all.sh runs these (TETHER_REAL_AGENTS=1)"]
+async fn codex_continues_on_another_machine_through_a_shared_folder() {
+    let remote = tempfile::tempdir().unwrap();
+    let url = url::Url::from_directory_path(remote.path())
+        .unwrap()
+        .to_string();
+    continue_with(RealAgent::CodexAcp, "codex", &url, &url, &[]).await;
 }
 
 /// Both machines write one folder (what a sync engine makes of two).
