@@ -141,6 +141,18 @@ async fn main() {
     );
     let base = latency(&a, &b, runs).await;
     println!("{:<32} {base:>9.2} ms  ×1.00", "one shared folder");
+    through_engines(&key, base, runs).await;
+}
+
+/// The same through Syncthing and moto's S3 (the test kit's engines: Linux only).
+#[cfg(not(target_os = "linux"))]
+async fn through_engines(_key: &SyncKey, _base: f64, _runs: usize) {
+    println!("Syncthing and S3: skipped (the test kit's engines run on Linux only)");
+}
+
+/// The same through Syncthing and moto's S3 (the test kit's engines).
+#[cfg(target_os = "linux")]
+async fn through_engines(key: &SyncKey, base: f64, runs: usize) {
     if std::env::var("TETHER_SYNC_ENGINES").as_deref() != Ok("1") {
         println!(
             "Syncthing and S3: skipped (set TETHER_SYNC_ENGINES=1 after tests/sync/install.sh)"
@@ -155,8 +167,8 @@ async fn main() {
         let pair = tether_testkit::engines::syncthing::SyncthingPair::start(&fa, &fb).unwrap();
         pair.wait_connected(Duration::from_secs(60)).unwrap();
         let (a, b) = (
-            machine(Remote::open(&folder_url(&fa)).unwrap(), &key),
-            machine(Remote::open(&folder_url(&fb)).unwrap(), &key),
+            machine(Remote::open(&folder_url(&fa)).unwrap(), key),
+            machine(Remote::open(&folder_url(&fb)).unwrap(), key),
         );
         let ms = latency(&a, &b, runs).await;
         println!(
@@ -183,7 +195,7 @@ async fn main() {
             )
             .unwrap()
         };
-        let (a, b) = (machine(s3(), &key), machine(s3(), &key));
+        let (a, b) = (machine(s3(), key), machine(s3(), key));
         let ms = latency(&a, &b, runs).await;
         println!(
             "{:<32} {ms:>9.2} ms  ×{:.2}",

@@ -4,9 +4,9 @@
 //!
 //! Two "machines" on one host: separate Tether caches, separate HOMEs for the agent (so
 //! separate `~/.claude`), separate machine names, the same git project checked out at two
-//! paths with two spellings of its remote URL. The remote is a folder both write here; the
-//! sync engines themselves (Syncthing, an S3-compatible server) carry the same story in
-//! tests/real_agent_sync_engines.rs.
+//! paths with two spellings of its remote URL. The remote is a folder both write, or one of
+//! the real sync engines the test kit starts (Syncthing, an S3-compatible server: Linux
+//! only, as the test kit's `engines`).
 //!
 //! Needs `tests/agents/install.sh` and `TETHER_REAL_AGENTS=1` (set by `tests/run-all.sh`);
 //! without it the test FAILS. `#[ignore]`d for plain `cargo test --workspace`.
@@ -284,6 +284,7 @@ async fn claude_continues_on_another_machine_through_a_shared_folder() {
     continue_on_another_machine(&url, &url, &[]).await;
 }
 
+#[cfg(target_os = "linux")]
 fn require_sync_engines() {
     if std::env::var("TETHER_SYNC_ENGINES").as_deref() != Ok("1") {
         panic!(
@@ -295,6 +296,7 @@ fn require_sync_engines() {
 
 /// Each machine writes its own folder; two real Syncthing instances on loopback keep the two
 /// folders equal.
+#[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "real agents and sync engines: tests/run-all.sh runs these"]
 async fn claude_continues_on_another_machine_through_syncthing() {
@@ -311,6 +313,7 @@ async fn claude_continues_on_another_machine_through_syncthing() {
 
 /// Both machines use one bucket of an S3-compatible server (moto's), the lease taken with
 /// conditional writes; the servers find it the way object_store reads its environment.
+#[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "real agents and sync engines: tests/run-all.sh runs these"]
 async fn claude_continues_on_another_machine_through_s3() {
