@@ -679,7 +679,7 @@ fn value_end(line: &[u8], start: usize) -> Option<usize> {
 }
 
 /// Whether `path` is spelled the Windows way: a drive (`C:`) or a UNC path (`\\server`).
-fn windows_spelling(path: &str) -> bool {
+pub(crate) fn windows_spelling(path: &str) -> bool {
     let b = path.as_bytes();
     (b.len() >= 2 && b[0].is_ascii_alphabetic() && b[1] == b':') || path.starts_with(r"\\")
 }
@@ -689,7 +689,7 @@ fn is_separator(c: char, windows: bool) -> bool {
 }
 
 /// `path` without trailing separators (a root is left as it is).
-fn trim_separators(path: &str, windows: bool) -> &str {
+pub(crate) fn trim_separators(path: &str, windows: bool) -> &str {
     let trimmed = path.trim_end_matches(|c| is_separator(c, windows));
     if trimmed.is_empty() || (windows && trimmed.len() == 2 && trimmed.ends_with(':')) {
         path
@@ -721,6 +721,13 @@ fn rewrite_cwd(recorded: &str, old: &str, new: &str) -> Option<String> {
     let below = rest.is_empty()
         || old_ends_with_separator
         || rest.starts_with(|c| is_separator(c, windows));
+    // Recorded on the other system (a session carried between Linux and Windows): the rest
+    // takes the new folder's separator.
+    let rest = match (windows, windows_spelling(new)) {
+        (false, true) => rest.replace('/', "\\"),
+        (true, false) => rest.replace('\\', "/"),
+        _ => rest.to_owned(),
+    };
     (same && below).then(|| format!("{new}{rest}"))
 }
 
@@ -738,6 +745,9 @@ mod tests {
             ("/a/bc", "/a/b", "/x/y", None),
             ("/a/b.old", "/a/b", "/x/y", None),
             ("/a", "/a/b", "/x/y", None),
+            // Carried between systems: the rest takes the new folder's separator.
+            ("/a/b/src/deep", "/a/b", r"C:\x", Some(r"C:\x\src\deep")),
+            (r"C:\a\src\deep", r"C:\a", "/x/y", Some("/x/y/src/deep")),
             ("/z/a/b", "/a/b", "/x/y", None),
             ("/A/B", "/a/b", "/x/y", None),
             // On Unix a backslash is part of a name, not a separator.

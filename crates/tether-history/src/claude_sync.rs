@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 
 use crate::claude::ClaudeStore;
 use crate::claude_rehome::{
-    Line, RehomeError, create_private_dirs, cwd_text, io, rehome_line, target_dir,
+    Line, RehomeError, create_private_dirs, cwd_text, io, rehome_line, target_dir, trim_separators,
+    windows_spelling,
 };
 use crate::store::validate_id;
 
@@ -50,7 +51,7 @@ pub fn write_moved_lines(
 ) -> Result<PathBuf, RehomeError> {
     validate_id(session_id)
         .map_err(|_| RehomeError::InvalidId(session_id.chars().take(140).collect()))?;
-    let (old, new) = (cwd_text(old_cwd)?, cwd_text(new_cwd)?);
+    let (old, new) = (recorded_cwd(old_cwd)?, cwd_text(new_cwd)?);
     let dir = target_dir(store, new);
     let path = dir.join(format!("{session_id}.jsonl"));
     let mut out = Vec::with_capacity(lines.len() + lines.len() / 8);
@@ -83,6 +84,27 @@ pub fn write_moved_lines(
     Ok(path)
 }
 
+/// The working directory another machine recorded, as text: absolute by the rule of the
+/// system that wrote it (a Linux `/home/…` read on Windows, a `C:\…` read on Linux:
+/// `tether_store::roots`), UTF-8, not a root; without a trailing separator.
+fn recorded_cwd(path: &Path) -> Result<&str, RehomeError> {
+    let bad = |reason| RehomeError::InvalidPath {
+        path: path.to_owned(),
+        reason,
+    };
+    let text = path.to_str().ok_or_else(|| bad("not UTF-8"))?;
+    if !tether_store::roots::is_absolute_root(text) {
+        return Err(bad("not an absolute path"));
+    }
+    let windows = windows_spelling(text);
+    let trimmed = trim_separators(text, windows);
+    let body = trimmed.trim_end_matches(['/', '\\']);
+    if body.is_empty() || (windows && body.len() <= 2) {
+        return Err(bad("a file system root"));
+    }
+    Ok(trimmed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,5 +133,28 @@ mod tests {
         write_moved_lines(&store, "s-1", old, &new, second, true).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 1);
         assert!(write_moved_lines(&store, "../x", old, &new, second, true).is_err());
+        // Recorded on the other system: a Windows folder read here is absolute too; roots and
+        // relative folders are refused.
+        let win = br#"{"cwd":"C:\\Users\\ada\\app","type":"user"}"#;
+        let mut line = win.to_vec();
+        line.push(b'\n');
+        let path = write_moved_lines(
+            &store,
+            "s-2",
+            Path::new(r"C:\Users\ada\app"),
+            &new,
+            &line,
+            true,
+        )
+        .unwrap();
+        let back: serde_json::Value =
+            serde_json::from_str(std::fs::read_to_string(&path).unwrap().trim()).unwrap();
+        assert_eq!(back["cwd"], new.to_str().unwrap());
+        for bad in ["/", r"C:\", "relative/app"] {
+            assert!(
+                write_moved_lines(&store, "s-3", Path::new(bad), &new, &line, true).is_err(),
+                "{bad}"
+            );
+        }
     }
 }
