@@ -17,7 +17,7 @@
 #   - the aarch64 build plays `tether demo` under qemu-user (binfmt_misc, so the agent process
 #     the demo starts runs emulated too), and the Windows build's tether.exe under Wine;
 #   - each per-platform VS Code package carries the server in extension/server/ (executable;
-#     tether.exe in the win32-x64 one) and the root LICENSE, and is at most 8 MB; the package without a server
+#     tether.exe in the win32-x64 one) and the root LICENSE, and is at most 12 MB; the package without a server
 #     carries none;
 #   - the linux-x64 package, installed into code-server with no `tether` on PATH and no
 #     tether.serverPath, starts its bundled server and runs a prompt turn
@@ -197,12 +197,15 @@ for name in musl aarch64 windows; do
 done
 
 # --- VS Code packages ---------------------------------------------------------------------------
-max=$((8 * 1000 * 1000))
+# 12 MB: sessions on every machine (tether-sync) brought object storage clients into the
+# server (object_store, reqwest, rustls on ring): each package grew from under 8 MB to
+# 10.6–11.3 MB (seen in the dist suite on 9c76a42).
+max=$((12 * 1000 * 1000))
 for platform in linux-x64 alpine-x64 linux-arm64 win32-x64; do
   vsix="$dist/tether-$version-$platform.vsix"
   [ -f "$vsix" ] || die "no VS Code package $vsix"
   size=$(stat -c %s "$vsix")
-  [ "$size" -le "$max" ] || die "$vsix is $size bytes, over 8 MB"
+  [ "$size" -le "$max" ] || die "$vsix is $size bytes, over 12 MB"
   listing="$(unzip -Z1 "$vsix")"
   server=extension/server/tether
   [ "$platform" = win32-x64 ] && server=extension/server/tether.exe
