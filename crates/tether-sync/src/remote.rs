@@ -227,23 +227,8 @@ impl Remote {
                 .await
                 .map_err(|e| self.fail(FailureKind::Other, e))?
             }
-            Backend::Object { store, prefix } => {
-                let opts = PutOptions {
-                    mode: PutMode::Create,
-                    ..Default::default()
-                };
-                match store
-                    .put_opts(&child(prefix, name), PutPayload::from(bytes), opts)
-                    .await
-                {
-                    Ok(_) => Ok(Put::Done),
-                    Err(
-                        object_store::Error::AlreadyExists { .. }
-                        | object_store::Error::Precondition { .. },
-                    ) => Ok(Put::Lost),
-                    Err(e) => Err(self.obj_fail(&e)),
-                }
-            }
+            // A conditional put with no version is create-only (`If-None-Match: *`).
+            Backend::Object { .. } => self.put_if(name, bytes, None).await,
         }
     }
 
