@@ -19,10 +19,12 @@
 #   - each per-platform VS Code package carries the server in extension/server/ (executable;
 #     tether.exe in the win32-x64 one) and the root LICENSE, and is at most 12 MB; the package without a server
 #     carries none;
-#   - the linux-x64 package, installed into code-server with no `tether` on PATH and no
-#     tether.serverPath, starts its bundled server and runs a prompt turn
-#     (editors/vscode/test/e2e/bundled.e2e.test.mjs).
-# It installs what it needs (apt: musl-tools, the arm64 glibc that qemu-user loads, qemu-user
+#   - the linux-x64 package as a person first meets it (editors/vscode/test/e2e/bundled.e2e.test.mjs):
+#     installed into code-server with a fresh profile and no `tether` on PATH, three new
+#     folders start no agent; a prompt from the session view starts one on the per-user daemon
+#     its bundled server starts; Neovim (the README snippet, the musl archive's `tether` on
+#     PATH) attaches to that session and runs a turn; `tether daemon status` from a shell lists it.
+# It installs what it needs (apt: musl-tools, neovim, the arm64 glibc that qemu-user loads, qemu-user
 # with its binfmt registration, binutils' readelf, mingw-w64 and wine64 through
 # tests/wine/lib.sh; rustup targets; cargo-zigbuild from crates.io and zig from PyPI into the
 # per-user cache through tests/dist/zig-tools.sh; code-server and Chromium through
@@ -45,7 +47,7 @@ sudo=""
 # --- What the cross builds and the emulated runs need ----------------------------------------
 # The glibc targets need no cross gcc (zig compiles and links them); libc6-arm64-cross is the
 # aarch64 loader and glibc that qemu-user runs the aarch64 build with; binutils has readelf.
-apt_pkgs=(musl-tools libc6-arm64-cross qemu-user qemu-user-binfmt binfmt-support unzip file binutils)
+apt_pkgs=(musl-tools neovim libc6-arm64-cross qemu-user qemu-user-binfmt binfmt-support unzip file binutils)
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -236,7 +238,8 @@ universal="$dist/tether-$version.vsix"
 [ -f "$universal" ] || die "no VS Code package without a server ($universal)"
 ! grep -q '^extension/server/' <<<"$(unzip -Z1 "$universal")" || die "$universal carries a server"
 
-# --- The linux-x64 package in a real VS Code, with no other tether anywhere --------------------
+# --- The linux-x64 package in a real VS Code with a fresh profile, then Neovim and a shell with
+# the musl archive's tether (another file of the same protocol) on the same daemon -------------
 editors/vscode/scripts/install-e2e.sh || die "the VS Code e2e tools could not be installed"
 agent="${TETHER_SCRIPTED_AGENT:-${CARGO_TARGET_DIR:-$repo/target}/debug/tether-scripted-agent}"
 if [ ! -x "$agent" ]; then
@@ -244,6 +247,6 @@ if [ ! -x "$agent" ]; then
   cargo build -q -p tether-host --bin tether-scripted-agent || die "cannot build tether-scripted-agent"
 fi
 (cd editors/vscode && TETHER_SCRIPTED_AGENT="$agent" TETHER_DIST_VSIX="$dist/tether-$version-linux-x64.vsix" \
-  node --test --test-concurrency=1 test/e2e/bundled.e2e.test.mjs) \
-  || die "the linux-x64 package did not run a session with its bundled server in code-server"
+  TETHER_BIN="$musl" node --test --test-concurrency=1 test/e2e/bundled.e2e.test.mjs) \
+  || die "the linux-x64 package as a person first meets it (code-server, Neovim, a shell) failed: above"
 log "all release checks passed"

@@ -37,4 +37,35 @@ function M.write_file(path, text)
   assert(f:close())
 end
 
+-- Runs the README's Neovim snippet verbatim: the Lua block between
+-- `<!-- readme-snippet:nvim:begin -->` and `<!-- readme-snippet:nvim:end -->` of
+-- `repo`/README.md, written to `dir`/init.lua and run with `dofile`. Returns true, or false
+-- and why not (no marked block, or the error the snippet raised).
+function M.run_readme_snippet(repo, dir)
+  local readme = M.read_file(repo .. "/README.md")
+  if not readme then return false, repo .. "/README.md is not readable" end
+  local begin_marker = "<!-- readme-snippet:nvim:begin -->\n```lua\n"
+  local end_marker = "```\n<!-- readme-snippet:nvim:end -->"
+  local from = select(2, readme:find(begin_marker, 1, true))
+  local to = from and readme:find(end_marker, from, true)
+  if not (from and to) then return false, "README.md marks no Neovim snippet as a ```lua block" end
+  local snippet_file = dir .. "/init.lua"
+  M.write_file(snippet_file, readme:sub(from + 1, to - 1))
+  local loaded, err = pcall(dofile, snippet_file)
+  if not loaded then return false, "the snippet raised an error: " .. tostring(err) end
+  return true
+end
+
+-- The whole text of the snippet's tether://chat buffer ("" before it exists).
+function M.chat_text()
+  local buf = vim.fn.bufnr("tether://chat")
+  if buf == -1 then return "" end
+  return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
+end
+
+-- Waits up to `ms` (default 30 s) for `text` to appear in tether://chat; true when it did.
+function M.wait_for_chat(text, ms)
+  return vim.wait(ms or 30000, function() return M.chat_text():find(text, 1, true) ~= nil end, 20)
+end
+
 return M

@@ -23,31 +23,11 @@ local expect, finish = t.expect, t.finish
 local read_file = t.read_file
 
 -- 1. The snippet, verbatim.
-local readme = assert(read_file(repo .. "/README.md"), "README.md is not readable")
-local begin_marker = "<!-- readme-snippet:nvim:begin -->\n```lua\n"
-local end_marker = "```\n<!-- readme-snippet:nvim:end -->"
-local from = select(2, readme:find(begin_marker, 1, true))
-local to = from and readme:find(end_marker, from, true)
-expect(from ~= nil and to ~= nil, "README.md marks its Neovim snippet as a ```lua block")
-if not (from and to) then return finish() end
-local snippet = readme:sub(from + 1, to - 1)
-local snippet_file = dir .. "/init.lua"
-local f = assert(io.open(snippet_file, "w"))
-f:write(snippet)
-f:close()
-local loaded, load_err = pcall(dofile, snippet_file)
-expect(loaded, "the snippet runs without an error" .. (loaded and "" or (": " .. tostring(load_err))))
+local loaded, load_err = t.run_readme_snippet(repo, dir)
+expect(loaded, "the README's snippet runs" .. (loaded and "" or (": " .. tostring(load_err))))
 if not loaded then return finish() end
 
-local function chat_text()
-  local buf = vim.fn.bufnr("tether://chat")
-  if buf == -1 then return "" end
-  return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
-end
-
-local function wait_for(pattern, ms)
-  return vim.wait(ms or 30000, function() return chat_text():find(pattern, 1, true) ~= nil end, 20)
-end
+local chat_text, wait_for = t.chat_text, t.wait_for_chat
 
 -- 2. It waits for `initialize`, then resumes with `create = false`: a workspace with nothing
 -- cached starts no session and no agent (R-RESUME-11).
