@@ -792,3 +792,59 @@ async fn requests_written_before_the_input_ends_are_still_answered() {
         processes_mentioning(&script)
     );
 }
+
+/// R-ACP-6: `session/list` pages by ACP's cursor. 53 sessions of one workspace come as a
+/// page of 50 with a `nextCursor`, then the last 3 without one; every session once. A cursor
+/// no page gave, or one that is not a string, is `-32602`.
+#[tokio::test]
+async fn session_list_pages_by_the_acp_cursor() {
+    let mut acp = Acp::new();
+    let mut client = acp.client(Remote::Off).await;
+    let mut started = std::collections::BTreeSet::new();
+    for _ in 0..53 {
+        let sid = client
+            .new_session(acp.ws(), STEP)
+            .await
+            .expect("session/new");
+        started.insert(sid);
+    }
+    let list = |params: Value| client.request("session/list", params, STEP);
+    let first = list(json!({"cwd": acp.ws()})).await.expect("page 1").result;
+    let page1 = first["sessions"].as_array().expect("sessions").clone();
+    assert_eq!(page1.len(), 50, "a page of 50: {first}");
+    let cursor = first["nextCursor"]
+        .as_str()
+        .expect("nextCursor: more follow");
+    let second = list(json!({"cwd": acp.ws(), "cursor": cursor}))
+        .await
+        .expect("page 2")
+        .result;
+    let page2 = second["sessions"].as_array().expect("sessions").clone();
+    assert_eq!(page2.len(), 3, "the rest: {second}");
+    assert!(
+        second.get("nextCursor").is_none(),
+        "the last page: {second}"
+    );
+    let listed: Vec<String> = page1
+        .iter()
+        .chain(&page2)
+        .map(|s| s["sessionId"].as_str().expect("sessionId").to_owned())
+        .collect();
+    let distinct: std::collections::BTreeSet<String> = listed.iter().cloned().collect();
+    assert_eq!(distinct.len(), listed.len(), "no session twice: {listed:?}");
+    assert_eq!(
+        distinct, started,
+        "every session started, by the ids the client knows"
+    );
+
+    for bad in [json!("not-a-cursor"), json!(7)] {
+        let err = list(json!({"cwd": acp.ws(), "cursor": bad}))
+            .await
+            .expect_err("a cursor no page gave is refused");
+        let rpc = err
+            .rpc()
+            .unwrap_or_else(|| panic!("an error answer: {err:?}"));
+        assert_eq!(rpc.code, -32602, "{bad}: {rpc:?}");
+    }
+    client.shutdown().await;
+}

@@ -499,9 +499,22 @@ impl Front {
     }
 
     /// `session/list`: the workspace's sessions from Tether's cache and the agent's own
-    /// store (R-ACP-6), by the ids their clients know.
+    /// store (R-ACP-6), by the ids their clients know, [`LIST_PAGE`] at a time: `cursor` is
+    /// the `nextCursor` of the page before (ACP's cursor-based pagination, where the agent
+    /// chooses the page size); `nextCursor` is there while more sessions follow.
+    ///
+    /// # Errors
+    /// `-32602` for a `cwd` or `cursor` that is not a string, or a cursor no page gave.
     async fn list(&self, params: Value) -> Result<Value, RpcError> {
-        let cwd = params["cwd"].as_str().map_or_else(
+        let text = |field: &str| match &params[field] {
+            Value::Null => Ok(None),
+            Value::String(s) => Ok(Some(s.clone())),
+            other => Err(RpcError::new(
+                INVALID_PARAMS,
+                format!("{field} must be a string, got {other}"),
+            )),
+        };
+        let cwd = text("cwd")?.map_or_else(
             || std::env::current_dir().unwrap_or_default(),
             PathBuf::from,
         );
@@ -510,8 +523,8 @@ impl Front {
             .list(WorkspaceParams {
                 workspace: Workspace { root: cwd.clone() },
                 all: false,
-                limit: None,
-                cursor: None,
+                limit: Some(LIST_PAGE),
+                cursor: text("cursor")?,
             })
             .await
             .map_err(hub_error)?;
@@ -530,7 +543,11 @@ impl Front {
                 info
             })
             .collect();
-        Ok(json!({"sessions": sessions}))
+        let mut page = json!({"sessions": sessions});
+        if let Some(next) = listed.next_cursor {
+            page["nextCursor"] = json!(next);
+        }
+        Ok(page)
     }
 
     /// A method Tether has no flow for, sent to the session's agent as it is.
@@ -547,6 +564,10 @@ impl Front {
             .map_err(hub_error)
     }
 }
+
+/// How many sessions one ACP `session/list` page holds. ACP leaves the page size to the
+/// agent; 50 is what Claude Code's own picker shows (R-ACP-6).
+pub const LIST_PAGE: u32 = 50;
 
 /// Whether a failed prompt turn is worth asking the user about (R-ACP-5): the hub's own
 /// failures after its retries, not the client's mistakes, a login the user must do, or a
