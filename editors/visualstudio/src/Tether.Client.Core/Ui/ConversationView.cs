@@ -249,11 +249,15 @@ namespace Tether.Client.Core.Ui
         /// <summary>
         /// Another of the user's machines holds <paramref name="offer"/>'s session (its
         /// <c>heldElsewhere</c> banner, or a prompt refused so): the window offers "Continue Here"
-        /// while it shows that session, until the server clears the banner.
+        /// while it shows that session, until the server clears the banner. Another session's
+        /// offer does not replace the offer of the session shown.
         /// </summary>
         public void ShowHeldElsewhere(HeldElsewhereOffer offer)
         {
-            Change(() => held = offer);
+            Change(() =>
+            {
+                if (held == null || held.SessionId != sessionId || offer.SessionId == sessionId) held = offer;
+            });
         }
 
         /// <summary>The server cleared the <c>heldElsewhere</c> banner of <paramref name="session"/> (taken over here): its offer goes.</summary>
