@@ -26,7 +26,7 @@ namespace Tether.Client.Core
         void Set(string sessionId);
     }
 
-    /// <summary>The tool window's side of the controller: the conversation, the prompt box, older turns, the sessions list, the handoff offer.</summary>
+    /// <summary>The tool window's side of the controller: the conversation, the prompt box, older turns, opening a listed session, the handoff offer.</summary>
     public sealed partial class TetherSessionController
     {
         /// <summary>Chat turns asked per <c>session/history</c> page.</summary>
@@ -221,14 +221,6 @@ namespace Tether.Client.Core
                 log.Write("session/history failed: " + e.Message);
                 Conversation.OlderUnavailable("Older turns could not be loaded: " + e.Message);
             }
-        }
-
-        /// <summary>"Show Sessions": <c>session/list</c> with <c>all: true</c> (Tether's cache, the agents' own stores, the running agents' lists), as rows.</summary>
-        public async Task<List<SessionRow>> ListSessionsAsync(CancellationToken cancellationToken)
-        {
-            var p = new ListParams { Workspace = workspace, All = true };
-            var r = ProtocolJson.Read<ListResult>(await connection.RequestAsync(Methods.List, ProtocolJson.Write(p), cancellationToken).ConfigureAwait(false));
-            return SessionRows.From(r, clock.UtcNow);
         }
 
         /// <summary>A row of "Show Sessions" was picked: resume that session in the window (the server decides the rest, a dialog included).</summary>

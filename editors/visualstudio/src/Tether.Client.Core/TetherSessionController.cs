@@ -115,11 +115,13 @@ namespace Tether.Client.Core
                         var banner = ProtocolJson.Read<Banner>(parameters);
                         lock (bannerKinds) bannerKinds[banner.Id ?? ""] = banner;
                         ApplyAll(Locked(() => Presenter.OnBanner(banner)));
+                        OnBannerSync(banner);
                         break;
                     case Methods.BannerCleared:
                         var cleared = ProtocolJson.Read<BannerCleared>(parameters);
                         ApplyAll(Locked(() => Presenter.OnBannerCleared(cleared)));
                         OnBannerClearedConversation(cleared);
+                        OnBannerClearedSync(cleared);
                         break;
                     case Methods.Expired:
                         var expired = ProtocolJson.Read<Expired>(parameters);
@@ -288,13 +290,19 @@ namespace Tether.Client.Core
 
         /// <summary>
         /// The user clicked an info bar action (<see cref="SessionPresenter.ReofferActionId"/>
-        /// reopens the recovery dialog). Unknown ids are ignored.
+        /// reopens the recovery dialog; <c>tether.continueHere:&lt;session&gt;</c>, a
+        /// <c>heldElsewhere</c> bar's "Continue Here", sends <c>session/continueHere</c>). Unknown ids are ignored.
         /// </summary>
         public Task OnInfoBarActionAsync(string actionId, CancellationToken cancellationToken)
         {
             if (actionId == SessionPresenter.ReofferActionId)
             {
                 return ReofferRecoveryAsync(cancellationToken);
+            }
+            var held = HeldElsewhere.SessionOfAction(actionId);
+            if (held != null)
+            {
+                return ContinueHereAsync(held, cancellationToken);
             }
             return Task.FromResult(true);
         }
@@ -375,7 +383,7 @@ namespace Tether.Client.Core
         /// daemon it goes on, and <see cref="ServerRestartedAsync"/> settles it. Returns the result
         /// object (<c>{stopReason, stale?}</c>).
         /// </summary>
-        /// <exception cref="JsonRpcRemoteException">The server rejected the prompt (e.g. -32002, session not live).</exception>
+        /// <exception cref="JsonRpcRemoteException">The server rejected the prompt (e.g. -32002, session not live; -32803 <c>heldElsewhere</c>, which also offers "Continue Here").</exception>
         public async Task<JToken> PromptAsync(string sessionId, string text, CancellationToken cancellationToken)
         {
             Transcript.AddUserTurn(text);
@@ -408,6 +416,8 @@ namespace Tether.Client.Core
                 promptInFlight = null;
                 var remote = e as JsonRpcRemoteException;
                 if (Conversation.SessionId == sessionId) Conversation.TurnEnded(null, remote != null ? remote.RemoteMessage : e.Message);
+                // Refused because another machine holds the session (R-SYNC-7): "Continue Here" is offered.
+                OfferContinueHere(e, sessionId);
                 throw;
             }
             finally

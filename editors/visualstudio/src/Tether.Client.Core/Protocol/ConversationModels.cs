@@ -133,6 +133,10 @@ namespace Tether.Client.Core.Protocol
         [JsonProperty("workspace")] public WorkspaceRef Workspace { get; set; }
         /// <summary>Also the sessions of the agents' own stores and of running agents (R-HIST-1, R-HIST-7).</summary>
         [JsonProperty("all", NullValueHandling = NullValueHandling.Ignore)] public bool? All { get; set; }
+        /// <summary>At most this many sessions (1 to 1000); the answer's <c>nextCursor</c> names the next page. Null: every session.</summary>
+        [JsonProperty("limit", NullValueHandling = NullValueHandling.Ignore)] public int? Limit { get; set; }
+        /// <summary>The previous page's <c>nextCursor</c> (with the same workspace, <c>all</c> and <c>limit</c>); null for the first page.</summary>
+        [JsonProperty("cursor", NullValueHandling = NullValueHandling.Ignore)] public string Cursor { get; set; }
     }
 
     /// <summary>Params of <c>session/handoff</c>.</summary>

@@ -123,6 +123,8 @@ namespace Tether.Client.Core.Protocol
         CannotSave,
         /// <summary>The session was recorded at another path of the workspace's project and was moved here (R-PROJECT-4).</summary>
         MovedHere,
+        /// <summary>Another of the user's machines holds the session, read-only here until <c>session/continueHere</c> (id <c>held:&lt;session&gt;</c>, R-SYNC-7).</summary>
+        HeldElsewhere,
     }
 
     /// <summary><c>{"root": "/abs"}</c>: the workspace a session belongs to.</summary>
@@ -451,6 +453,10 @@ namespace Tether.Client.Core.Protocol
         [JsonProperty("path")] public string Path { get; set; }
         /// <summary>Size of that file in bytes.</summary>
         [JsonProperty("sizeBytes")] public long? SizeBytes { get; set; }
+        /// <summary>With <c>sync.remote</c> set: the other machine of the user's that last pushed turns of the session (R-SYNC-1); null for this machine's.</summary>
+        [JsonProperty("fromMachine")] public string FromMachine { get; set; }
+        /// <summary>When <see cref="FromMachine"/> pushed them (RFC 3339 UTC), when known.</summary>
+        [JsonProperty("fromMachineAt")] public string FromMachineAt { get; set; }
     }
 
     /// <summary>Result of <c>session/list</c>.</summary>
@@ -458,6 +464,8 @@ namespace Tether.Client.Core.Protocol
     {
         /// <summary>Cached sessions of the workspace.</summary>
         [JsonProperty("sessions")] public List<SessionSummary> Sessions { get; set; }
+        /// <summary>With <c>limit</c>: the opaque cursor of the next page, sent back as <c>cursor</c>; null on the last page.</summary>
+        [JsonProperty("nextCursor")] public string NextCursor { get; set; }
     }
 
     /// <summary>Params of <c>session/clear</c> ("Clear Saved Session").</summary>
@@ -520,6 +528,10 @@ namespace Tether.Client.Core.Protocol
         public const string History = "session/history";
         /// <summary>Request: continue a session's conversation with another configured agent.</summary>
         public const string Handoff = "session/handoff";
+        /// <summary>Request: every conversation Tether can see whose title or text holds every word of a query (R-INDEX-8).</summary>
+        public const string Search = "session/search";
+        /// <summary>Request: take a session over from the machine of the user's that holds it (R-SYNC-7).</summary>
+        public const string ContinueHere = "session/continueHere";
         /// <summary>Notification: a prompt turn ended (to every attached editor).</summary>
         public const string TurnEnded = "session/turnEnded";
         /// <summary>Notification: a permission question was settled.</summary>

@@ -7,7 +7,7 @@ namespace Tether.Client.Core.Ui
     /// <summary>
     /// The tool window as plain text: what a person would see, line by line, in the order the
     /// WPF window lays it out (stale banner, older turns, the conversation, the permission
-    /// question, the handoff offer, the status line, the prompt box with its buttons). The tests
+    /// question, the handoff offer, the "Continue Here" offer, the status line, the prompt box with its buttons). The tests
     /// assert on it; the window's XAML shows the same fields with the same words (the labels
     /// below are its labels). Pure functions.
     /// </summary>
@@ -131,6 +131,8 @@ namespace Tether.Client.Core.Ui
             {
                 sb.Append("? ").Append(h.Question).Append(" [").Append(h.AcceptTitle).Append("] [").Append(h.DeclineTitle).Append("]\n");
             }
+            var held = view.HeldElsewhere;
+            if (held != null) sb.Append("? ").Append(held.Message).Append(" [").Append(held.ActionTitle).Append("]\n");
             var s = view.Status;
             sb.Append("Status: ").Append(s.Text).Append('\n');
             var prompt = view.Prompt;

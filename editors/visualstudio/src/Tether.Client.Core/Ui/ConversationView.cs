@@ -48,6 +48,7 @@ namespace Tether.Client.Core.Ui
         private bool busy;
         private PermissionView permission;
         private HandoffView handoff;
+        private HeldElsewhereOffer held;
         private int revision;
 
         /// <summary>Creates an empty view (no session).</summary>
@@ -83,6 +84,8 @@ namespace Tether.Client.Core.Ui
         public PermissionView Permission { get { lock (gate) return permission; } }
         /// <summary>The handoff offer, or null.</summary>
         public HandoffView Handoff { get { lock (gate) return handoff; } }
+        /// <summary>The "Continue Here" offer of the session shown, held by another of the user's machines (R-SYNC-7), or null.</summary>
+        public HeldElsewhereOffer HeldElsewhere { get { lock (gate) return held != null && held.SessionId == sessionId ? held : null; } }
 
         /// <summary>
         /// <c>session/restored</c>: the saved transcript, shown at once; <paramref name="stale"/> marks
@@ -240,6 +243,29 @@ namespace Tether.Client.Core.Ui
             {
                 CloseOpen();
                 Add(new ConversationItem { Id = NextId("s"), Kind = ItemKind.Status, Text = text });
+            });
+        }
+
+        /// <summary>
+        /// Another of the user's machines holds <paramref name="offer"/>'s session (its
+        /// <c>heldElsewhere</c> banner, or a prompt refused so): the window offers "Continue Here"
+        /// while it shows that session, until the server clears the banner. Another session's
+        /// offer does not replace the offer of the session shown.
+        /// </summary>
+        public void ShowHeldElsewhere(HeldElsewhereOffer offer)
+        {
+            Change(() =>
+            {
+                if (held == null || held.SessionId != sessionId || offer.SessionId == sessionId) held = offer;
+            });
+        }
+
+        /// <summary>The server cleared the <c>heldElsewhere</c> banner of <paramref name="session"/> (taken over here): its offer goes.</summary>
+        public void ClearHeldElsewhere(string session)
+        {
+            Change(() =>
+            {
+                if (held != null && held.SessionId == session) held = null;
             });
         }
 

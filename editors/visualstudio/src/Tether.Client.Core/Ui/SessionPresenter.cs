@@ -132,10 +132,16 @@ namespace Tether.Client.Core.Ui
             return new SetStatus { Text = StatusText.RateLimited(Math.Max(0, remaining)), Progress = ProgressKind.Indeterminate };
         }
 
-        /// <summary><c>session/banner</c> → an info bar with the server's id, text and dismissibility.</summary>
+        /// <summary>
+        /// <c>session/banner</c> → an info bar with the server's id, text and dismissibility; a
+        /// <c>heldElsewhere</c> banner (R-SYNC-7) also offers "Continue Here"
+        /// (<see cref="HeldElsewhere.InfoBar"/>).
+        /// </summary>
         public IList<UiIntent> OnBanner(Banner banner)
         {
             Remember(banner.SessionId);
+            var held = HeldElsewhere.FromBanner(banner);
+            if (held != null) return new List<UiIntent> { HeldElsewhere.InfoBar(held) };
             return new List<UiIntent>
             {
                 new ShowInfoBar
@@ -149,11 +155,12 @@ namespace Tether.Client.Core.Ui
             };
         }
 
-        /// <summary>Icon for a banner kind: restore failure and stream error are warnings, persistence disabled an error, the rest information.</summary>
+        /// <summary>Icon for a banner kind: restore failure, stream error, a stale transcript and a session held elsewhere are warnings, persistence disabled an error, the rest information.</summary>
         public static Severity SeverityOf(BannerKind kind)
         {
             switch (kind)
             {
+                case BannerKind.HeldElsewhere:
                 case BannerKind.RestoreFailed:
                 case BannerKind.StreamError:
                 case BannerKind.StaleSnapshot:
