@@ -2,7 +2,8 @@
 -- between `<!-- readme-snippet:nvim:begin -->` and `<!-- readme-snippet:nvim:end -->`
 -- unchanged, runs it in a headless Neovim 0.7 (`-u NONE`, so nothing else is configured), then
 -- does what a user would: waits for the session line in tether://chat, types
--- `:TetherPrompt …`, and reads the agent's answer back from the buffer.
+-- `:TetherPrompt …`, reads the agent's answer back from the buffer, then finds the session
+-- again with `:TetherSearch`.
 --
 -- Run by tests/nvim/run.sh, from the workspace folder (the snippet's `getcwd()`), with a PATH
 -- whose first folder holds `tether` (the binary under test) and `claude-agent-acp` (a
@@ -54,7 +55,17 @@ expect(text:find("> hello from the README\necho: hello from the README", 1, true
 local prompts = read_file(dir .. "/agent/prompts.jsonl") or ""
 expect(prompts:find("hello from the README", 1, true) ~= nil, "the agent received the prompt")
 
--- 5. Through the daemon, the default: the session is live there.
+-- 5. :TetherSearch finds the session by a word of its answer, with the snippet around it.
+local searched, search_err = pcall(vim.cmd, "TetherSearch README")
+expect(searched, ":TetherSearch exists and runs" .. (searched and "" or (": " .. tostring(search_err))))
+expect(wait_for('[search "README": '), "the search's answer is in tether://chat:\n" .. chat_text())
+local found = tonumber(chat_text():match('%[search "README": (%d+) found%]'))
+expect(found == 1, "one session found (got " .. tostring(found) .. "):\n" .. chat_text())
+expect(session_id ~= nil and chat_text():find(" " .. session_id .. " ", 1, true) ~= nil,
+  "the hit is the session the prompt ran in:\n" .. chat_text())
+expect(chat_text():find("«README»", 1, true) ~= nil, "its snippet marks the matched word:\n" .. chat_text())
+
+-- 6. Through the daemon, the default: the session is live there.
 local status_out = vim.fn.system({ "env", "TETHER_RUNTIME_DIR=" .. runtime, bin, "daemon", "status", "--json" })
 local live = false
 if vim.v.shell_error == 0 then
