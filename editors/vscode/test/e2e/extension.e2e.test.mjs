@@ -24,6 +24,7 @@ import {
   probeServer,
   recordTexts,
   requireExecutable,
+  repoRoot,
   requireHarness,
   runCommand,
   scriptedAgentBin,
@@ -848,7 +849,7 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     await stopDaemonRun(page, cs, daemonEnv, agentDir, [daemonPid, ...pidsWithArg(script)]);
   });
 
-  e2e("Developer: Reload Window resumes the session the view showed, not the workspace's newer one", async () => {
+  e2e("Show Sessions searches every agent's sessions as the user types; Developer: Reload Window resumes the session the view showed, not the workspace's newer one", async () => {
     await requireHarness();
     requireServerAndAgent();
     const { script } = scriptedAgent('agent-two');
@@ -912,10 +913,27 @@ describe('Tether in a real VS Code (code-server 4.100.3)', { timeout: 300_000 },
     );
     const view = await sessionViewFrame(page, 60_000);
     await view.locator('.turn.agent', { hasText: 'Newer session answer 1' }).waitFor({ timeout: 60_000 });
+    //    Typing searches (session/search, R-INDEX-8) across agents: a Claude Code session of
+    //    this folder, a file its store holds (the published fixture, placed under the
+    //    project folder Claude Code names after the workspace), is found by what was said in
+    //    it, its store named; then Older is found by words of its answer and opened from there.
+    const claudeProject = path.join(cs.env.HOME, '.claude', 'projects', workspace.replace(/[^A-Za-z0-9]/g, '-'));
+    mkdirSync(claudeProject, { recursive: true });
+    const fixture = path.join(repoRoot, 'crates/tether-history/tests/fixtures/claude/projects/-home-user-work/011056c5-379b-4671-ae05-7da2d0635fdb.jsonl');
+    writeFileSync(path.join(claudeProject, path.basename(fixture)), readFileSync(fixture));
     await runCommand(page, 'Tether: Show Sessions');
     const sessions = page.locator('.quick-input-widget', { hasText: 'Tether: Show Sessions' });
     await sessions.waitFor({ timeout: 10_000 });
-    await sessions.locator('.quick-input-list .monaco-list-row', { hasText: 'Older session question 1' }).click();
+    const rows = sessions.locator('.quick-input-list .monaco-list-row');
+    await sessions.locator('input').fill('fixture command');
+    await rows.filter({ hasText: "Claude Code's store" }).filter({ hasText: 'please run the fixture command' }).waitFor({ timeout: 30_000 });
+    assert.equal(await rows.filter({ hasText: /(Older|Newer) session/ }).count(), 0, 'only the sessions that hold the words');
+    await screenshot(page, '22b-show-sessions-search');
+    await sessions.locator('input').fill('Older answer');
+    const olderHit = rows.filter({ hasText: 'Older session question 1' }).filter({ hasText: 'saved by Tether' });
+    await olderHit.waitFor({ timeout: 30_000 });
+    assert.equal(await rows.filter({ hasText: "Claude Code's store" }).count(), 0, 'the Claude session holds neither word');
+    await olderHit.click();
     await view.locator('.turn.agent', { hasText: 'Older session answer 1' }).waitFor({ timeout: 60_000 });
     await view.locator('#send:not([disabled])').waitFor({ timeout: 60_000 });
     assert.equal(await view.locator('.turn', { hasText: 'Newer session' }).count(), 0);
