@@ -1,5 +1,6 @@
 //! R-INDEX-7's benchmark, in one run (harness = false; `cargo bench -p tether-index`;
-//! `TETHER_BENCH_QUICK=1` for 1,000 sessions only and fewer samples). Every comparison is
+//! `TETHER_BENCH_QUICK=1` for 1,000 sessions only and fewer samples;
+//! `TETHER_INDEX_BENCH_SIZES=1000,10000,50000` for other session counts). Every comparison is
 //! measured interleaved, side by side, and printed as medians and their ratio, because the
 //! machine is shared and noisy.
 //!
@@ -389,12 +390,23 @@ fn main() {
     }
     need("rg", "--version");
     need("find", "--version");
-    let (sizes, samples): (&[usize], usize) = if quick() {
-        (&[1_000], 5)
+    let (mut sizes, samples) = if quick() {
+        (vec![1_000], 5)
     } else {
-        (&[1_000, 10_000], 11)
+        (vec![1_000, 10_000], 11)
     };
-    for &n in sizes {
+    if let Some(list) = std::env::var_os("TETHER_INDEX_BENCH_SIZES") {
+        sizes = list
+            .to_string_lossy()
+            .split(',')
+            .map(|n| {
+                n.trim().parse().unwrap_or_else(|_| {
+                    panic!("TETHER_INDEX_BENCH_SIZES is a comma-separated list of session counts, got {n:?}")
+                })
+            })
+            .collect();
+    }
+    for n in sizes {
         run(n, samples);
     }
 }
