@@ -164,6 +164,12 @@ impl AgentStore for ClaudeStore {
         session_files(self.project_dirs(cwd))
     }
 
+    /// `<root>/projects`: Claude Code's other folders (`todos`, `debug`, …) change all the
+    /// time and hold no session.
+    fn watch_dirs(&self) -> Vec<PathBuf> {
+        vec![self.projects()]
+    }
+
     fn all_sessions(&self) -> Vec<PathBuf> {
         let Ok(entries) = std::fs::read_dir(self.projects()) else {
             return Vec::new();

@@ -143,6 +143,14 @@ impl AgentStore for CodexStore {
         }))
     }
 
+    /// `<root>/sessions` and `<root>/archived_sessions` (not `history.jsonl` or the logs).
+    fn watch_dirs(&self) -> Vec<PathBuf> {
+        vec![
+            self.root.join("sessions"),
+            self.root.join("archived_sessions"),
+        ]
+    }
+
     fn all_sessions(&self) -> Vec<PathBuf> {
         self.rollouts()
     }

@@ -111,6 +111,11 @@ impl AgentStore for CopilotStore {
         Ok(path.is_file().then_some(path))
     }
 
+    /// `<root>/session-state`.
+    fn watch_dirs(&self) -> Vec<PathBuf> {
+        vec![self.root.join("session-state")]
+    }
+
     fn all_sessions(&self) -> Vec<PathBuf> {
         let Ok(entries) = std::fs::read_dir(self.root.join("session-state")) else {
             return Vec::new();

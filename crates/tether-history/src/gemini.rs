@@ -267,6 +267,11 @@ impl AgentStore for GeminiStore {
         Ok(None)
     }
 
+    /// `<root>/tmp`, where each project's folder keeps its chats.
+    fn watch_dirs(&self) -> Vec<PathBuf> {
+        vec![self.root.join("tmp")]
+    }
+
     fn all_sessions(&self) -> Vec<PathBuf> {
         self.all_project_dirs()
             .iter()

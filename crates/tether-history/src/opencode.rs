@@ -142,6 +142,15 @@ impl AgentStore for OpencodeStore {
         Ok(found.map(|()| session_path(&self.db, session_id)))
     }
 
+    /// The database's folder (the database and its write-ahead log).
+    fn watch_dirs(&self) -> Vec<PathBuf> {
+        self.db
+            .parent()
+            .map(Path::to_path_buf)
+            .into_iter()
+            .collect()
+    }
+
     fn all_sessions(&self) -> Vec<PathBuf> {
         if !self.db.is_file() {
             return Vec::new();

@@ -196,6 +196,13 @@ pub trait AgentStore: Send + Sync + std::fmt::Debug {
     /// paths ([`crate::opencode::session_path`]).
     fn all_sessions(&self) -> Vec<PathBuf>;
 
+    /// The folders the store writes its sessions in, for a file watcher (tether-index's
+    /// keeper, R-INDEX-2): every path of [`AgentStore::all_sessions`] is in one of them, or
+    /// (opencode) is a row of a database file in one of them. Default: the root.
+    fn watch_dirs(&self) -> Vec<PathBuf> {
+        vec![self.root().to_owned()]
+    }
+
     /// The last `options.max_turns` turns of the session in `path` (R-HIST-2), read with
     /// this agent's reader ([`read_session`]).
     ///

@@ -5,7 +5,10 @@
 //! The index is opened on the first search and kept open. Each search first catches it up
 //! with Tether's cache (this hub's store) and the agents' own stores (each located from the
 //! environment of the configured agent that names it, else the requesting editor's, as
-//! `session/list` with `all` does), off the async threads. One catch-up runs at a time: a
+//! `session/list` with `all` does), off the async threads. From the first search on, a
+//! file watcher (`tether_index::Keeper`) notes what changes, so later searches read only
+//! that instead of `stat`ing every session; where the platform's watcher cannot be used
+//! (R-INDEX-2) every search looks at every session. One catch-up runs at a time: a
 //! search that arrives while one runs waits for it and answers from it rather than
 //! starting another. With the cache switched off there is no data folder: the answer is
 //! empty.
@@ -14,7 +17,7 @@ use std::sync::Mutex;
 
 use serde_json::json;
 use tether_history::AgentKind;
-use tether_index::{Filter, Hit, Index, IndexError, Order, Sources};
+use tether_index::{Filter, Hit, Index, IndexError, Keeper, Order, Sources};
 use tether_store::Store;
 
 use crate::protocol::{
@@ -38,6 +41,10 @@ pub(super) struct SearchIndex {
 #[derive(Default)]
 struct Slot {
     index: Option<Index>,
+    /// The watcher on the index's sources, from the first catch-up on.
+    keeper: Option<Keeper>,
+    /// Why there is no watcher, once one could not be started (not tried again).
+    no_keeper: Option<String>,
     /// The ticket of the last catch-up that finished.
     done: u64,
     /// How many of the open index's warnings were published.
@@ -196,12 +203,17 @@ impl Hub {
         let mut slot = shared.slot.lock().await;
         let ticket = shared.start_if_needed(slot.done, need);
         let index = slot.index.take();
+        let kept = Kept {
+            keeper: slot.keeper.take(),
+            refused: slot.no_keeper.is_some(),
+        };
         let warned = if index.is_some() { slot.warned } else { 0 };
         let file = path.clone();
         let ran = tokio::task::spawn_blocking(move || {
             let (sources, filter) = prepare();
             answer(
                 index,
+                kept,
                 &file,
                 ticket.is_some(),
                 &sources,
@@ -214,11 +226,18 @@ impl Hub {
         .map_err(|e| request_failed(e.to_string(), json!({"kind": "internal"})))?;
         let Ran {
             index,
+            keeper,
+            no_keeper,
             fresh,
             answer,
         } = ran;
         slot.warned = warned + fresh.len();
         slot.index = index;
+        slot.keeper = keeper;
+        if let Some(why) = no_keeper {
+            tracing::info!(%why, "session index: no file watcher");
+            slot.no_keeper = Some(why);
+        }
         if let Some(ticket) = ticket
             && slot.index.is_some()
         {
@@ -244,20 +263,34 @@ impl Hub {
     }
 }
 
+/// The watcher a search's blocking part is given.
+struct Kept {
+    keeper: Option<Keeper>,
+    /// One could not be started before: none is tried.
+    refused: bool,
+}
+
 /// What the blocking part of a search gives back.
 struct Ran {
     /// The index, still usable (`None` when it could not be opened or caught up).
     index: Option<Index>,
+    /// The watcher, to keep for the next search.
+    keeper: Option<Keeper>,
+    /// Why no watcher could be started, when one was tried now and could not.
+    no_keeper: Option<String>,
     /// Its warnings not yet published.
     fresh: Vec<String>,
     answer: std::result::Result<(Vec<Hit>, u64), IndexError>,
 }
 
 /// Opens the index at `path` unless `index` is open, catches it up with `sources` when
-/// `catch_up` (rebuilding it once when it is damaged), and answers `ask` with `filter`.
-/// Blocking.
+/// `catch_up` (through the watcher in `kept`, started now when there is none and none was
+/// refused; rebuilding the index once when it is damaged), and answers `ask` with
+/// `filter`. Blocking.
+#[allow(clippy::too_many_arguments)]
 fn answer(
     index: Option<Index>,
+    kept: Kept,
     path: &std::path::Path,
     catch_up: bool,
     sources: &Sources,
@@ -267,6 +300,8 @@ fn answer(
 ) -> Ran {
     let failed = |answer| Ran {
         index: None,
+        keeper: None,
+        no_keeper: None,
         fresh: Vec::new(),
         answer: Err(answer),
     };
@@ -277,12 +312,33 @@ fn answer(
             Err(err) => return failed(err),
         },
     };
+    // Another editor's environment locates other stores: another watcher.
+    let mut keeper = kept.keeper.filter(|k| k.watches(sources));
+    let mut no_keeper = None;
     if catch_up {
+        // Started before the catch-up it serves, so nothing written meanwhile is missed.
+        if keeper.is_none() && !kept.refused {
+            match Keeper::start(sources, path) {
+                Ok(k) => keeper = Some(k),
+                Err(why) => no_keeper = Some(why),
+            }
+        }
         let started = std::time::Instant::now();
-        let caught = match index.catch_up(sources, &mut |_| {}) {
-            Err(err) if err.is_corruption() => index
-                .rebuild(&err.to_string())
-                .and_then(|()| index.catch_up(sources, &mut |_| {})),
+        let caught = match keeper.as_mut() {
+            Some(k) => k.catch_up(&mut index, sources).map(|kept| {
+                tracing::debug!(plan = ?kept.plan, "session index: the watcher's plan");
+                kept.report
+            }),
+            None => index.catch_up(sources, &mut |_| {}),
+        };
+        let caught = match caught {
+            Err(err) if err.is_corruption() => {
+                // Rebuilt whole: a new watcher starts with the next search.
+                keeper = None;
+                index
+                    .rebuild(&err.to_string())
+                    .and_then(|()| index.catch_up(sources, &mut |_| {}))
+            }
             other => other,
         };
         match caught {
@@ -300,6 +356,8 @@ fn answer(
         .and_then(|hits| Ok((hits, index.count(filter)?)));
     Ran {
         index: Some(index),
+        keeper,
+        no_keeper,
         fresh,
         answer,
     }

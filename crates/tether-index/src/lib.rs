@@ -20,6 +20,8 @@
 //!   characters are plain text ([`query::match_expression`]).
 
 pub mod extract;
+pub mod fresh;
+pub mod keep;
 pub mod query;
 pub mod schema;
 pub mod state;
@@ -33,6 +35,7 @@ use rusqlite::{Connection, params};
 use tether_history::{AgentKind, AgentStore, Env, HistoryError, SessionInfo};
 use tether_store::{Store, Workspace};
 
+pub use keep::Keeper;
 pub use query::{Entry, Filter, Hit, Order};
 pub use state::{Growth, Now, Plan, Seen};
 
@@ -229,36 +232,7 @@ impl Index {
     ) -> Result<CatchUp, IndexError> {
         let mut report = CatchUp::default();
         for store in &sources.agents {
-            let kind = store.kind();
-            let files = store.all_sessions();
-            step(Step::Store {
-                name: kind.display_name(),
-                files: files.len(),
-            });
-            let mut known = self.known(kind.name()).map_err(|e| self.sql(e))?;
-            for chunk in files.chunks(BATCH) {
-                let tx = self.conn.transaction().map_err(|source| IndexError::Sql {
-                    path: self.path.clone(),
-                    source,
-                    detail: String::new(),
-                })?;
-                for path in chunk {
-                    step(Step::File);
-                    report.seen += 1;
-                    let key = path.to_string_lossy().into_owned();
-                    let prev = known.remove(&key);
-                    index_file(&tx, kind, path, &key, prev, &mut report).map_err(|source| {
-                        IndexError::Sql {
-                            path: self.path.clone(),
-                            source,
-                            detail: String::new(),
-                        }
-                    })?;
-                }
-                tx.commit().map_err(|e| self.sql(e))?;
-            }
-            self.drop_gone(known.into_values(), &mut report)
-                .map_err(|e| self.sql(e))?;
+            self.catch_up_store(store.as_ref(), step, &mut report)?;
         }
         if let Some(store) = &sources.cache {
             self.catch_up_cache(store, step, &mut report)
@@ -269,6 +243,141 @@ impl Index {
                 .map_err(|e| self.sql(e))?;
         }
         Ok(report)
+    }
+
+    /// Brings the index up to date with what changed, as a watcher reported it
+    /// ([`fresh::Plan::Changed`], R-INDEX-2): `files` of `sources.agents` (by store index),
+    /// each read from where it was last read, dropped when it is gone; `stores` looked at
+    /// whole ([`Index::catch_up`]'s pass over one store); Tether's cache when `cache`. A
+    /// file the index does not know that looks like a session (`.jsonl`, `.json`) has its
+    /// store looked at whole, so a session is only ever added by its store's own listing;
+    /// other unknown files (an agent's tool output, its settings) are passed over. Store
+    /// indexes beyond `sources.agents` are passed over.
+    ///
+    /// # Errors
+    /// SQLite's (see [`IndexError::is_corruption`]).
+    pub fn catch_up_changed(
+        &mut self,
+        sources: &Sources,
+        files: &std::collections::BTreeSet<(usize, PathBuf)>,
+        stores: &std::collections::BTreeSet<usize>,
+        cache: bool,
+    ) -> Result<CatchUp, IndexError> {
+        let mut report = CatchUp::default();
+        let mut whole = stores.clone();
+        let mut changed = Vec::new();
+        let mut gone = Vec::new();
+        for (i, path) in files {
+            let Some(store) = sources.agents.get(*i) else {
+                continue;
+            };
+            if whole.contains(i) {
+                continue;
+            }
+            let key = path.to_string_lossy().into_owned();
+            match self.known_one(&key).map_err(|e| self.sql(e))? {
+                Some(prev) if !path.exists() => gone.push(prev),
+                Some(prev) => changed.push((*i, store.kind(), path, key, prev)),
+                None => {
+                    let session_like = path
+                        .extension()
+                        .is_some_and(|e| e == "jsonl" || e == "json");
+                    if session_like && path.is_file() {
+                        whole.insert(*i);
+                    }
+                }
+            }
+        }
+        let tx = self.conn.transaction().map_err(|source| IndexError::Sql {
+            path: self.path.clone(),
+            source,
+            detail: String::new(),
+        })?;
+        // A store found to need a whole look reads its changed files there.
+        for (_, kind, path, key, prev) in changed.into_iter().filter(|c| !whole.contains(&c.0)) {
+            report.seen += 1;
+            index_file(&tx, kind, path, &key, Some(prev), &mut report).map_err(|source| {
+                IndexError::Sql {
+                    path: self.path.clone(),
+                    source,
+                    detail: String::new(),
+                }
+            })?;
+        }
+        tx.commit().map_err(|e| self.sql(e))?;
+        self.drop_gone(gone.into_iter(), &mut report)
+            .map_err(|e| self.sql(e))?;
+        for i in whole {
+            if let Some(store) = sources.agents.get(i) {
+                self.catch_up_store(store.as_ref(), &mut |_| {}, &mut report)?;
+            }
+        }
+        if cache && let Some(store) = &sources.cache {
+            self.catch_up_cache(store, &mut |_| {}, &mut report)
+                .map_err(|e| self.sql(e))?;
+        }
+        Ok(report)
+    }
+
+    /// [`Index::catch_up`]'s pass over one agent store: every session `stat`ed, read as
+    /// far as it changed, and the entries of sessions gone dropped.
+    fn catch_up_store(
+        &mut self,
+        store: &dyn AgentStore,
+        step: &mut dyn FnMut(Step<'_>),
+        report: &mut CatchUp,
+    ) -> Result<(), IndexError> {
+        let kind = store.kind();
+        let files = store.all_sessions();
+        step(Step::Store {
+            name: kind.display_name(),
+            files: files.len(),
+        });
+        let mut known = self.known(kind.name()).map_err(|e| self.sql(e))?;
+        for chunk in files.chunks(BATCH) {
+            let tx = self.conn.transaction().map_err(|source| IndexError::Sql {
+                path: self.path.clone(),
+                source,
+                detail: String::new(),
+            })?;
+            for path in chunk {
+                step(Step::File);
+                report.seen += 1;
+                let key = path.to_string_lossy().into_owned();
+                let prev = known.remove(&key);
+                index_file(&tx, kind, path, &key, prev, report).map_err(|source| {
+                    IndexError::Sql {
+                        path: self.path.clone(),
+                        source,
+                        detail: String::new(),
+                    }
+                })?;
+            }
+            tx.commit().map_err(|e| self.sql(e))?;
+        }
+        self.drop_gone(known.into_values(), report)
+            .map_err(|e| self.sql(e))
+    }
+
+    /// The row of `key`, when the index has one.
+    fn known_one(&self, key: &str) -> rusqlite::Result<Option<Known>> {
+        use rusqlite::OptionalExtension;
+        self.conn
+            .query_row(
+                "SELECT id, seen_size, seen_mtime, seen_offset FROM sessions WHERE key = ?1",
+                params![key],
+                |row| {
+                    Ok(Known {
+                        id: row.get(0)?,
+                        seen: Seen {
+                            size: row.get::<_, i64>(1)?.max(0) as u64,
+                            mtime: row.get(2)?,
+                            offset: row.get::<_, i64>(3)?.max(0) as u64,
+                        },
+                    })
+                },
+            )
+            .optional()
     }
 
     /// The rows of `source`, by key.

@@ -502,3 +502,91 @@ fn an_encrypted_caches_sessions_get_metadata_only_entries() {
         assert!(!bytes.windows(5).any(|w| w == b"tapir"));
     }
 }
+
+/// R-INDEX-2 with a watcher (`Keeper`): after the first, whole catch-up a search reads only
+/// what changed, and each change is found by the catch-up right after it (the fence: no
+/// waiting for the watcher): nothing changed reads nothing; an append reads that file from
+/// where it was; a new session file, a new project folder with one, a file removed. Where
+/// the platform's watcher cannot fence (not inotify), the keeper is refused, naming why.
+#[test]
+fn a_watcher_keeps_the_index_fresh_reading_only_what_changed() {
+    use tether_index::Keeper;
+    use tether_index::fresh::Plan;
+    let world = World::new();
+    let sources = world.sources();
+    let mut index = Index::open(&world.index_path()).unwrap();
+    let mut keeper = match Keeper::start(&sources, &world.index_path()) {
+        Ok(k) => k,
+        Err(why) => {
+            assert_ne!(std::env::consts::OS, "linux", "inotify fences: {why}");
+            assert!(why.contains("one ordered queue"), "{why}");
+            return;
+        }
+    };
+    let found = |index: &Index, word: &str| -> Vec<String> {
+        index
+            .search(word, &Filter::default(), Order::Rank, 10)
+            .unwrap()
+            .into_iter()
+            .map(|h| h.entry.session_id)
+            .collect()
+    };
+    let first = keeper.catch_up(&mut index, &sources).unwrap();
+    assert_eq!(first.plan, Plan::Full, "the first catch-up is whole");
+    assert!(first.report.seen > 1, "{first:?}");
+    let idle = keeper.catch_up(&mut index, &sources).unwrap();
+    assert_eq!(
+        (idle.plan, idle.report),
+        (Plan::Nothing, CatchUp::default()),
+        "nothing changed, nothing read"
+    );
+
+    let claude = world.claude_file();
+    append(
+        &claude,
+        &format!("{}\n", user_line("u-k1", "zanzibar appended")),
+    );
+    let kept = keeper.catch_up(&mut index, &sources).unwrap();
+    assert!(
+        matches!(&kept.plan, Plan::Changed { files, stores, cache: false }
+            if stores.is_empty() && files.iter().all(|(_, p)| *p == claude)),
+        "{kept:?}"
+    );
+    assert_eq!(
+        (kept.report.seen, kept.report.read_appended),
+        (1, 1),
+        "only the appended file: {kept:?}"
+    );
+    assert_eq!(found(&index, "zanzibar"), [CLAUDE_ID]);
+
+    let new_id = "33333333-3333-4333-8333-333333333333";
+    let new = claude.with_file_name(format!("{new_id}.jsonl"));
+    std::fs::write(&new, format!("{}\n", user_line("u-k2", "quokka newcomer"))).unwrap();
+    keeper.catch_up(&mut index, &sources).unwrap();
+    assert_eq!(found(&index, "quokka"), [new_id], "a new session file");
+
+    let other_id = "44444444-4444-4444-8444-444444444444";
+    let project = claude
+        .parent()
+        .unwrap()
+        .with_file_name("-home-user-elsewhere");
+    std::fs::create_dir(&project).unwrap();
+    std::fs::write(
+        project.join(format!("{other_id}.jsonl")),
+        format!("{}\n", user_line("u-k3", "narwhal elsewhere")),
+    )
+    .unwrap();
+    let kept = keeper.catch_up(&mut index, &sources).unwrap();
+    assert!(
+        matches!(&kept.plan, Plan::Changed { stores, .. } if !stores.is_empty()),
+        "a new folder: its store looked at whole: {kept:?}"
+    );
+    assert_eq!(found(&index, "narwhal"), [other_id], "a new project folder");
+
+    std::fs::remove_file(&claude).unwrap();
+    let kept = keeper.catch_up(&mut index, &sources).unwrap();
+    assert_eq!(kept.report.removed, 1, "{kept:?}");
+    assert!(found(&index, "zanzibar").is_empty(), "a removed file");
+    let idle = keeper.catch_up(&mut index, &sources).unwrap();
+    assert_eq!(idle.plan, Plan::Nothing, "{idle:?}");
+}
