@@ -976,8 +976,8 @@ export class SessionController {
   onExpired(raw: unknown): void {
     const p = parseExpired(raw);
     if (!p.ok) return this.ui.log(`ignored: ${p.error}`);
-    const { previousSessionId, sessionId } = p.value;
-    this.ui.log(`expired: ${previousSessionId} → ${sessionId}`);
+    const { previousSessionId, sessionId, choice, agent } = p.value;
+    this.ui.log(`expired: ${previousSessionId} → ${sessionId}${choice ? ` (${choice})` : ''}`);
     this.withdrawOffer(previousSessionId, `the session was replaced by ${sessionId}`);
     this.activeSessionId = sessionId;
     this.currentSessionId = sessionId;
@@ -991,9 +991,13 @@ export class SessionController {
     void this.ui.showNotification({
       id: 'tether.expired',
       severity: 'info',
-      text: previousSessionId
-        ? `Tether: session ${shortId(previousSessionId)} has ended; started new session ${shortId(sessionId)}. The old transcript is archived.`
-        : `Tether: started new session ${shortId(sessionId)}.`,
+      text:
+        previousSessionId && choice?.startsWith('handoff:')
+          ? // A handoff keeps the old session's cache: it can be resumed with its own agent later.
+            `Tether: continued session ${shortId(previousSessionId)} with ${agent ?? choice.slice('handoff:'.length)} in new session ${shortId(sessionId)}.`
+          : previousSessionId
+            ? `Tether: session ${shortId(previousSessionId)} has ended; started new session ${shortId(sessionId)}. The old transcript is archived.`
+            : `Tether: started new session ${shortId(sessionId)}.`,
       actions: [],
     });
   }

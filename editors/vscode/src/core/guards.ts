@@ -140,7 +140,12 @@ export function parseExpired(p: unknown): Parsed<ExpiredParams> {
   if (!isObj(p)) return fail(m, 'params', 'is not an object');
   const sessionId = str(p, 'sessionId');
   if (!sessionId) return fail(m, 'sessionId', 'is missing');
-  return { ok: true, value: { sessionId, previousSessionId: str(p, 'previousSessionId') ?? '' } };
+  const choice = str(p, 'choice');
+  const agent = str(p, 'agent');
+  return {
+    ok: true,
+    value: { sessionId, previousSessionId: str(p, 'previousSessionId') ?? '', ...(choice ? { choice } : {}), ...(agent ? { agent } : {}) },
+  };
 }
 
 export function parseRestored(p: unknown): Parsed<RestoredParams> {

@@ -238,6 +238,10 @@ export interface BannerClearedParams {
 export interface ExpiredParams {
   previousSessionId: string;
   sessionId: string;
+  /** The choice that replaced it (`new`, `newWithHistory`, `handoff:<agent>`), when one did. */
+  choice?: string;
+  /** The new session's configured agent. */
+  agent?: string;
 }
 
 /** `session/restored` notification: the cached snapshot, sent before the first agent attempt. */

@@ -170,7 +170,8 @@ function blockedReason(status: StatusLine): string | undefined {
       return 'The session is resuming; the prompt box opens when the agent confirms it.';
     case 'waitingRetry':
     case 'rateLimited':
-      return `${status.text}. The prompt box opens when the session is back.`;
+      // The text may end with the handoff offer's question ("…; continue with Codex now?").
+      return `${status.text}${/[.?!]$/.test(status.text) ? '' : '.'} The prompt box opens when the session is back.`;
     case 'agentSilent':
       return undefined; // a turn is running: Cancel stays available
     case 'needsChoice':

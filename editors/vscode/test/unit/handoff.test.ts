@@ -81,6 +81,7 @@ describe('the handoff offer of a long rate-limit or quota wait (session/status.h
     assert.deepEqual(c.handoffOffered, offer);
     const line = view.last('status');
     assert.ok(line?.op === 'status' && line.status.text === `Rate limited, resuming in 5 min. ${QUESTION}`, JSON.stringify(line));
+    assert.equal(c.transcript.prompt.reason, `Rate limited, resuming in 5 min. ${QUESTION} The prompt box opens when the session is back.`);
     assert.ok(ui.logs.some((l) => l.startsWith('handoff offered for s1: "Continue with Codex" / "Keep Waiting"')), ui.logs.join('\n'));
   });
 
@@ -115,6 +116,7 @@ describe('the handoff offer of a long rate-limit or quota wait (session/status.h
       'the old turn\'s "Turn cancelled." is not drawn in the new session',
     );
     assert.equal(w.c.handoffOffered, undefined);
+    assert.equal(w.ui.notifications.find((v) => v.id === 'tether.expired')?.text, 'Tether: continued session s1 with codex in new session s2.');
     assert.ok(w.ui.logs.some((l) => l === 'handoff offer: user chose "Continue with Codex"; session/handoff s1 to codex'), w.ui.logs.join('\n'));
   });
 
