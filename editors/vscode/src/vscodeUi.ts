@@ -45,6 +45,16 @@ export class VscodeUi implements UiPort, vscode.Disposable {
     return this.ask(() => show(v.text, ...v.actions));
   }
 
+  showOffer(v: BannerView, withdrawn: Promise<void>): Promise<string | undefined> {
+    // VS Code cannot close a notification: once withdrawn, its buttons do nothing.
+    let over = false;
+    const shown = this.showNotification(v);
+    void shown.then((a) => {
+      if (over && a) this.log(`"${a}" clicked on a withdrawn offer (${v.id}): nothing sent`);
+    });
+    return Promise.race([shown, withdrawn.then(() => undefined)]).finally(() => (over = true));
+  }
+
   showTransient(v: BannerView, until: Promise<void>): void {
     if (this.disposed) return;
     try {

@@ -21,12 +21,14 @@ import {
   parseTurnEnded,
   parseUpdate,
 } from './guards';
+import { handoffOfferView, handoffParams, KEEP_WAITING } from './handoff';
 import { permissionAnswer, permissionPick, type PermissionPick } from './permission';
 import { PersistScheduler, realTimers, type Timers } from './persist';
 import {
   Methods,
   type ClearResult,
   type ContinueHereParams,
+  type HandoffOffer,
   type PermissionResponse,
   type PersistParams,
   type PersistResult,
@@ -34,6 +36,7 @@ import {
   type RecoveryChoice,
   type ResumeParams,
   type ResumeResult,
+  type StatusParams,
 } from './protocol';
 import { choiceForClick, outcomeIntent, REOFFER, type DialogIntent } from './recovery';
 import { SnapshotModel } from './snapshot';
@@ -50,6 +53,11 @@ export interface UiPort {
   showNotification(v: BannerView): Promise<string | undefined>;
   /** Shows a notification that stays until `until` resolves, then closes it. */
   showTransient(v: BannerView, until: Promise<void>): void;
+  /**
+   * Shows a notification whose answer counts only until `withdrawn` resolves: resolves to the
+   * clicked action, `undefined` when closed or withdrawn first (a later click does nothing).
+   */
+  showOffer(v: BannerView, withdrawn: Promise<void>): Promise<string | undefined>;
   setStatus(v: StatusView): void;
   setBannerIndicator(v: { text: string; tooltip: string } | undefined): void;
   progress(p: ProgressIntent): void;
@@ -148,6 +156,14 @@ interface PendingChoice {
   sessionId: string | undefined;
 }
 
+/** The handoff offer of a rate-limit or quota wait, from its first `session/status.handoff` until the wait ends. */
+interface StandingOffer {
+  sessionId: string;
+  offer: HandoffOffer;
+  /** Withdraws the notification's buttons. */
+  withdraw: () => void;
+}
+
 export class SessionController {
   readonly banners = new BannerStore();
   readonly snapshot: SnapshotModel;
@@ -187,6 +203,11 @@ export class SessionController {
   private restarts = 0;
   /** The session id last given to `opts.memory`. */
   private remembered: string | undefined;
+  /**
+   * The handoff offer of the current wait (shown once per wait; "Keep Waiting" keeps it here
+   * so the same wait does not ask again), `undefined` when no wait with an offer stands.
+   */
+  private handoffOffer: StandingOffer | undefined;
 
   constructor(
     private readonly ui: UiPort,
@@ -305,6 +326,7 @@ export class SessionController {
     if (this.promptInFlight && this.opts.daemon) this.detach(this.promptInFlight);
     this.promptInFlight = undefined;
     this.pending = undefined;
+    this.withdrawOffer(undefined, 'tether serve restarted');
     this.activeSessionId = undefined;
     this.persist.stop();
     this.ui.progress(this.status.close());
@@ -422,6 +444,7 @@ export class SessionController {
       > | null;
     } catch (err) {
       if (this.promptInFlight === sessionId) this.promptInFlight = undefined;
+      this.withdrawOffer(sessionId, 'the turn ended');
       if (this.opts.daemon && isConnectionLost(err)) {
         // Not the server's answer: the connection went (the forwarder died). The daemon
         // still runs the turn; the restarted server re-attaches and its end arrives then.
@@ -438,6 +461,10 @@ export class SessionController {
         }
         throw new TurnDetachedError(sessionId, errText(err));
       }
+      if (this.viewMovedOn(sessionId)) {
+        this.ui.log(`session/prompt ${sessionId} failed after the view moved to ${this.transcript.sessionId}: ${errText(err)}`);
+        throw err;
+      }
       this.snapshot.finishTurn();
       this.transcript.turnEnded(undefined, errText(err));
       const held = heldElsewhereRefusal(err, sessionId);
@@ -450,8 +477,15 @@ export class SessionController {
       throw err;
     }
     this.promptInFlight = undefined;
-    this.snapshot.finishTurn();
+    this.withdrawOffer(sessionId, 'the turn ended');
     const stopReason = typeof raw?.stopReason === 'string' ? raw.stopReason : 'unknown';
+    if (this.viewMovedOn(sessionId)) {
+      // A handoff (or a new session) replaced the session during the turn: the old turn
+      // ended (`cancelled`, its wait abandoned) and is not the new session's to show.
+      this.ui.log(`session/prompt of ${sessionId} ended (${stopReason}) after the view moved to ${this.transcript.sessionId}`);
+      return { stopReason, reply: '', stale: raw?.stale === true };
+    }
+    this.snapshot.finishTurn();
     this.transcript.turnEnded(stopReason);
     this.ui.log(`session/prompt ended: ${stopReason}`);
     if (this.opts.persistenceEnabled) void this.persist.milestone('turnFinalized');
@@ -475,6 +509,118 @@ export class SessionController {
     this.ui.log('session/prompt: no session is live; resuming (a new session when there is none) first');
     this.ui.setStatus({ ...LocalStatus.starting(), text: 'Tether: starting a session…', tooltip: 'Starting a session for your prompt' });
     await this.resume();
+  }
+
+  /**
+   * Whether the view shows another session than `sessionId` now (a handoff or a new session
+   * replaced it meanwhile). The view's running-turn mark is cleared then, silently: the old
+   * turn's end is not the new session's.
+   */
+  private viewMovedOn(sessionId: string): boolean {
+    const shown = this.transcript.sessionId;
+    if (shown === undefined || shown === sessionId) return false;
+    this.transcript.turnEnded(undefined);
+    return true;
+  }
+
+  /**
+   * A `session/status` of the view's session: with `handoff`, the offer is shown once per wait
+   * (a notification with the server's question, "Continue with <agent>" and "Keep Waiting");
+   * without it, a standing offer of that session is withdrawn (the wait ended).
+   */
+  private followOffer(s: StatusParams): void {
+    if (this.handoffOffer?.sessionId === s.sessionId && !s.handoff) {
+      this.withdrawOffer(s.sessionId, `the wait ended (status ${s.state})`);
+    }
+    const offer = s.handoff;
+    if (!offer || !s.sessionId) return;
+    const shown = this.transcript.sessionId ?? this.activeSessionId;
+    if (shown !== undefined && shown !== s.sessionId) {
+      this.ui.log(`handoff offer for ${s.sessionId} not shown: the view shows ${shown}`);
+      return;
+    }
+    if (this.handoffOffer?.sessionId === s.sessionId) return;
+    this.withdrawOffer(undefined, `another session's wait (${s.sessionId}) offers a handoff`);
+    let withdraw!: () => void;
+    const withdrawn = new Promise<void>((resolve) => (withdraw = resolve));
+    const entry: StandingOffer = { sessionId: s.sessionId, offer, withdraw };
+    this.handoffOffer = entry;
+    this.ui.log(`handoff offered for ${s.sessionId}: "${offer.title}" / "${KEEP_WAITING}" (${offer.question})`);
+    void this.ui.showOffer(handoffOfferView(offer), withdrawn).then((action) => {
+      if (this.handoffOffer !== entry) return;
+      if (action === offer.title) void this.acceptHandoff();
+      else if (action === KEEP_WAITING) this.declineHandoff();
+      else this.ui.log(`handoff offer for ${s.sessionId} closed without a choice: nothing sent, the wait goes on`);
+    });
+  }
+
+  /** Withdraws the standing handoff offer (of `sessionId`, or any when `undefined`), saying why in the log. */
+  private withdrawOffer(sessionId: string | undefined, reason: string): void {
+    const entry = this.handoffOffer;
+    if (!entry || (sessionId !== undefined && entry.sessionId !== sessionId)) return;
+    this.handoffOffer = undefined;
+    entry.withdraw();
+    this.ui.log(`handoff offer for ${entry.sessionId} withdrawn: ${reason}`);
+  }
+
+  /** Whether a handoff offer stands (shown, not taken, its wait not over). */
+  get handoffOffered(): HandoffOffer | undefined {
+    return this.handoffOffer?.offer;
+  }
+
+  /**
+   * The handoff offer's accept button ("Continue with <agent>"): `session/handoff` of the
+   * waiting session to the offered agent; the result is settled like a resume's (the server's
+   * `session/expired` has already moved the view to the new session). A `failed` result leaves
+   * the old session as it was (the server says its wait goes on): only the failure is shown.
+   * Never rejects.
+   */
+  async acceptHandoff(): Promise<void> {
+    const entry = this.handoffOffer;
+    if (!entry) return this.ui.log('Continue with: no handoff offer stands (the wait is over)');
+    this.handoffOffer = undefined;
+    entry.withdraw();
+    const { sessionId, offer } = entry;
+    const root = this.opts.workspaceRoot;
+    if (!root) return this.ui.log(`handoff offer: "${offer.title}" chosen, but no workspace folder is open: nothing sent`);
+    this.ui.log(`handoff offer: user chose "${offer.title}"; session/handoff ${sessionId} to ${offer.agent}`);
+    let raw: unknown;
+    try {
+      raw = await this.server.request(Methods.handoff, handoffParams(sessionId, root, offer));
+    } catch (err) {
+      this.ui.log(`session/handoff failed: ${errText(err)}`);
+      this.handoffFailed(offer, errText(err));
+      return;
+    }
+    const parsed = parseResumeResult(raw);
+    if (parsed.ok && parsed.value.outcome === 'failed') {
+      const message = parsed.value.error?.message ?? parsed.value.recovery?.message ?? 'the agent could not start';
+      this.ui.log(`session/handoff to ${offer.agent}: failed (${message}); ${sessionId} goes on`);
+      this.handoffFailed(offer, message);
+      return;
+    }
+    await this.handleResult(raw);
+  }
+
+  private handoffFailed(offer: HandoffOffer, message: string): void {
+    void this.ui
+      .showNotification({
+        id: 'tether.handoffFailed',
+        severity: 'error',
+        text: `Tether: could not continue with ${offer.agent}: ${message}. The session goes on waiting.`,
+        actions: [SHOW_LOGS],
+      })
+      .then((a) => {
+        if (a === SHOW_LOGS) this.ui.showLogs();
+      });
+  }
+
+  /** The handoff offer's "Keep Waiting": nothing is sent; the same wait does not ask again. */
+  declineHandoff(): void {
+    const entry = this.handoffOffer;
+    if (!entry) return;
+    entry.withdraw();
+    this.ui.log(`handoff offer: user chose "${KEEP_WAITING}" for ${entry.sessionId}: nothing sent, the wait goes on`);
   }
 
   /** Cancel in the session view: `session/cancel` for the live session's running turn. */
@@ -750,8 +896,10 @@ export class SessionController {
     this.ui.log(
       `status: ${p.value.state} ${p.value.attempt}/${p.value.maxAttempts}` +
         `${p.value.retryInMs !== undefined ? ` retryInMs=${p.value.retryInMs}` : ''}` +
-        `${p.value.errorKind ? ` errorKind=${p.value.errorKind}` : ''}`,
+        `${p.value.errorKind ? ` errorKind=${p.value.errorKind}` : ''}` +
+        `${p.value.handoff ? ` handoff=${p.value.handoff.agent}` : ''}`,
     );
+    this.followOffer(p.value);
     const { view, progress } = this.status.apply(p.value);
     this.ui.progress(progress);
     if (!(p.value.state === 'failed' && this.pending)) this.transcript.onStatus(p.value);
@@ -828,8 +976,9 @@ export class SessionController {
   onExpired(raw: unknown): void {
     const p = parseExpired(raw);
     if (!p.ok) return this.ui.log(`ignored: ${p.error}`);
-    const { previousSessionId, sessionId } = p.value;
-    this.ui.log(`expired: ${previousSessionId} → ${sessionId}`);
+    const { previousSessionId, sessionId, choice, agent } = p.value;
+    this.ui.log(`expired: ${previousSessionId} → ${sessionId}${choice ? ` (${choice})` : ''}`);
+    this.withdrawOffer(previousSessionId, `the session was replaced by ${sessionId}`);
     this.activeSessionId = sessionId;
     this.currentSessionId = sessionId;
     this.lastSeqValue = undefined;
@@ -842,9 +991,13 @@ export class SessionController {
     void this.ui.showNotification({
       id: 'tether.expired',
       severity: 'info',
-      text: previousSessionId
-        ? `Tether: session ${shortId(previousSessionId)} has ended; started new session ${shortId(sessionId)}. The old transcript is archived.`
-        : `Tether: started new session ${shortId(sessionId)}.`,
+      text:
+        previousSessionId && choice?.startsWith('handoff:')
+          ? // A handoff keeps the old session's cache: it can be resumed with its own agent later.
+            `Tether: continued session ${shortId(previousSessionId)} with ${agent ?? choice.slice('handoff:'.length)} in new session ${shortId(sessionId)}.`
+          : previousSessionId
+            ? `Tether: session ${shortId(previousSessionId)} has ended; started new session ${shortId(sessionId)}. The old transcript is archived.`
+            : `Tether: started new session ${shortId(sessionId)}.`,
       actions: [],
     });
   }
@@ -893,6 +1046,7 @@ export class SessionController {
     if (!p.ok) return this.ui.log(`ignored: ${p.error}`);
     const { sessionId, seq, stopReason, error } = p.value;
     this.ui.log(`session/turnEnded ${sessionId} seq=${seq}: ${stopReason ?? `error ${error ?? '?'}`}`);
+    this.withdrawOffer(sessionId, 'the turn ended');
     if (this.transcript.sessionId !== undefined && sessionId !== this.transcript.sessionId) return;
     this.noteSeq(sessionId, seq);
     if (this.detachedTurn === sessionId) this.detachedTurn = undefined;

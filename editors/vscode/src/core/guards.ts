@@ -8,6 +8,7 @@ import type {
   BannerKind,
   BannerParams,
   ExpiredParams,
+  HandoffOffer,
   PermissionRequestParams,
   ReattachedParams,
   RestoredParams,
@@ -67,6 +68,7 @@ export function parseStatus(p: unknown): Parsed<StatusParams> {
   const retryInMs = num(p, 'retryInMs');
   const errorKind = str(p, 'errorKind') as StatusParams['errorKind'];
   const message = str(p, 'message');
+  const handoff = state === 'rateLimited' ? parseHandoffOffer(p.handoff) : undefined;
   return {
     ok: true,
     value: {
@@ -77,7 +79,28 @@ export function parseStatus(p: unknown): Parsed<StatusParams> {
       ...(retryInMs !== undefined ? { retryInMs: Math.max(0, retryInMs) } : {}),
       ...(errorKind ? { errorKind } : {}),
       ...(message ? { message } : {}),
+      ...(handoff ? { handoff } : {}),
     },
+  };
+}
+
+/**
+ * `session/status.handoff`: the offer, or `undefined` when absent or without an agent (an
+ * offer that names no agent cannot be taken, so it is not shown; never fatal to the status).
+ */
+function parseHandoffOffer(h: unknown): HandoffOffer | undefined {
+  if (!isObj(h)) return undefined;
+  const agent = str(h, 'agent');
+  if (!agent) return undefined;
+  const limitedForMs = num(h, 'limitedForMs');
+  const resetsUtc = str(h, 'resetsUtc');
+  return {
+    agent,
+    title: str(h, 'title') || `Continue with ${agent}`,
+    choice: str(h, 'choice') || `handoff:${agent}`,
+    question: str(h, 'question') ?? '',
+    ...(limitedForMs !== undefined ? { limitedForMs } : {}),
+    ...(resetsUtc ? { resetsUtc } : {}),
   };
 }
 
@@ -117,7 +140,12 @@ export function parseExpired(p: unknown): Parsed<ExpiredParams> {
   if (!isObj(p)) return fail(m, 'params', 'is not an object');
   const sessionId = str(p, 'sessionId');
   if (!sessionId) return fail(m, 'sessionId', 'is missing');
-  return { ok: true, value: { sessionId, previousSessionId: str(p, 'previousSessionId') ?? '' } };
+  const choice = str(p, 'choice');
+  const agent = str(p, 'agent');
+  return {
+    ok: true,
+    value: { sessionId, previousSessionId: str(p, 'previousSessionId') ?? '', ...(choice ? { choice } : {}), ...(agent ? { agent } : {}) },
+  };
 }
 
 export function parseRestored(p: unknown): Parsed<RestoredParams> {

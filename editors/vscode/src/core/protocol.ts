@@ -29,6 +29,8 @@ export const Methods = {
   search: 'session/search',
   /** Takes a session over from the machine of the user's that holds it (R-SYNC-7; not in every server). */
   continueHere: 'session/continueHere',
+  /** Continues a session's conversation with another configured agent (R-CARRY-5; the handoff offer). */
+  handoff: 'session/handoff',
 } as const;
 
 /** Method names, server → client notifications and requests. */
@@ -177,6 +179,35 @@ export interface StatusParams {
   errorKind?: ErrorKind;
   /** The server's ready-made status text. */
   message?: string;
+  /** With `rateLimited`: another configured agent offered for a long rate-limit or quota wait. */
+  handoff?: HandoffOffer;
+}
+
+/**
+ * `session/status.handoff`: a rate-limit or quota wait longer than `handoff.offerAfterMs`
+ * offers another configured agent (docs/protocol.md, session/status). Nothing is switched
+ * unless the user takes it (`session/handoff`).
+ */
+export interface HandoffOffer {
+  /** The configured agent offered. */
+  agent: string;
+  /** The accept button's title ("Continue with Codex"). */
+  title: string;
+  /** The `session/recoveryChoice` id, `handoff:<agent>`. */
+  choice: string;
+  /** What to ask ("Claude's quota resets at 13:00; continue with Codex now?"). */
+  question: string;
+  /** How long the limit lasts, in ms. */
+  limitedForMs?: number;
+  /** When the limit resets, when known. */
+  resetsUtc?: string;
+}
+
+/** `session/handoff` params: the session, its workspace, and the agent to continue with. */
+export interface HandoffParams {
+  sessionId: string;
+  workspace: Workspace;
+  agent: string;
 }
 
 export type BannerKind =
@@ -207,6 +238,10 @@ export interface BannerClearedParams {
 export interface ExpiredParams {
   previousSessionId: string;
   sessionId: string;
+  /** The choice that replaced it (`new`, `newWithHistory`, `handoff:<agent>`), when one did. */
+  choice?: string;
+  /** The new session's configured agent. */
+  agent?: string;
 }
 
 /** `session/restored` notification: the cached snapshot, sent before the first agent attempt. */

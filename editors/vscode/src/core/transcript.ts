@@ -11,6 +11,7 @@
  * `render.ts`). It decides nothing about the session: the texts of the status line come from
  * the server's `session/status`, and whether a prompt can be sent follows what the server said.
  */
+import { withOfferQuestion } from './handoff';
 import { progressMessage } from './status';
 import type {
   AcpSessionUpdate,
@@ -169,7 +170,8 @@ function blockedReason(status: StatusLine): string | undefined {
       return 'The session is resuming; the prompt box opens when the agent confirms it.';
     case 'waitingRetry':
     case 'rateLimited':
-      return `${status.text}. The prompt box opens when the session is back.`;
+      // The text may end with the handoff offer's question ("…; continue with Codex now?").
+      return `${status.text}${/[.?!]$/.test(status.text) ? '' : '.'} The prompt box opens when the session is back.`;
     case 'agentSilent':
       return undefined; // a turn is running: Cancel stays available
     case 'needsChoice':
@@ -350,7 +352,7 @@ export class TranscriptModel {
   /** `session/status`. */
   onStatus(s: StatusParams): void {
     this.statusAt = { params: s, at: this.now() };
-    const text = progressMessage(s, 0) ?? (s.state === 'ready' ? 'Session is live' : 'Resume failed');
+    const text = withOfferQuestion(progressMessage(s, 0) ?? (s.state === 'ready' ? 'Session is live' : 'Resume failed'), s);
     this.setStatus({ state: s.state, text });
     this.live = s.state === 'ready' || s.state === 'agentSilent';
     this.refreshPrompt();
@@ -360,7 +362,8 @@ export class TranscriptModel {
   tick(): void {
     const last = this.statusAt;
     if (!last || (last.params.state !== 'rateLimited' && last.params.state !== 'waitingRetry')) return;
-    const text = progressMessage(last.params, this.now() - last.at);
+    const countdown = progressMessage(last.params, this.now() - last.at);
+    const text = countdown && withOfferQuestion(countdown, last.params);
     if (text && text !== this.statusValue.text) {
       this.statusValue = { state: last.params.state, text };
       this.emit({ op: 'status', status: this.statusValue });

@@ -1338,3 +1338,83 @@ describe('Tether in a real VS Code: Restricted Mode and multi-root workspaces', 
     await screenshot(page, '29-multi-root-follows-editor');
   });
 });
+
+describe('Tether in a real VS Code: the handoff offer of a long rate-limit wait', { timeout: 240_000 }, () => {
+  e2e('a long rate-limit wait offers the other agent; "Continue with Beta" hands the session to it and its answer reaches the view', async () => {
+    await requireHarness();
+    requireServerAndAgent();
+    // alpha's first prompt is refused with a quota error whose Retry-After (an hour) is longer
+    // than handoff.offerAfterMs (2 minutes by default): the server waits (up to
+    // rateLimit.maxDelayMs, 5 minutes) and offers beta, the first other agent by name.
+    // Each agent names its sessions apart (two scripted agents would both say sess-1).
+    const alpha = scriptedAgent('agent-alpha', {
+      sessionPrefix: 'alpha-',
+      reply: 'alpha answers',
+      faults: [
+        {
+          method: 'session/prompt',
+          calls: [1],
+          action: { kind: 'error', code: 429, message: 'Resource has been exhausted (e.g. check quota). Please retry in 3600.0s.' },
+        },
+      ],
+    });
+    const beta = scriptedAgent('agent-beta', { sessionPrefix: 'beta-', reply: 'beta answers after the handoff' });
+    const { cs, page } = await launch('handoff', {
+      'tether.server.path': tetherBin,
+      'tether.persistence.directory': tempDir('storage-handoff'),
+      'tether.agents': {
+        claude: null,
+        alpha: { command: scriptedAgentBin, args: [alpha.script] },
+        beta: { command: scriptedAgentBin, args: [beta.script] },
+      },
+      'tether.defaultAgent': 'alpha',
+      'tether.resumeOnStartup': true,
+    });
+    const extLog = () => readFileSync(findLog(cs.dirs.userData, 'Tether.log') ?? '/dev/null', 'utf8');
+    await waitForText('the start-up resume', extLog, /result: nothingToResume session=null /, 60_000);
+
+    // 1. The first prompt starts alpha's session; its turn is rate limited for an hour.
+    await runCommand(page, 'Tether: Open Session');
+    const view = await sessionViewFrame(page, 60_000);
+    await view.locator('#send:not([disabled])').waitFor({ timeout: 30_000 });
+    await view.locator('#prompt').fill('go');
+    await view.locator('#prompt').press('Enter');
+    await waitForText('alpha started', extLog, /result: started session=\S+ /, 60_000);
+    const alphaSession = /result: started session=(\S+) /.exec(extLog())[1];
+
+    // 2. The offer: the server's question as a notification with "Continue with Beta" and
+    //    "Keep Waiting"; the view's status line ends with the same question.
+    const text = await waitForNotification(page, /continue with Beta now\?/, 60_000);
+    assert.match(text, /^Tether: Alpha's (rate limit|quota) resets .*; continue with Beta now\?$/, text);
+    const toast = page.locator('.notification-list-item', { hasText: 'continue with Beta now?' });
+    await toast.getByRole('button', { name: 'Keep Waiting' }).waitFor({ timeout: 10_000 });
+    const accept = toast.getByRole('button', { name: 'Continue with Beta' });
+    await accept.waitFor({ timeout: 10_000 });
+    await view.locator('#status', { hasText: /^Rate limited, resuming in .*continue with Beta now\?$/ }).waitFor({ timeout: 10_000 });
+    assert.match(extLog(), new RegExp(`status: rateLimited 1/\\d+ retryInMs=\\d+ errorKind=\\w+ handoff=beta\\n`), extLog());
+    assert.match(extLog(), new RegExp(`handoff offered for ${alphaSession}: "Continue with Beta" / "Keep Waiting"`));
+    await screenshot(page, '30-handoff-offered');
+
+    // 3. "Continue with Beta": session/handoff to beta; the view follows beta's new session.
+    await accept.click();
+    await waitForText('the handoff', extLog, new RegExp(`handoff offer: user chose "Continue with Beta"; session/handoff ${alphaSession} to beta\\n`), 10_000);
+    const expired = new RegExp(`expired: ${alphaSession} → (\\S+) \\(handoff:beta\\)\\n`);
+    await waitForText('session/expired', extLog, expired, 60_000);
+    const betaSession = expired.exec(extLog())[1];
+    await waitForNotification(page, new RegExp(`^Tether: continued session ${alphaSession} with beta in new session ${betaSession}\\.$`), 10_000);
+    await waitForText('the handoff result', extLog, new RegExp(`result: started session=${betaSession} `), 60_000);
+    await view.locator('#status', { hasText: 'Session is live' }).waitFor({ timeout: 30_000 });
+    await view.locator('#send:not([disabled])').waitFor({ timeout: 30_000 });
+    // The wait's progress notification closes with it.
+    await page.locator('.notification-list-item-message', { hasText: 'Rate limited, resuming' }).waitFor({ state: 'detached', timeout: 15_000 });
+    assert.match(extLog(), new RegExp(`session/prompt of ${alphaSession} ended \\(cancelled\\) after the view moved to ${betaSession}`), extLog());
+
+    // 4. The next prompt goes to beta, whose answer reaches the view.
+    await view.locator('#prompt').fill('carry on');
+    await view.locator('#prompt').press('Enter');
+    await view.locator('.turn.agent', { hasText: 'beta answers after the handoff' }).waitFor({ timeout: 60_000 });
+    assert.match(extLog(), new RegExp(`session/prompt ${betaSession} \\(8 characters\\)`));
+    assert.equal(await view.locator('.turn.agent', { hasText: 'alpha answers' }).count(), 0, 'alpha never answered');
+    await screenshot(page, '31-handoff-beta-answers');
+  });
+});

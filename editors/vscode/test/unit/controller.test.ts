@@ -37,6 +37,10 @@ class RecordingUi implements UiPort {
     this.transients.push(entry);
     void until.then(() => (entry.closed = true));
   }
+  showOffer(v: BannerView, withdrawn: Promise<void>) {
+    this.notifications.push(v);
+    return withdrawn.then(() => undefined);
+  }
   setStatus(v: StatusView) {
     this.statuses.push(v);
   }

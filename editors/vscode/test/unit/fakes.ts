@@ -27,6 +27,16 @@ export class Ui implements UiPort {
     return Promise.resolve(this.notificationAnswers.get(v.id));
   }
   showTransient() {}
+  /** Offers shown (`showOffer`), with whether each was withdrawn; answered from `offerAnswers` by id. */
+  offers: { view: BannerView; withdrawn: boolean }[] = [];
+  offerAnswers = new Map<string, string>();
+  showOffer(v: BannerView, withdrawn: Promise<void>) {
+    const shown = { view: v, withdrawn: false };
+    this.offers.push(shown);
+    void withdrawn.then(() => (shown.withdrawn = true));
+    const answer = this.offerAnswers.get(v.id);
+    return answer === undefined ? withdrawn.then(() => undefined) : Promise.resolve(answer);
+  }
   setStatus(v: StatusView) {
     this.statuses.push(v);
   }

@@ -20,6 +20,9 @@ class Ui implements UiPort {
     return Promise.resolve(undefined);
   }
   showTransient() {}
+  showOffer() {
+    return Promise.resolve(undefined);
+  }
   setStatus() {}
   setBannerIndicator() {}
   progress() {}
