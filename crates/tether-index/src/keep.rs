@@ -108,11 +108,20 @@ impl Keeper {
         let fence_dir = index_dir.join("watch");
         crate::schema::private_dir(&fence_dir).map_err(|e| e.to_string())?;
         let (tx, events) = channel();
-        let mut watcher = notify::recommended_watcher(move |event| {
-            // The receiver is gone only when the keeper is: nothing to tell.
-            let _ = tx.send(event);
-        })
-        .map_err(|e| format!("cannot start a file watcher: {e}"))?;
+        let mut watcher =
+            notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+                // Opening and reading change nothing: dropped here, so a whole catch-up's own
+                // reads (three reports a file) never pile up in the queue.
+                if event
+                    .as_ref()
+                    .is_ok_and(|e| matches!(e.kind, EventKind::Access(_)))
+                {
+                    return;
+                }
+                // The receiver is gone only when the keeper is: nothing to tell.
+                let _ = tx.send(event);
+            })
+            .map_err(|e| format!("cannot start a file watcher: {e}"))?;
         let watch = |w: &mut RecommendedWatcher, dir: &Path, mode| {
             w.watch(dir, mode)
                 .map_err(|e| format!("cannot watch {}: {e}", dir.display()))
@@ -218,8 +227,7 @@ impl Keeper {
         if event.need_rescan() {
             self.fresh.note(Change::Lost);
         }
-        // Opening and reading change nothing, and the catch-ups' own reads are reported so.
-        let read_only = matches!(event.kind, EventKind::Access(_));
+
         let folder = matches!(
             event.kind,
             EventKind::Create(CreateKind::Folder) | EventKind::Remove(RemoveKind::Folder)
@@ -230,8 +238,8 @@ impl Keeper {
                 fenced |= path == fence;
                 continue;
             }
-            if read_only || path.starts_with(&self.index_dir) {
-                continue; // a read, or the index's own writes
+            if path.starts_with(&self.index_dir) {
+                continue; // the index's own writes
             }
             if self.cache.as_ref().is_some_and(|c| path.starts_with(c)) {
                 self.fresh.note(Change::Cache);
