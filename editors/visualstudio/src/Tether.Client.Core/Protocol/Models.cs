@@ -123,6 +123,8 @@ namespace Tether.Client.Core.Protocol
         CannotSave,
         /// <summary>The session was recorded at another path of the workspace's project and was moved here (R-PROJECT-4).</summary>
         MovedHere,
+        /// <summary>Pushing the session to the sync remote failed (full, read-only, unreachable); its turns are kept here, the push is retried, and the banner is cleared by the first push that works (R-SYNC-10).</summary>
+        NotSynced,
     }
 
     /// <summary><c>{"root": "/abs"}</c>: the workspace a session belongs to.</summary>
