@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tether_host::AgentConfig;
-use tether_recovery::backoff::{RateLimitConfig, ResumeConfig};
+use tether_recovery::backoff::{RateLimitConfig, ResumeConfig, SyncRetryConfig};
 
 /// The prefix of every field path reported in configuration errors.
 pub const FIELD_PREFIX: &str = "initializationOptions";
@@ -44,6 +44,9 @@ pub struct SyncOptions {
     /// The remote: `file:///path/to/a/synced/folder`, `s3://bucket/prefix`, `gs://…`,
     /// `az://…`; `null` = `TETHER_SYNC_REMOTE`, else no sync.
     pub remote: Option<String>,
+    /// Retrying a push that failed, in the background (R-SYNC-10: 5 s base, 5 min cap,
+    /// full jitter; [`SyncRetryConfig`] says why).
+    pub retry: SyncRetryConfig,
 }
 
 /// `carryOver`: how much of a conversation a new session is primed with (R-CARRY-3).
@@ -264,6 +267,11 @@ impl ServerConfig {
         {
             return Err(err(first.field, first.reason));
         }
+        if let Err(errors) = self.sync.retry.validate()
+            && let Some(first) = errors.into_iter().next()
+        {
+            return Err(err(first.field, first.reason));
+        }
         if self.permission_timeout_secs == 0 {
             return Err(err(
                 "permissionTimeoutSecs".into(),
@@ -436,6 +444,18 @@ mod tests {
             (
                 json!({"handoff": {"offerAfterMs": 604_800_001u64}}),
                 Some("initializationOptions.handoff.offerAfterMs"),
+            ),
+            (
+                json!({"sync": {"retry": {"baseDelayMs": 50, "maxDelayMs": 200}}}),
+                None,
+            ),
+            (
+                json!({"sync": {"retry": {"baseDelayMs": 0}}}),
+                Some("initializationOptions.sync.retry.baseDelayMs"),
+            ),
+            (
+                json!({"sync": {"retry": {"baseDelayMs": 6000, "maxDelayMs": 5000}}}),
+                Some("initializationOptions.sync.retry.maxDelayMs"),
             ),
         ];
         for (options, refused) in table {

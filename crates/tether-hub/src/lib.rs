@@ -59,6 +59,7 @@ mod search;
 mod sessions;
 pub mod silence;
 mod sync;
+mod sync_retry;
 pub mod turn_gate;
 mod turns;
 

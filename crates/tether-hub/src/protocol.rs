@@ -956,6 +956,10 @@ pub enum BannerKind {
     /// Another of the user's machines holds the session (its sync lease, R-SYNC-7): this
     /// editor shows it read-only until the user continues it here (`session/continueHere`).
     HeldElsewhere,
+    /// Pushing the session to the sync remote failed (full, read-only, unreachable): its
+    /// turns are kept here and the push is retried in the background; cleared by the first
+    /// push that works (R-SYNC-10).
+    NotSynced,
 }
 
 /// `session/banner` params.

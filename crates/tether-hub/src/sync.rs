@@ -5,21 +5,25 @@
 //! Unused, it costs nothing: with no `sync.remote` and no `TETHER_SYNC_REMOTE`, nothing is
 //! opened, read or started. A remote without this machine's sync key is logged once and
 //! left alone. A remote that fails never fails a turn or a list: the failure is logged,
-//! kept for `tether sync status`, and the next push sends what is pending.
+//! kept for `tether sync status`, told to the session's editors once (a `notSynced` banner)
+//! and the push retried in the background with backoff until it works (R-SYNC-10,
+//! [`crate::sync_retry`]); the next turn's push sends what is pending at once.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
 use tether_store::Workspace;
-use tether_sync::{PushOutcome, Remote, SyncKey, Syncer, Want};
+use tether_sync::{PushOutcome, Remote, SyncError, SyncKey, Syncer, Want};
+use tokio_util::sync::CancellationToken;
 
 use super::Hub;
 use crate::error::{HubError, Result};
 use crate::events::Event;
 use crate::protocol::{BannerKind, BannerParams, ContinueHereParams, ContinueHereResult};
+use crate::sync_retry::{self, Failing, Pushed};
 
 /// How long a prompt waits to learn whether another machine holds its session; past it,
 /// the turn goes on (a remote that does not answer never stops local work, R-SYNC-6).
@@ -36,10 +40,21 @@ pub const AGENT_FILE_SETTLE: Duration = Duration::from_secs(2);
 /// How long `session/list` waits for its pull before listing what is here.
 pub const LIST_PULL_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The hub's sync engine, opened on first use.
+/// The hub's sync engine, opened on first use, and its sessions' pushes while they fail.
 #[derive(Debug, Default)]
 pub(super) struct SyncLink {
     engine: tokio::sync::OnceCell<Option<Arc<Syncer>>>,
+    /// Per session whose pushes fail: the banner up and the retry loop (R-SYNC-10).
+    pushes: std::sync::Mutex<HashMap<String, Pushes>>,
+}
+
+/// One session's pushes while they fail (R-SYNC-10).
+#[derive(Debug, Default)]
+struct Pushes {
+    /// Its failures so far and the banner up ([`sync_retry::decide`]).
+    failing: Option<Failing>,
+    /// How to stop its retry loop, while one runs (one per session at most).
+    retry: Option<CancellationToken>,
 }
 
 impl Hub {
@@ -91,7 +106,9 @@ impl Hub {
     }
 
     /// Pushes session `session_id` of `workspace` in the background, after a turn of it was
-    /// saved (R-SYNC-4). Never waits and never fails the caller.
+    /// saved (R-SYNC-4). Never waits and never fails the caller. It supersedes the session's
+    /// retry loop, if one waits; a push that fails raises the `notSynced` banner and starts
+    /// one (R-SYNC-10, [`crate::sync_retry`]).
     pub(super) fn push_in_background(&self, workspace: &Path, session_id: &str) {
         if self.config.sync.remote.is_none() && std::env::var_os(REMOTE_ENV).is_none() {
             return;
@@ -99,6 +116,7 @@ impl Hub {
         let Some(hub) = self.me.upgrade() else {
             return;
         };
+        self.supersede_retry(session_id);
         let (workspace, session_id) = (workspace.to_owned(), session_id.to_owned());
         // Located now, while the request's environment (the editor's, in the daemon) is known.
         let stores = self.agent_stores_for_sync();
@@ -107,19 +125,15 @@ impl Hub {
                 return;
             };
             syncer.set_agent_stores(stores);
-            let (Some(project), Ok(ws)) =
-                (hub.project(&workspace).await, Workspace::new(&workspace))
-            else {
-                return;
-            };
             // Claude Code writes its own session file a moment after the turn (its transcript
             // writes are queued): a second push a little later carries what it added.
             for delay in [Duration::ZERO, AGENT_FILE_SETTLE] {
                 tokio::time::sleep(delay).await;
-                match syncer
-                    .push(&ws, &project.id, &session_id, Want::Write)
-                    .await
-                {
+                let Some(result) = hub.push_now(&workspace, &session_id).await else {
+                    return;
+                };
+                let retry_in = hub.pushed(&session_id, &result).await;
+                match result {
                     Ok(PushOutcome::Pushed {
                         turns,
                         bytes,
@@ -138,12 +152,155 @@ impl Hub {
                     }
                     Ok(_) => {}
                     Err(e) => {
-                        tracing::warn!(session = %session_id, error = %e, "sync push failed; the turns stay here and are pushed later");
+                        tracing::warn!(session = %session_id, error = %e, "sync push failed; the turns stay here and the push is retried in the background");
+                        if let Some(delay) = retry_in {
+                            hub.retry_later(workspace, session_id, delay);
+                        }
                         return;
                     }
                 }
             }
         });
+    }
+
+    /// One push of `session_id` now; `None` when sync is off or the session's project or
+    /// workspace cannot be read (nothing to retry).
+    async fn push_now(
+        &self,
+        workspace: &Path,
+        session_id: &str,
+    ) -> Option<std::result::Result<PushOutcome, SyncError>> {
+        let syncer = self.syncer().await?;
+        let (Some(project), Ok(ws)) = (self.project(workspace).await, Workspace::new(workspace))
+        else {
+            return None;
+        };
+        Some(syncer.push(&ws, &project.id, session_id, Want::Write).await)
+    }
+
+    /// Records how a push of `session_id` went ([`sync_retry::decide`]): tells its editors
+    /// when the banner goes up, changes or clears, and stops the session's retry loop once
+    /// no retry is due. Returns when to push again after a failure.
+    async fn pushed(
+        &self,
+        session_id: &str,
+        result: &std::result::Result<PushOutcome, SyncError>,
+    ) -> Option<Duration> {
+        let error;
+        let outcome = match result {
+            Ok(PushOutcome::HeldElsewhere { .. }) => Pushed::HeldElsewhere,
+            Ok(_) => Pushed::Done,
+            Err(e) => {
+                // The remote's own words (its path or request and the error) without the
+                // remote's address again; the other errors as they are.
+                error = match e {
+                    SyncError::Remote { detail, .. } => detail.clone(),
+                    other => other.to_string(),
+                };
+                Pushed::Failed {
+                    kind: e.failure_kind(),
+                    error: &error,
+                }
+            }
+        };
+        let policy = self.config.sync.retry.backoff();
+        let (decision, stop) = {
+            let mut rng = super::lock(&self.rng);
+            let mut pushes = super::lock(&self.sync.pushes);
+            let slot = pushes.entry(session_id.to_owned()).or_default();
+            let decision = sync_retry::decide(
+                &mut slot.failing,
+                session_id,
+                outcome,
+                super::clock::machine_ms(),
+                &policy,
+                &mut *rng,
+            );
+            let stop = if decision.retry_in.is_none() {
+                slot.retry.take()
+            } else {
+                None
+            };
+            if slot.failing.is_none() && slot.retry.is_none() {
+                pushes.remove(session_id);
+            }
+            (decision, stop)
+        };
+        if let Some(loop_token) = stop {
+            loop_token.cancel();
+        }
+        if let Some(after) = decision.recovered_after_ms {
+            tracing::info!(
+                session = session_id,
+                after_ms = after,
+                "synced again after failed pushes"
+            );
+        }
+        if let Some(event) = decision.event {
+            self.emit(Some(session_id), event).await;
+        }
+        decision.retry_in
+    }
+
+    /// Stops the retry loop of `session_id` waiting to push again (a push after a new turn
+    /// supersedes it; one that is pushing finishes that push, then stops).
+    fn supersede_retry(&self, session_id: &str) {
+        let waiting = super::lock(&self.sync.pushes)
+            .get_mut(session_id)
+            .and_then(|p| p.retry.take());
+        if let Some(token) = waiting {
+            token.cancel();
+        }
+    }
+
+    /// Starts `session_id`'s retry loop (R-SYNC-10), replacing the one it had: pushes again
+    /// after `delay`, then after each wait [`Self::pushed`] gives, until a push works, a
+    /// newer push supersedes it, or the hub shuts down. It holds the hub only while pushing.
+    fn retry_later(&self, workspace: PathBuf, session_id: String, delay: Duration) {
+        let token = self.shutdown.child_token();
+        let replaced = super::lock(&self.sync.pushes)
+            .entry(session_id.clone())
+            .or_default()
+            .retry
+            .replace(token.clone());
+        if let Some(old) = replaced {
+            old.cancel();
+        }
+        let me = self.me.clone();
+        tokio::spawn(async move {
+            let mut delay = delay;
+            loop {
+                tracing::debug!(session = %session_id, ?delay, "sync push retry scheduled");
+                tokio::select! {
+                    () = tokio::time::sleep(delay) => {}
+                    () = token.cancelled() => return,
+                }
+                let Some(hub) = me.upgrade() else {
+                    return;
+                };
+                let Some(result) = hub.push_now(&workspace, &session_id).await else {
+                    return;
+                };
+                if let Err(e) = &result {
+                    tracing::warn!(session = %session_id, error = %e, "sync push retry failed");
+                }
+                let next = hub.pushed(&session_id, &result).await;
+                match next {
+                    Some(d) if !token.is_cancelled() => delay = d,
+                    _ => return,
+                }
+            }
+        });
+    }
+
+    /// The `notSynced` banner up for `session_id` (its last push failed), for an editor
+    /// that attaches to it (R-SYNC-10).
+    #[must_use]
+    pub fn not_synced_banner(&self, session_id: &str) -> Option<BannerParams> {
+        super::lock(&self.sync.pushes)
+            .get(session_id)
+            .and_then(|p| p.failing.as_ref())
+            .map(|f| f.banner.clone())
     }
 
     /// Pulls `workspace`'s project from the remote (at most [`LIST_PULL_TIMEOUT`]), then

@@ -312,6 +312,58 @@ impl RateLimitConfig {
     }
 }
 
+/// `initializationOptions.sync.retry`: retrying a sync push that failed (R-SYNC-10), in the
+/// background until it works, with full jitter ([`Jitter::Full`], not configurable).
+///
+/// Defaults: 5 s base, 5 min cap. The base is long enough that a remote that refuses every
+/// write (full, read-only) is asked a handful of times a minute at first, not hammered, and
+/// short enough that a blip (a Wi-Fi hand-over, a sync folder's disk remounted) is caught
+/// up within seconds. The cap is the rate limit's (R-RATE-2): a remote down for hours costs
+/// one attempt per 2.5 min on average (full jitter draws uniformly below the cap), and work
+/// that reaches it again goes out within 5 min, while a new turn pushes at once anyway.
+/// Full jitter because many sessions (and machines) fail at the same moment when a shared
+/// remote goes away, and Brooker's simulation finds it spreads such a crowd best.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SyncRetryConfig {
+    /// The first retry's ceiling, in milliseconds (default 5000).
+    pub base_delay_ms: u64,
+    /// The longest wait between retries, in milliseconds (default 300000).
+    pub max_delay_ms: u64,
+}
+
+impl Default for SyncRetryConfig {
+    fn default() -> Self {
+        Self {
+            base_delay_ms: 5_000,
+            max_delay_ms: 300_000,
+        }
+    }
+}
+
+impl SyncRetryConfig {
+    /// The backoff this configuration describes: always full jitter.
+    pub fn backoff(&self) -> Backoff {
+        Backoff::new(self.base_delay_ms, self.max_delay_ms, Jitter::Full)
+    }
+
+    /// Checks every field; each error names its field (`sync.retry.baseDelayMs`, …).
+    pub fn validate(&self) -> Result<(), Vec<ConfigError>> {
+        let mut errors = Vec::new();
+        check_delays(
+            &mut errors,
+            "sync.retry",
+            self.base_delay_ms,
+            self.max_delay_ms,
+        );
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
+    }
+}
+
 /// The longest delay a configuration may ask for: one hour, in milliseconds.
 pub const MAX_CONFIGURED_DELAY_MS: u64 = 3_600_000;
 
@@ -441,6 +493,39 @@ mod tests {
             serde_json::json!({"baseDelayMs":30000,"maxDelayMs":300000,"maxRetries":5,"jitter":"full"})
         );
         assert!(serde_json::from_str::<ResumeConfig>(r#"{"jitter":"sometimes"}"#).is_err());
+    }
+
+    #[test]
+    fn sync_retry_defaults_are_five_seconds_doubling_to_five_minutes_with_full_jitter() {
+        let config = SyncRetryConfig::default();
+        assert_eq!(config.validate(), Ok(()));
+        let backoff = config.backoff();
+        assert_eq!(backoff.jitter, Jitter::Full);
+        let ceilings: Vec<u64> = (0..8).map(|n| backoff.ceiling(n)).collect();
+        assert_eq!(
+            ceilings,
+            [
+                5_000, 10_000, 20_000, 40_000, 80_000, 160_000, 300_000, 300_000
+            ]
+        );
+        assert_eq!(
+            serde_json::to_value(config).unwrap(),
+            serde_json::json!({"baseDelayMs": 5000, "maxDelayMs": 300000})
+        );
+        let bad = SyncRetryConfig {
+            base_delay_ms: 0,
+            max_delay_ms: 10,
+        };
+        let errors: Vec<String> = bad
+            .validate()
+            .unwrap_err()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            errors,
+            ["sync.retry.baseDelayMs must be between 1 and 3600000 (got 0)"]
+        );
     }
 
     #[test]

@@ -37,7 +37,9 @@ pub mod stderr;
 pub mod timing;
 pub mod transition;
 
-pub use backoff::{Backoff, DelayDecision, DelaySource, Jitter, RateLimitConfig, ResumeConfig};
+pub use backoff::{
+    Backoff, DelayDecision, DelaySource, Jitter, RateLimitConfig, ResumeConfig, SyncRetryConfig,
+};
 pub use breaker::{Breaker, BreakerConfig, BreakerSnapshot, BreakerStatus, Decision, UserChoice};
 pub use budget::RetryBudget;
 pub use classify::{Classification, ClassifyContext, ObservationError, classify, classify_json};

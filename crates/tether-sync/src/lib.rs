@@ -28,7 +28,7 @@ pub mod segment;
 pub mod state;
 
 pub use engine::{AgentStores, PullReport, Pulled, PushOutcome, Syncer};
-pub use error::SyncError;
+pub use error::{FailureKind, SyncError};
 pub use key::SyncKey;
 pub use lease::Want;
 pub use remote::Remote;

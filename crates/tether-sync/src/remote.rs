@@ -27,31 +27,8 @@ use object_store::{
     ObjectStore, ObjectStoreExt as _, PutMode, PutOptions, PutPayload, UpdateVersion,
 };
 
-use crate::error::SyncError;
-
-/// Why the remote failed, for the user and for retry decisions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FailureKind {
-    /// No answer (network down, server gone, folder's disk unmounted). Retried later.
-    Unreachable,
-    /// Refused: credentials, permissions, a read-only folder or bucket.
-    Denied,
-    /// No space left (a full disk, a quota).
-    Full,
-    /// Anything else.
-    Other,
-}
-
-impl std::fmt::Display for FailureKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Self::Unreachable => "unreachable",
-            Self::Denied => "refused (read-only, or no permission)",
-            Self::Full => "full",
-            Self::Other => "failed",
-        })
-    }
-}
+pub use crate::error::FailureKind;
+use crate::error::{SyncError, io_kind, object_kind};
 
 /// An object's version, for a conditional replace.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -421,71 +398,6 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<Listed>) -> Result<(), (PathBuf, 
         }
     }
     Ok(())
-}
-
-fn io_kind(e: &std::io::Error) -> FailureKind {
-    use std::io::ErrorKind as K;
-    match e.kind() {
-        K::PermissionDenied | K::ReadOnlyFilesystem => FailureKind::Denied,
-        K::StorageFull | K::QuotaExceeded => FailureKind::Full,
-        K::NotFound | K::NotConnected | K::StaleNetworkFileHandle | K::TimedOut => {
-            FailureKind::Unreachable
-        }
-        _ => FailureKind::Other,
-    }
-}
-
-/// Classifies an `object_store` error by its variant and, for the HTTP stores' generic
-/// errors, by the status or the I/O error in its source chain.
-fn object_kind(e: &object_store::Error) -> FailureKind {
-    if matches!(
-        e,
-        object_store::Error::PermissionDenied { .. } | object_store::Error::Unauthenticated { .. }
-    ) {
-        return FailureKind::Denied;
-    }
-    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(s) = src {
-        if let Some(io) = s.downcast_ref::<std::io::Error>() {
-            let k = io_kind(io);
-            if k != FailureKind::Other {
-                return k;
-            }
-        }
-        if let Some(r) = s.downcast_ref::<reqwest::Error>() {
-            if r.is_connect() || r.is_timeout() {
-                return FailureKind::Unreachable;
-            }
-            if let Some(status) = r.status() {
-                return status_kind(status.as_u16());
-            }
-        }
-        src = s.source();
-    }
-    let text = e.to_string();
-    for (needle, kind) in [
-        ("status 403", FailureKind::Denied),
-        ("403 Forbidden", FailureKind::Denied),
-        ("AccessDenied", FailureKind::Denied),
-        ("QuotaExceeded", FailureKind::Full),
-        ("507", FailureKind::Full),
-        ("error sending request", FailureKind::Unreachable),
-        ("Connection refused", FailureKind::Unreachable),
-    ] {
-        if text.contains(needle) {
-            return kind;
-        }
-    }
-    FailureKind::Other
-}
-
-fn status_kind(status: u16) -> FailureKind {
-    match status {
-        401 | 403 | 405 => FailureKind::Denied,
-        413 | 507 => FailureKind::Full,
-        502..=504 => FailureKind::Unreachable,
-        _ => FailureKind::Other,
-    }
 }
 
 #[cfg(test)]

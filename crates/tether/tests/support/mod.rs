@@ -286,6 +286,23 @@ impl Tmpfs {
         Self(dir.to_owned())
     }
 
+    /// Remounts it read-only (`true`) or read-write again: a read-only file system refuses
+    /// every write with `EROFS`, root's too (a `chmod` does not stop root).
+    pub fn read_only(&self, ro: bool) {
+        let opts = if ro { "remount,ro" } else { "remount,rw" };
+        let out = std::process::Command::new("mount")
+            .args(["-o", opts])
+            .arg(&self.0)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run mount(8): {e}"));
+        assert!(
+            out.status.success(),
+            "cannot remount {} {opts}: {}",
+            self.0.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// Writes `name` until the disk is full; returns its path.
     pub fn fill(&self, name: &str) -> PathBuf {
         let path = self.0.join(name);

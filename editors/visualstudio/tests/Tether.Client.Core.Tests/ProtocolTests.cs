@@ -63,7 +63,7 @@ namespace Tether.Client.Core.Tests
             {
                 Assert.AreEqual(s, WireEnumConverter.ToWire((SessionState)WireEnumConverter.Parse(typeof(SessionState), s)));
             }
-            foreach (var s in new[] { "restoreFailed", "staleSnapshot", "streamError", "persistenceDisabled", "recoveredLive", "cannotSave" })
+            foreach (var s in new[] { "restoreFailed", "staleSnapshot", "streamError", "persistenceDisabled", "recoveredLive", "cannotSave", "movedHere", "notSynced" })
             {
                 Assert.AreEqual(s, WireEnumConverter.ToWire((BannerKind)WireEnumConverter.Parse(typeof(BannerKind), s)));
             }

@@ -12,7 +12,9 @@
  * store without announcing it again. Banners tied to a session end when `session/expired`
  * says that session was replaced. A `heldElsewhere` banner (R-SYNC-7: another of the user's
  * machines holds the session, read-only here) offers "Continue Here", which the controller
- * forwards as `session/continueHere`; the server clears the banner when it is done.
+ * forwards as `session/continueHere`; the server clears the banner when it is done. A
+ * `notSynced` banner (R-SYNC-10: a push to the sync remote failed; the turns are kept here and
+ * the server retries) is a warning the server clears with the first push that works.
  */
 import type { BannerKind, BannerParams } from './protocol';
 
@@ -55,6 +57,7 @@ const SEVERITY: Record<BannerKind, Severity> = {
   cannotSave: 'error',
   movedHere: 'info',
   heldElsewhere: 'warning',
+  notSynced: 'warning',
 };
 
 /** Heading per kind, shown before the server's message. */
@@ -67,6 +70,7 @@ const TITLE: Record<BannerKind, string> = {
   cannotSave: 'Cannot save',
   movedHere: 'Moved here',
   heldElsewhere: 'On another machine',
+  notSynced: 'Not synced',
 };
 
 /**
@@ -82,7 +86,7 @@ export function heldSessionId(b: BannerParams): string | undefined {
 /** The view of a banner: its severity, heading and actions (for `heldElsewhere`, "Continue Here" and its session). */
 export function bannerView(b: BannerParams): BannerView {
   const actions: string[] = [];
-  if (b.kind === 'restoreFailed' || b.kind === 'streamError' || b.kind === 'persistenceDisabled' || b.kind === 'cannotSave') {
+  if (b.kind === 'restoreFailed' || b.kind === 'streamError' || b.kind === 'persistenceDisabled' || b.kind === 'cannotSave' || b.kind === 'notSynced') {
     actions.push(SHOW_LOGS);
   }
   const held = heldSessionId(b);

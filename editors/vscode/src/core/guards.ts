@@ -52,6 +52,7 @@ const BANNER_KINDS: readonly BannerKind[] = [
   'cannotSave',
   'movedHere',
   'heldElsewhere',
+  'notSynced',
 ];
 const OUTCOMES = ['resumed', 'started', 'needsChoice', 'failed', 'nothingToResume'];
 

@@ -218,7 +218,8 @@ export type BannerKind =
   | 'recoveredLive'
   | 'cannotSave'
   | 'movedHere'
-  | 'heldElsewhere';
+  | 'heldElsewhere'
+  | 'notSynced';
 
 /** `session/banner` notification. */
 export interface BannerParams {

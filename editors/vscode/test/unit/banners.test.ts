@@ -19,6 +19,9 @@ describe('banner views', () => {
       ['streamError', 'error', 'Stream error'],
       ['persistenceDisabled', 'warning', 'Persistence disabled'],
       ['recoveredLive', 'info', 'Recovered'],
+      ['cannotSave', 'error', 'Cannot save'],
+      ['heldElsewhere', 'warning', 'On another machine'],
+      ['notSynced', 'warning', 'Not synced'],
     ];
     for (const [kind, severity, title] of cases) {
       const v = bannerView(banner({ kind, message: 'x' }));
@@ -31,6 +34,8 @@ describe('banner views', () => {
     assert.deepEqual(bannerView(banner()).actions, [SHOW_LOGS, DISMISS]);
     assert.deepEqual(bannerView(banner({ dismissible: false })).actions, [SHOW_LOGS]);
     assert.deepEqual(bannerView(banner({ kind: 'recoveredLive' })).actions, [DISMISS]);
+    // A push that failed (R-SYNC-10): the logs say more; cleared by the server, not dismissed.
+    assert.deepEqual(bannerView(banner({ kind: 'notSynced', dismissible: false })).actions, [SHOW_LOGS]);
   });
 
   it('makes the stale-transcript banner a transient notification without buttons', () => {

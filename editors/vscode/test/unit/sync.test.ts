@@ -108,7 +108,7 @@ describe('the heldElsewhere banner (R-SYNC-7)', () => {
   });
 
   it('is offered for heldElsewhere only', () => {
-    for (const kind of ['restoreFailed', 'streamError', 'persistenceDisabled', 'recoveredLive', 'cannotSave', 'movedHere'] as const) {
+    for (const kind of ['restoreFailed', 'streamError', 'persistenceDisabled', 'recoveredLive', 'cannotSave', 'movedHere', 'notSynced'] as const) {
       const v = bannerView(heldBanner({ kind, dismissible: true }));
       assert.equal(v.continueHere, undefined, kind);
       assert.ok(!v.actions.includes(CONTINUE_HERE), kind);

@@ -348,8 +348,12 @@ impl Conn {
             None => renderer.watch(id),
         }
         // A banner that went up before this editor watched the session (a `cannotSave`
-        // raised while the session was being created for it) is shown to it too.
-        if let Some(banner) = hub.cannot_save_banner(id) {
+        // raised while the session was being created for it, a `notSynced` raised while
+        // another editor ran its turns) is shown to it too.
+        for banner in [hub.cannot_save_banner(id), hub.not_synced_banner(id)]
+            .into_iter()
+            .flatten()
+        {
             renderer.ensure_banner(&banner).await;
         }
     }

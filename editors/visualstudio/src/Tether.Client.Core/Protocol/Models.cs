@@ -125,6 +125,8 @@ namespace Tether.Client.Core.Protocol
         MovedHere,
         /// <summary>Another of the user's machines holds the session, read-only here until <c>session/continueHere</c> (id <c>held:&lt;session&gt;</c>, R-SYNC-7).</summary>
         HeldElsewhere,
+        /// <summary>Pushing the session to the sync remote failed (full, read-only, unreachable); its turns are kept here, the push is retried, and the banner is cleared by the first push that works (R-SYNC-10).</summary>
+        NotSynced,
     }
 
     /// <summary><c>{"root": "/abs"}</c>: the workspace a session belongs to.</summary>
