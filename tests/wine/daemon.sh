@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The per-user daemon on Windows, under Wine: `tether.exe` over its named pipe
-# (crates/tether-sys/src/windows/endpoint.rs; R-DAEMON-1..4, R-DAEMON-8, R-DAEMON-11).
+# (crates/tether-sys/src/windows/endpoint.rs; R-DAEMON-1..4, R-DAEMON-8, R-DAEMON-11,
+# R-DAEMON-12).
 #
 #   1. `daemon status` with no daemon exits 1 and says none runs;
 #   2. `serve --stdio` (remote=auto) starts the daemon detached, waits for its `ready`, and
@@ -14,7 +15,28 @@
 #   6. `tether acp` through the same daemon: its initialize is answered, and the end of its
 #      input (the pipe's half-close) ends it with exit 0;
 #   7. `daemon stop` returns once the daemon has exited, its marker file is gone, and
-#      `daemon status` exits 1 again.
+#      `daemon status` exits 1 again;
+#   8. a newer build takes over mid-turn (R-DAEMON-12): two copies of tether.exe, OLD and
+#      NEW (NEW modified an hour after OLD: for one version, the binary modified later is
+#      the newer build, takeover.rs's Identity::newer_than); two editors of OLD share a
+#      session whose scripted-agent turn streams 300 chunks and holds half-way until a file
+#      exists; NEW's `serve --stdio` connects: the old daemon drains for NEW's build
+#      (`drainingFor`) and holds NEW's prompt at the door; the file is written, the turn
+#      ends, the old daemon hands over and its process exits; `daemon status --json` names
+#      NEW's exe and build; each editor reattaches (`session/reattached`, resumed) having
+#      seen every chunk of the turn exactly once, in order (counted), and none live again;
+#      the held prompt is answered `agentCrashed`, `daemonRestarted`; the next turn is live
+#      for both editors;
+#   9. the refusal: OLD's daemon drains at most 1 s (TETHER_DAEMON_DRAIN_SECS), its turn held
+#      past that: NEW's editor is served, the takeover refused (the daemon's log), NEW's
+#      prompt meets the running turn (`turnRunning`), the old daemon serves on and the turn
+#      completes whole; then a later NEW editor, with no turn running, takes over.
+#   Steps 8 and 9 are played by tests/wine/takeover.py (Python editors speaking LSP to
+#   `tether.exe serve --stdio`); every wait is for a message, a log line or a process's end.
+#   They found a Tether bug: the successor's first editor opened the child registry while
+#   the old daemon's process was still exiting (tens of milliseconds under Wine), found it
+#   "belongs to live server pid N", and its session could start no agent; a hub that has
+#   shut its agents down now removes the file (tether-host's ChildRegistry::release).
 # What Wine cannot show (it enforces neither the pipe's DACL nor the first-instance flag:
 # the second daemon of step 3 is refused by the bind's WaitNamedPipeW probe) is checked as a
 # request by the unit tests of crates/tether-sys/src/windows/endpoint.rs.
@@ -33,6 +55,7 @@ work="$2"
 [ -n "${WINEPREFIX:-}" ] && [ -n "${TETHER_WINE:-}" ] \
   || { echo "$0: run after wine_setup (tests/wine/lib.sh): WINEPREFIX and TETHER_WINE unset" >&2; exit 2; }
 [ -f "$exe" ] || die "no $exe"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 mkdir -p "$work"
 
 # A Windows path of a path under the scratch folder (Wine's Z: drive).
@@ -153,4 +176,33 @@ rc=0
 tether daemon status >/dev/null 2>&1 || rc=$?
 [ "$rc" -eq 1 ] || die "daemon status after stop exited $rc"
 log "daemon stop: $(tr -d '\r' <<<"$out"); its marker is gone and status exits 1"
+
+# --- 8, 9. A newer build takes over (R-DAEMON-12) -----------------------------------------------
+# Two copies of tether.exe, different files: NEW's modification time an hour after OLD's, so
+# NEW is the newer build by takeover.rs's rule (one version: the binary modified later).
+# tests/wine/takeover.py plays each case and says what it saw (its header has the steps).
+mkdir -p "$work/old" "$work/new"
+cp "$exe" "$work/old/tether.exe"
+cp "$exe" "$work/new/tether.exe"
+touch -d "@$(( $(stat -c %Y "$work/old/tether.exe") + 3600 ))" "$work/new/tether.exe"
+[ "$(stat -c %Y "$work/new/tether.exe")" -gt "$(stat -c %Y "$work/old/tether.exe")" ] \
+  || die "the NEW copy is not modified after the OLD one"
+command -v python3 >/dev/null || die "python3 is not on PATH (it plays the editors)"
+takeover() {
+  local case="$1" t0 rc=0; t0=$(date +%s)
+  python3 "$here/takeover.py" "$case" --wine "$TETHER_WINE" --old "$work/old/tether.exe" \
+    --new "$work/new/tether.exe" --status-exe "$exe" --work "$work/takeover" --run-dir "$work/run" \
+    >"$work/takeover-$case.out" 2>&1 || rc=$?
+  sed "s/^/[wine daemon] $case: /" "$work/takeover-$case.out"
+  if [ "$rc" -ne 0 ]; then
+    for f in "$work"/run/tether-*.daemon.log; do printf -- '--- %s (last 60 lines)\n' "$f" >&2; tail -n 60 "$f" >&2; done
+    die "the $case case of R-DAEMON-12 failed: $(grep '^FAILED: ' "$work/takeover-$case.out" | head -1 | cut -c9-)"
+  fi
+  log "the $case case passed in $(( $(date +%s) - t0 ))s"
+  out="$(tether daemon stop 2>&1)" || die "daemon stop after the $case case failed: $out"
+}
+takeover takeover
+takeover refusal
+# Each copy is as big as the debug build (about 500 MB): they go now, not with the scratch folder.
+rm -f "$work/old/tether.exe" "$work/new/tether.exe"
 log "the daemon over its named pipe passed"

@@ -8,7 +8,8 @@
 #      editor restart with three retries, the breaker, a rate limit, a crash mid-turn with
 #      a dangling tool call and the agent restarted) — it exits 0 only when every step
 #      behaved as the story says;
-#   3. the per-user daemon over its named pipe (tests/wine/daemon.sh);
+#   3. the per-user daemon over its named pipe (tests/wine/daemon.sh), a newer build's
+#      takeover from an older daemon included (tests/wine/takeover.py);
 #   4. the real agents as Windows programs (tests/agents/install-windows.sh puts node.exe and
 #      their win32 packages into the prefix; tests/wine/real-agents.sh plays a prompt turn of
 #      codex-acp, Gemini CLI and claude-agent-acp through `tether.exe acp` and the daemon's

@@ -410,6 +410,36 @@ impl ChildRegistry {
         self.write(&state).map(|()| true)
     }
 
+    /// This server has shut its agents down: when it holds no records, the file is
+    /// removed, so that the next server over this cache finds no owner in its way even
+    /// while this process is still exiting (a daemon handing over to a newer build starts
+    /// it and waits for it before it exits, R-DAEMON-12; the successor's first editor
+    /// opened the registry before the old process was gone, found it "belongs to live
+    /// server", and could start no agent: seen under Wine, whose processes take tens of
+    /// milliseconds to exit). With records left (an agent that outlived its shutdown) the
+    /// file stays, for a later server to reap once this one is gone. A later [`Self::add`]
+    /// writes the file again. Returns whether it was removed.
+    ///
+    /// # Errors
+    /// [`RegistryError::Io`] when the file exists but cannot be removed.
+    pub fn release(&self) -> Result<bool, RegistryError> {
+        let state = self.lock();
+        if !state.children.is_empty() {
+            return Ok(false);
+        }
+        // Nothing is owed to the file any more: nothing to catch up on.
+        self.unwritten
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        match std::fs::remove_file(&self.path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(true),
+            Err(source) => Err(RegistryError::Io {
+                path: self.path.clone(),
+                source,
+            }),
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, RegistryFile> {
         // A panic while holding the lock cannot leave the Vec half-updated in a way that
         // matters (retain/push), so a poisoned lock is still usable.
@@ -602,6 +632,32 @@ mod tests {
         assert!(path.exists());
         // The same server may reopen it…
         ChildRegistry::create(&path).expect("reopen by its owner");
+    }
+
+    /// A server that shut its agents down releases the file, so the next server (another
+    /// process, while this one still exits) can take it; with a record left it stays.
+    #[test]
+    fn a_released_registry_is_gone_unless_a_record_is_left() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("children.json");
+        let reg = ChildRegistry::create(&path).expect("create");
+        let record = ChildRecord {
+            pgid: 11,
+            pid: 11,
+            start_time: 5,
+            command: "agent".into(),
+            marker: None,
+        };
+        reg.add(record.clone()).expect("add");
+        assert!(!reg.release().expect("release"), "a record is left");
+        assert!(path.exists(), "kept for a later server to reap");
+        reg.remove(11).expect("remove");
+        assert!(reg.release().expect("release"), "no record left");
+        assert!(!path.exists(), "released");
+        assert!(reg.release().expect("again"), "releasing twice is fine");
+        // Still usable: the next change writes the file again.
+        reg.add(record).expect("add after release");
+        assert!(path.exists());
     }
 
     #[test]

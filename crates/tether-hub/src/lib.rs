@@ -461,6 +461,20 @@ impl Hub {
             let _ = tokio::task::spawn_blocking(move || store.flush_all(Instant::now())).await;
         }
         self.release_sync_leases(held).await;
+        // Every agent of this hub is stopped and off the registry: let the file go when no
+        // other hub of this process records into it (a successor daemon may open it before
+        // this process has exited, R-DAEMON-12).
+        if let Some(Ok(registry)) = self.registry.get() {
+            let registry = registry.clone();
+            match tokio::task::spawn_blocking(move || registry.release()).await {
+                Ok(Ok(true)) => tracing::debug!("child registry released"),
+                Ok(Ok(false)) => {
+                    tracing::debug!("child registry kept: another hub's agents are on it");
+                }
+                Ok(Err(e)) => tracing::warn!(error = %e, "child registry not released"),
+                Err(e) => tracing::warn!(error = %e, "child registry release task failed"),
+            }
+        }
         tracing::info!(agents = count, "agents shut down, cache flushed");
     }
 

@@ -249,17 +249,7 @@ impl World {
         extra: Value,
         hubs: Option<Arc<tether::server::hubs::Hubs>>,
     ) -> Arc<Hub> {
-        let mut options = json!({
-            "storage": {"dir": self.path().join("cache")},
-            "agents": {"scripted": {
-                "command": env!("CARGO_BIN_EXE_tether"),
-                "args": ["scripted-agent", "--script", self.path().join("script.json")],
-                "protocol": "acp"
-            }},
-            "defaultAgent": "scripted",
-            "resume": {"maxAttempts": 3, "baseDelayMs": 50, "maxDelayMs": 200, "jitter": "none"},
-            "rateLimit": {"baseDelayMs": 100, "maxDelayMs": 2000, "maxRetries": 3, "jitter": "none"}
-        });
+        let mut options = self.options();
         for (key, value) in extra.as_object().unwrap() {
             options[key] = value.clone();
         }
@@ -274,6 +264,21 @@ impl World {
         hub.subscribe(recorder.clone());
         hub.initialized().await;
         hub
+    }
+
+    /// The hub's configuration (`initializationOptions`): the scripted agent, short delays.
+    fn options(&self) -> Value {
+        json!({
+            "storage": {"dir": self.path().join("cache")},
+            "agents": {"scripted": {
+                "command": env!("CARGO_BIN_EXE_tether"),
+                "args": ["scripted-agent", "--script", self.path().join("script.json")],
+                "protocol": "acp"
+            }},
+            "defaultAgent": "scripted",
+            "resume": {"maxAttempts": 3, "baseDelayMs": 50, "maxDelayMs": 200, "jitter": "none"},
+            "rateLimit": {"baseDelayMs": 100, "maxDelayMs": 2000, "maxRetries": 3, "jitter": "none"}
+        })
     }
 
     fn resume(&self, session_id: Option<&str>) -> ResumeParams {
@@ -347,8 +352,89 @@ async fn two_hubs_over_one_cache_record_every_agent() {
     let mut expected = pgids.clone();
     expected.sort_unstable();
     assert_eq!(recorded, expected, "both hubs' agents are on file: {file}");
+    // A hub that shuts its agents down lets the file go only once no other hub's agent is
+    // on it: a successor daemon (R-DAEMON-12) opens it while the old process still exits.
+    let second_pgid = i64::from(second.live_sessions()[0].agent_pgid.unwrap());
     first.shutdown().await;
+    let file: Value = serde_json::from_slice(
+        &std::fs::read(world.path().join("children.json")).expect("kept for the second hub"),
+    )
+    .unwrap();
+    assert_eq!(file["children"].as_array().map(Vec::len), Some(1), "{file}");
+    assert_eq!(file["children"][0]["pgid"], second_pgid, "{file}");
     second.shutdown().await;
+    assert!(
+        !world.path().join("children.json").exists(),
+        "released once no agent is on it"
+    );
+}
+
+/// R-DAEMON-12: a hub that has shut its agents down leaves the cache's child registry to
+/// the next server at once, while its own process still runs (a daemon handing over to a
+/// newer build starts it and waits for its `ready` before it exits). Here the old server is
+/// a hub of this test process, shut down and kept alive; another process (`tether serve`)
+/// over the same cache takes the session back and starts its agent. Before, the registry
+/// file still named the live old process, and the new server refused every agent ("child
+/// registry … belongs to live server pid …"): seen as a takeover under Wine, where the old
+/// daemon's process takes tens of milliseconds to exit (tests/wine/daemon.sh, step 9).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_server_starts_agents_over_the_cache_of_a_shut_down_hub_whose_process_lives() {
+    let world = World::new(json!([]));
+    let recorder = Recorder::new(None, None);
+    let serve = ServeOptions {
+        // As `tether serve` and the daemon have it: in the cache folder.
+        registry_file: None,
+        handle_signals: false,
+        hubs: None,
+        client_env: None,
+    };
+    let config = ServerConfig::from_options(Some(world.options())).expect("config");
+    let hub = Hub::start(config, &serve).expect("hub starts");
+    hub.subscribe(recorder.clone());
+    hub.initialized().await;
+    let started = hub.resume(world.resume(None), None).await.expect("started");
+    let sid = started.session_id.clone().expect("a session id");
+    hub.prompt(prompt(&sid, "first"), None)
+        .await
+        .expect("a turn");
+    assert!(world.path().join("cache/children.json").exists());
+    hub.shutdown().await;
+
+    let editor = tether::editor::Editor::connect(
+        tether::editor::ServerProcess::Binary {
+            program: env!("CARGO_BIN_EXE_tether").into(),
+            args: vec!["serve".into(), "--stdio".into(), "--remote=off".into()],
+            env: Vec::new(),
+            quiet: true,
+        },
+        tether::editor::Answers::default(),
+    )
+    .expect("tether serve starts");
+    editor
+        .initialize(world.options(), json!({}))
+        .await
+        .expect("initialize");
+    let r = editor
+        .request(
+            "session/resume",
+            json!({"workspace": {"root": world.workspace}, "sessionId": sid}),
+        )
+        .await
+        .expect("resume");
+    assert_eq!(r["outcome"], "resumed", "its agent starts: {r}");
+    let answer = editor
+        .request(
+            "session/prompt",
+            json!({"sessionId": sid, "prompt": [{"type": "text", "text": "again"}]}),
+        )
+        .await
+        .expect("a turn in the other server");
+    assert_eq!(answer["stopReason"], "end_turn", "{answer}");
+    editor
+        .shutdown(Duration::from_secs(30))
+        .await
+        .expect("shutdown");
+    drop(hub);
 }
 
 /// R-RESUME-11: an editor's start-up resumes with `create: false`. With nothing of the
