@@ -511,6 +511,7 @@ enum Fault {
 }
 
 /// The server's log: every file in `dir` (`tether.log.<day>`), in name order.
+#[cfg(target_os = "linux")]
 fn server_log(dir: &Path) -> String {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map(|d| d.flatten().map(|e| e.path()).collect())
@@ -523,6 +524,7 @@ fn server_log(dir: &Path) -> String {
 }
 
 /// How many lines of the server log in `dir` contain `needle`.
+#[cfg(target_os = "linux")]
 fn log_lines(dir: &Path, needle: &str) -> usize {
     server_log(dir)
         .lines()
