@@ -68,6 +68,12 @@ namespace Tether.Client.Core.Tests
             return p => { throw new JsonRpcRemoteException(method, code, message, data != null ? Json.Q(data) : null); };
         }
 
+        /// <summary>Every request the peer received (<c>{method, params}</c>), in order.</summary>
+        protected List<JObject> Received()
+        {
+            lock (received) return received.ToList();
+        }
+
         /// <summary>The params of the requests of <paramref name="method"/> the peer received, in order.</summary>
         protected List<JToken> Sent(string method)
         {

@@ -17,57 +17,9 @@ namespace Tether.Client.Core.Tests
     /// window with no error, and the first prompt starts a session (over a scripted peer).
     /// </summary>
     [TestFixture]
-    public class StartupTests
+    public class StartupTests : ScriptedPeer
     {
-        private static readonly TimeSpan Timeout = TimeSpan.FromSeconds(10);
         private const string Nothing = "{'outcome':'nothingToResume','sessionId':null,'breaker':{'status':'closed','attempts':0,'maxAttempts':3,'userRetries':0},'stale':false}";
-        private const string Started = "{'outcome':'started','sessionId':'s1','breaker':{'status':'closed','attempts':0,'maxAttempts':3,'userRetries':0},'stale':false}";
-        private Pair pair;
-        private RecordingUi ui;
-        private ListLog log;
-        private TetherSessionController controller;
-        private List<JObject> received;
-
-        [SetUp]
-        public void SetUp()
-        {
-            pair = new Pair();
-            ui = new RecordingUi();
-            log = new ListLog();
-            received = new List<JObject>();
-            controller = new TetherSessionController(pair.Client, ui, "/work/ws", new FakeClock(), log);
-            controller.AttachTo(pair.Client);
-        }
-
-        [TearDown]
-        public void TearDown()
-        {
-            pair.Dispose();
-        }
-
-        /// <summary>A scripted server method: records its params, answers with the next of <paramref name="answers"/>.</summary>
-        private void Serve(string method, params Func<JToken, Task<JToken>>[] answers)
-        {
-            var queue = new Queue<Func<JToken, Task<JToken>>>(answers);
-            pair.Server.OnRequest(method, p =>
-            {
-                lock (received) received.Add(new JObject(new JProperty("method", method), new JProperty("params", p)));
-                Func<JToken, Task<JToken>> next;
-                lock (queue) next = queue.Count > 0 ? queue.Dequeue() : null;
-                if (next == null) throw new InvalidOperationException("unexpected " + method);
-                return next(p);
-            });
-        }
-
-        private static Func<JToken, Task<JToken>> Answer(string json)
-        {
-            return p => Task.FromResult(Json.Q(json));
-        }
-
-        private List<JObject> Received()
-        {
-            lock (received) return received.ToList();
-        }
 
         [Test]
         public void TheResumeAtStartSendsCreateFalseWhenItHasNoSessionIdToResume()
