@@ -510,6 +510,22 @@ enum Fault {
     ReadOnly,
 }
 
+/// Asserts that `session/history` of session `sid` in workspace `ws` holds `text`.
+#[cfg(target_os = "linux")]
+async fn assert_history_holds(editor: &Editor, ws: serde_json::Value, sid: &str, text: &str) {
+    let history = editor
+        .request(
+            "session/history",
+            json!({"workspace": ws, "sessionId": sid, "limit": 50}),
+        )
+        .await
+        .expect("session/history");
+    assert!(
+        history.to_string().contains(text),
+        "{text:?} not in {history}"
+    );
+}
+
 /// The server's log: every file in `dir` (`tether.log.<day>`), in name order.
 #[cfg(target_os = "linux")]
 fn server_log(dir: &Path) -> String {
@@ -622,28 +638,11 @@ async fn a_push_that_fails_is_told_once_retried_and_loses_nothing(fault: Fault) 
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let sent = |method: &str| {
-        ea.received()
-            .iter()
-            .filter(|m| m.method() == method && m.params()["id"] == banner_id.as_str())
-            .count()
-    };
+    let sent = |method: &str| support::disk::banners(&ea, method, &banner_id);
     assert_eq!(sent("session/banner"), 1, "the banner is raised once");
     assert_eq!(sent("session/bannerCleared"), 0);
     // Nothing lost here: the turn is in A's cache.
-    let history = ea
-        .request(
-            "session/history",
-            json!({"workspace": a.ws(), "sessionId": sid, "limit": 50}),
-        )
-        .await
-        .expect("history on A");
-    assert!(
-        history
-            .to_string()
-            .contains("MARKER while the remote is broken"),
-        "{history}"
-    );
+    assert_history_holds(&ea, a.ws(), &sid, "MARKER while the remote is broken").await;
 
     // The remote fixed: a retry pushes and the banner is cleared.
     match fault {
@@ -688,19 +687,7 @@ async fn a_push_that_fails_is_told_once_retried_and_loses_nothing(fault: Fault) 
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let history = eb
-        .request(
-            "session/history",
-            json!({"workspace": b.ws(), "sessionId": sid, "limit": 50}),
-        )
-        .await
-        .expect("history on B");
-    assert!(
-        history
-            .to_string()
-            .contains("MARKER while the remote is broken"),
-        "{history}"
-    );
+    assert_history_holds(&eb, b.ws(), &sid, "MARKER while the remote is broken").await;
     ea.shutdown(STEP).await.expect("A ends");
     eb.shutdown(STEP).await.expect("B ends");
     drop(disk);
