@@ -32,6 +32,23 @@ fi
 acpx="$here/node_modules/.bin/acpx"
 echo "acpx $("$acpx" --version), $("$tether" --version)"
 
+# The pids of a case's client side: every process started with the case's HOME (given) but
+# the daemon and its agent.
+client_pids() {
+  python3 - "$1" <<'PY'
+import os, sys
+home = f"HOME={sys.argv[1]}".encode()
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        env = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+        cmd = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+    except OSError:
+        continue
+    if home in env and b"daemon" not in cmd and b"scripted-agent" not in cmd and int(pid) != os.getpid():
+        print(pid)
+PY
+}
+
 run_case() {
   local remote="$1"
   local world; world="$(mktemp -d)"
@@ -53,12 +70,24 @@ run_case() {
   scripted_world "$world" "$tether"
   local agent="$tether acp --config $world/tether.json --remote $remote --log-file $world/tether.log"
   # --ttl 2: acpx's queue owner (which holds `tether acp` between prompts) exits 2 s after
-  # the last one, so nothing outlives the case; a prompt within those 2 s reuses it (the
-  # live path), a later one starts `tether acp` again (the session/load path).
+  # the last one, so nothing outlives the case. Each prompt waits for the previous owner to
+  # have ended (wait_clients_gone), so it starts `tether acp` again (the session/load path):
+  # a prompt that meets an owner in its last moments is refused by acpx, "Queue owner is
+  # shutting down" (retryable in acpx's terms, openclaw/acpx#430), which a loaded machine met
+  # (prompt 3, with four other suites running beside this one).
   ax() { (cd "$world/ws" && "$acpx" --cwd "$world/ws" --approve-all --ttl 2 --format text --agent "$agent" "$@"); }
+  # Waits until this case's client side (acpx, its queue owner, their `tether acp`) has ended.
+  wait_clients_gone() {
+    local n=0
+    while [ -n "$(client_pids "$HOME")" ]; do
+      [ $n -lt 300 ] || die "acpx or its queue owner outlived its 2 s idle time by 30 s (remote=$remote): $(client_pids "$HOME" | tr '\n' ' ')"
+      sleep 0.1; n=$((n + 1))
+    done
+  }
 
   echo "--- remote=$remote: a turn"
   ax sessions new >/dev/null || die "acpx sessions new (remote=$remote)"
+  wait_clients_gone
   local out; out="$(ax 'remember 42')" || die "acpx prompt 1 (remote=$remote): $out"
   grep -q 'echo: remember 42' <<<"$out" || die "turn 1 answer missing (remote=$remote): $out"
 
@@ -66,6 +95,7 @@ run_case() {
   stop_daemon
   local sid; sid="$(ls "$world/agent/sessions" | head -1)"; sid="${sid%.json}"
   rm -f "$world/agent/sessions/$sid.json"
+  wait_clients_gone
   out="$(ax 'what number?')" || die "acpx prompt 2 (remote=$remote): $out"
   grep -q 'echo: ' <<<"$out" || die "turn 2 answer missing (remote=$remote): $out"
   local last; last="$(tail -1 "$world/agent/prompts.jsonl")"
@@ -76,6 +106,7 @@ run_case() {
   echo "--- remote=$remote: a rate limit waited out inside one prompt"
   scripted_faults "$world" '[{"method": "session/prompt", "action": {"kind": "error", "code": 429, "message": "Resource has been exhausted (e.g. check quota). Please retry in 1.0s."}, "calls": [3]}]'
   local t0; t0=$(date +%s%N)
+  wait_clients_gone
   out="$(ax 'slow down')" || die "acpx prompt 3 (remote=$remote): $out"
   grep -q 'echo: ' <<<"$out" || die "turn 3 answer missing (remote=$remote): $out"
   [ $(( ($(date +%s%N) - t0) / 1000000 )) -ge 950 ] || die "the rate limit was not waited out (remote=$remote)"
@@ -85,6 +116,7 @@ run_case() {
     # so that the agent starts again with this script.
     scripted_faults "$world" "[{\"method\": \"session/prompt\", \"action\": {\"kind\": \"stream\", \"count\": 20, \"perSecond\": 1000, \"hold\": {\"after\": 10, \"until\": \"$world/go\"}}}]"
     stop_daemon
+    wait_clients_gone
     ax 'a long turn' >"$world/long.out" 2>&1 &
     local client=$! n=0
     until grep -qs 'a long turn' "$world/agent/prompts.jsonl"; do
@@ -92,18 +124,9 @@ run_case() {
       sleep 0.1; n=$((n + 1))
     done
     # The client side dies at once: every process of this case but the daemon and its agent.
-    python3 - "$world/home" <<'PY'
-import os, signal, sys
-home = f"HOME={sys.argv[1]}".encode()
-for pid in filter(str.isdigit, os.listdir("/proc")):
-    try:
-        env = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
-        cmd = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
-    except OSError:
-        continue
-    if home in env and b"daemon" not in cmd and b"scripted-agent" not in cmd and int(pid) != os.getpid():
-        os.kill(int(pid), signal.SIGKILL)
-PY
+    local pids; pids="$(client_pids "$world/home")"
+    # shellcheck disable=SC2086 # one pid per word
+    [ -z "$pids" ] || kill -KILL $pids 2>/dev/null || true
     wait "$client" 2>/dev/null && die "acpx survived its SIGKILL (remote=$remote)"
     touch "$world/go"
     # The turn ends in the daemon, with no client: Tether's cache holds its answer.
@@ -121,6 +144,7 @@ PY
       sleep 0.1; n=$((n + 1))
     done
     local long_sid; long_sid="$(grep 'a long turn' "$world/agent/prompts.jsonl" | tail -1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["sessionId"])')"
+    wait_clients_gone
     out="$(ax 'after the kill')" || die "acpx prompt after the kill (remote=$remote): $out"
     grep -q 'echo: after the kill' <<<"$out" || die "the prompt after the kill has no answer (remote=$remote): $out"
     last="$(tail -1 "$world/agent/prompts.jsonl")"
