@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Runs every Tether test on a fresh Debian machine that has the Rust toolchain, Node and
 # Python. It first installs what the suites need and is missing (apt, npm, pip), then runs
-# each suite in turn and stops at the first failure with a message naming it. Nothing is
-# skipped silently: a tool that cannot be installed fails its suite. It ends (pass or fail)
-# with a table of each suite's time and the build's share of it.
+# each suite in turn (those that mostly wait on agents, editors and browsers side by side:
+# "Suites side by side" below) and stops at the first failure with a message naming it and
+# its failed tests. Nothing is skipped silently: a tool that cannot be installed fails its
+# suite. It ends (pass or fail) with a table of each suite's time, the build's share of it
+# and how much of each build came from the cache.
 #
 # Usage:
 #   tests/run-all.sh                              every suite
@@ -14,20 +16,17 @@
 # tests/long-run.sh has them.
 #
 # The build cache. Cargo builds into a per-user folder outside the checkout,
-# ${TETHER_CACHE_DIR:-~/.cache/tether}/cargo-target/<toolchain>-<key>, so a fresh clone on a
-# machine that ran the suites before reuses every built dependency (the workspace's own
-# crates are rebuilt: a clone gives their sources new times). The key is a hash of
-# `rustc -vV` and `cargo -V`, so another toolchain never reuses that build; within it,
-# Cargo's fingerprints (each artifact keyed by the exact crate version, features and flags)
-# rebuild precisely what a changed Cargo.lock or source changes. At the end of a run, the
-# builds of the repository's own crates that newer ones replaced are removed
+# ${TETHER_CACHE_DIR:-~/.cache/tether}/cargo-target/<toolchain>-<key>, from a copy of the
+# checkout in that folder, the build tree ("The build tree" below says why), so a fresh clone
+# on a machine that ran the suites before rebuilds only the crates whose sources changed. The
+# key is a hash of `rustc -vV` and `cargo -V`, so another toolchain never reuses that build;
+# within it, Cargo's fingerprints (each artifact keyed by the exact crate version, features
+# and flags) rebuild precisely what a changed Cargo.lock or source changes. The times table
+# gives, for each build, how many packages were compiled; the rest came from the cache. At the
+# end of a run, the builds of the repository's own crates that newer ones replaced are removed
 # (tests/support/prune-cache.py); a folder not used for 14 days is removed whole. One run at
 # a time uses a cache folder (a second waits for the first).
-# Not a compile cache: sccache (0.18) keys a Rust crate by its checkout's absolute paths
-# (CARGO_MANIFEST_DIR, the working directory; its basedirs support for Rust is still open:
-# mozilla/sccache#2813, #2870), so a fresh clone at another path would miss it for exactly
-# the workspace's own crates that the shared target folder already cannot reuse.
-# Set CARGO_TARGET_DIR to build elsewhere (e.g. ./target).
+# Set CARGO_TARGET_DIR to build elsewhere (e.g. ./target), in the checkout itself.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -46,15 +45,49 @@ log() { printf '\n==> %s\n' "$*"; }
 die() { printf '\nFAILED: %s\n' "$*" >&2; exit 1; }
 
 # --- Timing: every phase is recorded; the table is printed however the run ends -------------
-time_rows=()   # "name|seconds|kind", kind: suite, build (compiles code) or run
+time_rows=()   # "name|seconds|kind[|packages compiled]", kind: suite, build (compiles code) or run
+# The suite that is running (its output also goes to suite_log), and the background release
+# build: set below, read by the summary however the run ends.
+failed_suite=""
+suite_log=""
+side_failed=()   # "name|log" of each suite that failed side by side (run_side_by_side)
+prebuild_pid=""
+prebuild_log=""
 # Runs "$@" as the phase NAME of kind KIND (build or run), recording its time; returns its
-# exit status.
+# exit status (call it as `timed … || …`). A build's output (stdout and stderr, as one
+# stream) is passed on as it comes, and the packages Cargo compiled or checked in it are
+# counted from its "Compiling"/"Checking" lines: what it did not compile came from the cache.
 timed() {
   local name="$1" kind="$2"; shift 2
-  local t0 rc=0; t0=$(date +%s)
-  "$@" || rc=$?
-  time_rows+=("$name|$(( $(date +%s) - t0 ))|$kind")
+  local t0 rc=0 compiled="" count; t0=$(date +%s)
+  if [ "$kind" = build ]; then
+    count="$(mktemp)"
+    # (A shell loop, not awk: Debian's mawk reads a pipe in blocks, holding the output back.)
+    "$@" 2>&1 | {
+      local n=0 line
+      while IFS= read -r line || [ -n "$line" ]; do
+        printf '%s\n' "$line"
+        [[ "$line" =~ ^\ *(Compiling|Checking)\  ]] && n=$(( n + 1 ))
+      done
+      echo "$n" >"$count"
+    }
+    rc=${PIPESTATUS[0]}
+    compiled="$(cat "$count")"
+    rm -f "$count"
+  else
+    "$@" || rc=$?
+  fi
+  time_rows+=("$name|$(( $(date +%s) - t0 ))|$kind|$compiled")
   return "$rc"
+}
+# "compiled N packages", or that all came from the cache, for the times table.
+compiled_note() {
+  case "$1" in
+    "") ;;
+    0) printf ', nothing compiled (all from the cache)' ;;
+    1) printf ', 1 package compiled' ;;
+    *) printf ', %s packages compiled' "$1" ;;
+  esac
 }
 # `timed`, failing the run with the phase's name when it fails.
 phase() { timed "$@" || die "$1 failed (exit $?)"; }
@@ -82,11 +115,12 @@ report_times() {
   printf '\n==> times (seconds)\n'
   printf '  %-34s %7s  %s\n' "suite / phase" "seconds" ""
   for row in "${time_rows[@]}"; do
-    IFS='|' read -r name secs kind <<<"$row"
+    IFS='|' read -r name secs kind compiled <<<"$row"
     [ "$kind" = build ] && build=$(( build + secs ))
     case "$kind" in
-      build) printf '  %-34s %7s  build\n' "$name" "$secs" ;;
-      overlap) printf '  %-34s %7s  build, overlapped with the suites before\n' "$name" "$secs" ;;
+      build) printf '  %-34s %7s  build%s\n' "$name" "$secs" "$(compiled_note "$compiled")" ;;
+      overlap) printf '  %-34s %7s  build, overlapped with the suites before%s\n' "$name" "$secs" "$(compiled_note "$compiled")" ;;
+      suite) printf '  %-34s %7s%s\n' "$name" "$secs" "${compiled:+  $compiled}" ;;
       *) printf '  %-34s %7s\n' "$name" "$secs" ;;
     esac
   done
@@ -95,7 +129,7 @@ report_times() {
   # tests' counts above).
   local passed=0 failed=0
   for row in "${time_rows[@]}"; do
-    IFS='|' read -r name secs kind <<<"$row"
+    IFS='|' read -r name secs kind _ <<<"$row"
     [ "$kind" = suite ] || continue
     if [ "$secs" = failed ]; then failed=$(( failed + 1 )); else passed=$(( passed + 1 )); fi
   done
@@ -116,10 +150,14 @@ toolchain_key() { { rustc "$@" -vV && cargo "$@" -V; } | sha256sum | cut -c1-12;
 use_cache_dir() {
   local dir="$1" fd="$2" old
   mkdir -p "$dir" && chmod 700 "$cache_root" || die "cannot create the build cache $dir"
-  eval "exec $fd>\"\$dir/.tether-run.lock\""
-  if ! flock -n "$fd"; then
-    log "waiting for another tests/run-all.sh that builds into $dir"
-    flock "$fd"
+  if [ "$fd" = 9 ] && [ -n "${TETHER_BUILD_TREE_OF:-}" ]; then
+    : # run from the build tree: the run that made it holds the lock (fd 9, inherited)
+  else
+    eval "exec $fd>\"\$dir/.tether-run.lock\""
+    if ! flock -n "$fd"; then
+      log "waiting for another tests/run-all.sh that builds into $dir"
+      flock "$fd"
+    fi
   fi
   touch "$dir/.tether-last-used"
   cache_dirs_used+=("$dir")
@@ -159,9 +197,50 @@ claim_cache_for_checkout() {
   printf '%s\n' "$repo" >"$stamp"
 }
 command -v cargo >/dev/null || die "cargo is missing (install the Rust toolchain with rustup)"
-claim_cache_for_checkout
+
+# --- The build tree ---------------------------------------------------------------------------
+# A fresh clone would rebuild every crate of the workspace however little changed: Cargo
+# decides freshness by file times and compiles the checkout's path into each crate. So the run
+# copies the checkout into one build tree per build cache, <cache folder>/tree, rewriting only
+# the files whose content differs (tests/support/build-tree.py), and goes on from there: an
+# unchanged file keeps its old time, so Cargo rebuilds exactly the crates whose sources
+# changed, and what depends on them, for every profile and target (tests, clippy, the Windows
+# build, fuzz, the release build). One clone after another, an unchanged crate costs nothing.
+# Everything else in the tree is removed first (an earlier commit's files, earlier runs'
+# node_modules and artifacts), so the suites see what the checkout holds. The commit that
+# `tether --version` names is the checkout's (TETHER_COMMIT; the tree has no .git). The tree
+# belongs to the run that holds the cache folder's lock. TETHER_BUILD_TREE=off, or a
+# CARGO_TARGET_DIR of your own, builds in the checkout itself.
+# Not a compile cache such as sccache: it keys a Rust crate by its checkout's absolute paths
+# (CARGO_MANIFEST_DIR, the working directory; basedirs for Rust are still open upstream:
+# mozilla/sccache#2813, #2870), so a clone at another path misses it, and it cannot cache what
+# is linked (binaries, test programs, proc-macros), which is most of this workspace's build.
+if [ -z "${TETHER_BUILD_TREE_OF:-}" ] && [ -z "${CARGO_TARGET_DIR:-}" ] && [ "${TETHER_BUILD_TREE:-on}" != off ]; then
+  command -v git >/dev/null || die "git is missing (the build tree is copied from the files git lists; TETHER_BUILD_TREE=off builds in place)"
+  CARGO_TARGET_DIR="$cache_root/cargo-target/stable-$(toolchain_key)" || die "cannot read the toolchain's version"
+  export CARGO_TARGET_DIR
+  use_cache_dir "$CARGO_TARGET_DIR" 9
+  tree_t0=$(date +%s)
+  python3 "$repo/tests/support/build-tree.py" "$repo" "$CARGO_TARGET_DIR/tree" \
+    || die "cannot copy $repo into the build tree $CARGO_TARGET_DIR/tree"
+  if [ -z "${TETHER_COMMIT:-}" ]; then
+    TETHER_COMMIT="$(git -C "$repo" rev-parse --short=12 HEAD 2>/dev/null || true)"
+    export TETHER_COMMIT
+  fi
+  export TETHER_BUILD_TREE_OF="$repo" TETHER_BUILD_TREE_SECS=$(( $(date +%s) - tree_t0 )) TETHER_RUN_START="$start_all"
+  log "running in the build tree $CARGO_TARGET_DIR/tree (a copy of $repo at ${TETHER_COMMIT:-an unknown commit})"
+  trap - EXIT
+  exec bash "$CARGO_TARGET_DIR/tree/tests/run-all.sh"
+fi
+if [ -n "${TETHER_BUILD_TREE_OF:-}" ]; then
+  start_all="${TETHER_RUN_START:-$start_all}"
+  time_rows+=("build tree: copy the checkout|${TETHER_BUILD_TREE_SECS:-0}|run")
+else
+  claim_cache_for_checkout
+fi
 if [ -z "${CARGO_TARGET_DIR:-}" ]; then
-  export CARGO_TARGET_DIR="$cache_root/cargo-target/stable-$(toolchain_key)"
+  CARGO_TARGET_DIR="$cache_root/cargo-target/stable-$(toolchain_key)" || die "cannot read the toolchain's version"
+  export CARGO_TARGET_DIR
 fi
 use_cache_dir "$CARGO_TARGET_DIR" 9
 # The binaries the editor-facing suites drive.
@@ -194,13 +273,11 @@ need_pip() {
   python3 -m pip install -q "$@" || die "pip install $* failed"
 }
 
-# Runs suite NAME ("$@"), its row in the times table first, with its phases below it. Its
+# Runs suite NAME (the functions given, in turn), its row in the times table first, with its phases below it. Its
 # output goes to the terminal and to a log of its own, so that a failure explains itself in
 # the run's summary (failed_suite_summary).
-suite_log=""
-failed_suite=""
 run_suite() {
-  local name="$1"; shift
+  local name="$1" f; shift
   local t0 idx; t0=$(date +%s); idx=${#time_rows[@]}
   time_rows+=("$name|failed|suite")
   log "suite $name"
@@ -210,7 +287,7 @@ run_suite() {
   # goes through tee.
   exec 5>&1 6>&2
   exec > >(tee -a "$suite_log") 2>&1
-  "$@" || die "suite '$name' failed"
+  for f in "$@"; do "$f" || die "suite '$name' failed"; done
   exec 1>&5 2>&6 5>&- 6>&-
   failed_suite=""
   rm -f "$suite_log"
@@ -224,26 +301,34 @@ run_suite() {
 # output, so that the end of a CI log says what failed without scrolling (the log of a failed
 # run goes with its clone).
 failed_suite_summary() {
-  [ -n "$failed_suite" ] && [ -s "$suite_log" ] || return 0
-  printf '\n==> suite %s failed; its failed tests:\n' "$failed_suite"
-  grep -aE '^\s*(FAIL \[|FAILED|not ok |Failed |test .* \.\.\. FAILED|.*Fail(ed)?\s*\|\|)|FAILED:|\[FAIL\]' "$suite_log" \
+  local entry
+  [ -z "$failed_suite" ] || summarise_failure "$failed_suite" "$suite_log"
+  for entry in ${side_failed[@]+"${side_failed[@]}"}; do
+    summarise_failure "${entry%%|*}" "${entry#*|}"
+  done
+}
+# The summary of suite NAME that failed, from its LOG.
+summarise_failure() {
+  local name="$1" log="$2"
+  [ -s "$log" ] || return 0
+  printf '\n==> suite %s failed; its failed tests:\n' "$name"
+  grep -aE '^\s*(FAIL \[|FAILED|not ok |Failed |test .* \.\.\. FAILED|.*Fail(ed)?\s*\|\|)|FAILED:|\[FAIL\]' "$log" \
     | grep -avE '^\s*(Summary|Cancelling)' | sort -u | head -40 | sed 's/^/  /' || true
-  printf '==> the last 60 lines of suite %s (whole log: %s):\n' "$failed_suite" "$suite_log"
-  tail -n 60 "$suite_log" | sed 's/^/  | /'
+  printf '==> the last 60 lines of suite %s (whole log: %s):\n' "$name" "$log"
+  tail -n 60 "$log" | sed 's/^/  | /'
 }
 
 # --- The release build in the background -----------------------------------------------------
 # Suite dist's release build (`cargo xtask dist --build-only`: four targets with fat LTO, its
 # longest part, about 6 minutes warm) starts before the suites that mostly wait on agents,
 # editors and browsers (acp, nvim, lsp, visualstudio, vscode), at the lowest CPU priority, so it
-# uses the cores they leave idle; suite fuzz, whose fuzzers run one at a time on one core,
-# comes before suite dist for the same reason. Suite dist waits for the build and then only
-# packages and checks.
+# uses the cores they leave idle; suite fuzz, whose fuzzers take the cores only for a fixed
+# time each, comes before suite dist too. Suite dist waits for the build and then only
+# packages and checks. When nothing it builds changed, the build tree makes it a matter of
+# seconds.
 # Its output is printed when suite dist waits for it; a failed build fails suite dist. The
 # times table gives its whole time on a row of its own, marked as overlapped (not counted
 # again in the build share).
-prebuild_pid=""
-prebuild_log=""
 prebuild_t0=0
 start_dist_prebuild() {
   [ -z "$prebuild_pid" ] || return 0
@@ -271,7 +356,7 @@ wait_dist_prebuild() {
   local rc=0
   wait "$prebuild_pid" || rc=$?
   sed 's/^/  | /' "$prebuild_log"
-  time_rows+=("  dist: release build (background)|$(( $(date +%s) - prebuild_t0 ))|overlap")
+  time_rows+=("  dist: release build (background)|$(( $(date +%s) - prebuild_t0 ))|overlap|$(grep -cE '^ *Compiling ' "$prebuild_log" || true)")
   rm -f "$prebuild_log"
   prebuild_pid=""
   return "$rc"
@@ -387,50 +472,128 @@ suite_windows() {
   phase "  windows: build + tests under Wine" build tests/wine/run.sh
 }
 
+# Each suite that mostly waits (on agents, editors, browsers) comes in two parts: prep_X
+# installs and builds what it needs, one suite after another (apt, npm and pip keep shared
+# caches and locks); suite_X only runs its tests, so it can run side by side with the others
+# (run_side_by_side below).
+prep_acp() {
+  build_workspace
+  need_apt tmux
+  phase "  acp: install the real agents" run tests/agents/install.sh
+}
 suite_acp() {
   # acpx (npm, pinned in tests/acpx), an ACP client no one here wrote, drives `tether acp`
   # in front of the scripted agent (through a private daemon and in process), then in front
   # of the real claude-agent-acp and codex-acp against the fake model API, without and with
   # Tether. Then Toad (PyPI, pinned in tests/toad), a terminal ACP client, under tmux, in
   # front of the scripted agent and of the real claude-agent-acp.
-  build_workspace
-  need_apt tmux
-  phase "  acp: install the real agents" run tests/agents/install.sh
   phase "  acp: acpx, scripted agent" run tests/acpx/run.sh "$TETHER_BIN"
   phase "  acp: acpx, real Claude and Codex" run tests/acpx/real-agents.sh "$CARGO_TARGET_DIR"
   phase "  acp: Toad, scripted agent" run tests/toad/run.sh "$TETHER_BIN"
   phase "  acp: Toad, real Claude" run tests/toad/real-agent.sh "$CARGO_TARGET_DIR" claude
 }
 
+prep_vscode() {
+  build_workspace
+  phase "  vscode: install tools" run editors/vscode/scripts/install-e2e.sh
+}
 suite_vscode() {
   # The extension's lint and unit tests, then a real VS Code (code-server) in Debian's
   # Chromium driven by playwright-core, with the packaged extension and the real server.
-  build_workspace
-  phase "  vscode: install tools" run editors/vscode/scripts/install-e2e.sh
   phase "  vscode: lint, unit, e2e" run bash -c 'cd editors/vscode && npm run lint && npm run test:unit && npm run test:e2e'
 }
 
-suite_nvim() {
+prep_nvim() {
   need_apt neovim curl
   build_workspace
   # claude_quit_midturn drives the real Claude over ACP (tests/agents) against the fake model
   # API (tether-fake-model, built by build_workspace); it fails, naming them, when they are missing.
   phase "  nvim: install the real agents" run tests/agents/install.sh
+}
+suite_nvim() {
   phase "  nvim: tests" run tests/nvim/run.sh
 }
 
-suite_visualstudio() {
-  # Installs Mono and NUnit itself (apt); drives the binaries built here.
+prep_visualstudio() {
   build_workspace
+}
+suite_visualstudio() {
+  # Installs Mono and NUnit itself (apt; the only suite here that installs while it runs);
+  # drives the binaries built here.
   phase "  visualstudio: build + tests" run env TETHER_VS_CARGO_BUILD=0 editors/visualstudio/build-and-test.sh
 }
 
-suite_lsp() {
+prep_lsp() {
   need_pip pytest-lsp pytest-asyncio
   # test_two_clients.py attaches a headless Neovim to the pytest client's session.
   need_apt neovim
   build_workspace
+}
+suite_lsp() {
   phase "  lsp: pytest" run python3 -m pytest -q tests/lsp
+}
+
+# --- Suites side by side ------------------------------------------------------------------------
+# The suites that mostly wait left the cores idle most of their time when they ran one after
+# another (the vmstat of earlier runs). So, when more than one of them is chosen, they run
+# together: first every one's prep_X in turn, then every suite_X at once, each in a subshell
+# of its own with its own runtime folders (TETHER_RUNTIME_DIR, XDG_RUNTIME_DIR: no daemon is
+# shared; every suite also makes private ones of its own) and its own log. Each suite's log is
+# printed whole when it ends, so their outputs never interleave; the times table gives each
+# suite's own time, marked as side by side. TETHER_SIDE_BY_SIDE=0 runs them one after another.
+side_by_side=" acp nvim lsp visualstudio vscode "
+run_side_by_side() {
+  local names=("$@") s dir pid rc t0 secs
+  local -A suite_of=() done_rc=() done_secs=()
+  log "suites side by side: ${names[*]} (prepared first, one after another)"
+  local idx=${#time_rows[@]}
+  t0=$(date +%s)
+  time_rows+=("prepare: ${names[*]}|failed|group")
+  for s in "${names[@]}"; do "prep_$s"; done
+  time_rows[idx]="prepare: ${names[*]}|$(( $(date +%s) - t0 ))|group"
+  dir="$(mktemp -d "${TMPDIR:-/tmp}/tether-side-by-side.XXXXXX")"
+  t0=$(date +%s)
+  for s in "${names[@]}"; do
+    mkdir -m 700 "$dir/$s" "$dir/$s/tether-run" "$dir/$s/xdg-run"
+    (
+      time_rows=()
+      # shellcheck disable=SC2317 # run by the trap
+      save_rows() { printf '%s\n' ${time_rows[@]+"${time_rows[@]}"} >"$dir/$s/rows"; }
+      trap save_rows EXIT
+      export TETHER_RUNTIME_DIR="$dir/$s/tether-run" XDG_RUNTIME_DIR="$dir/$s/xdg-run"
+      "suite_$s"
+    ) >"$dir/$s/log" 2>&1 &
+    suite_of[$!]="$s"
+  done
+  log "suites side by side: ${names[*]} started; each one's output follows when it ends"
+  while [ "${#suite_of[@]}" -gt 0 ]; do
+    rc=0
+    wait -n -p pid "${!suite_of[@]}" || rc=$?
+    s="${suite_of[$pid]}"
+    unset "suite_of[$pid]"
+    secs=$(( $(date +%s) - t0 ))
+    done_rc[$s]=$rc; done_secs[$s]=$secs
+    log "suite $s (side by side)"
+    cat "$dir/$s/log"
+    if [ "$rc" -eq 0 ]; then
+      printf '<== suite %s passed in %ss (side by side)\n' "$s" "$secs"
+    else
+      printf '<== suite %s FAILED after %ss (side by side; exit %s)\n' "$s" "$secs" "$rc"
+    fi
+  done
+  local failed=()
+  for s in "${names[@]}"; do
+    if [ "${done_rc[$s]}" -eq 0 ]; then
+      time_rows+=("$s|${done_secs[$s]}|suite|side by side")
+    else
+      time_rows+=("$s|failed|suite|side by side, after ${done_secs[$s]} s")
+      failed+=("$s")
+      side_failed+=("$s|$dir/$s/log")
+    fi
+    [ -s "$dir/$s/rows" ] && mapfile -t -O "${#time_rows[@]}" time_rows <"$dir/$s/rows"
+  done
+  [ "${#failed[@]}" -eq 0 ] || die "suites side by side failed: ${failed[*]} (their logs: $dir/<suite>/log)"
+  rm -rf "$dir"
 }
 
 suite_dist() {
@@ -463,7 +626,8 @@ suite_fuzz() {
     phase "  fuzz: install cargo-fuzz" build cargo install cargo-fuzz --locked
   fi
   # The fuzz workspace's own build cache, keyed by the nightly toolchain.
-  local fuzz_target="$cache_root/cargo-target/fuzz-nightly-$(toolchain_key +nightly)"
+  local fuzz_target
+  fuzz_target="$cache_root/cargo-target/fuzz-nightly-$(toolchain_key +nightly)" || die "fuzz: cannot read the nightly toolchain's version"
   use_cache_dir "$fuzz_target" 8
   local secs="${TETHER_FUZZ_SECONDS:-20}" seed="${TETHER_FUZZ_SEED:-1}" scratch targets t
   scratch="$(mktemp -d)"
@@ -476,29 +640,69 @@ suite_fuzz() {
   # executions within the same fixed budget per target.
   local flags=(--sanitizer none --debug-assertions --codegen-units 16 --target-dir "$fuzz_target")
   phase "  fuzz: build" build bash -c 'cd fuzz && cargo +nightly fuzz build "$@"' _ "${flags[@]}"
+  # Each fuzzer runs on one core: as many run at once as there are cores, each with its own
+  # log, printed whole when it ends.
+  local jobs failed=()
+  local -A target_of=() started=()
+  jobs="$(nproc 2>/dev/null || echo 1)"
   for t in $targets; do
     [ -d "fuzz/corpus/$t" ] || die "fuzz: target '$t' has no checked-in corpus (fuzz/corpus/$t)"
+  done
+  # The fuzzers' own `cargo build` finds everything built above; one at a time would wait
+  # on the build folder's lock anyway.
+  for t in $targets; do
+    while [ "${#target_of[@]}" -ge "$jobs" ]; do fuzz_reap; done
     log "fuzz: $t: the corpus, then ${secs}s from seed $seed"
     mkdir -p "$scratch/$t"
-    phase "  fuzz: $t" run bash -c 'cd fuzz && cargo +nightly fuzz run "$@"' _ "${flags[@]}" "$t" "$scratch/$t" "corpus/$t" -- \
-      -seed="$seed" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
+    (cd fuzz && exec cargo +nightly fuzz run "${flags[@]}" "$t" "$scratch/$t" "corpus/$t" -- \
+      -seed="$seed" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1) \
+      >"$scratch/$t.log" 2>&1 &
+    target_of[$!]="$t"; started[$t]=$(date +%s)
   done
+  while [ "${#target_of[@]}" -gt 0 ]; do fuzz_reap; done
+  [ "${#failed[@]}" -eq 0 ] || die "fuzz: ${failed[*]} failed (a crash is kept under $repo/fuzz/artifacts/<target>/)"
   rm -rf "$scratch"
 }
+# Waits for one of suite_fuzz's fuzzers, prints its log and records its row (suite_fuzz's
+# locals: target_of, started, failed, scratch).
+fuzz_reap() {
+  local pid rc=0 t
+  wait -n -p pid "${!target_of[@]}" || rc=$?
+  t="${target_of[$pid]}"
+  unset "target_of[$pid]"
+  log "fuzz: $t ended (exit $rc)"
+  cat "$scratch/$t.log"
+  time_rows+=("  fuzz: $t|$(( $(date +%s) - ${started[$t]} ))|run|")
+  [ "$rc" -eq 0 ] || failed+=("$t")
+}
 
+# The suites chosen that run side by side (more than one, unless TETHER_SIDE_BY_SIDE=0).
+together=()
+for s in $suites; do
+  case "$side_by_side" in *" $s "*) together+=("$s") ;; esac
+done
+if [ "${#together[@]}" -lt 2 ] || [ "${TETHER_SIDE_BY_SIDE:-1}" = 0 ]; then
+  together=()
+fi
+ran_together=0
 for s in $suites; do
   case " $suites " in
     *" dist "*) case "$s" in acp | nvim | lsp | visualstudio | vscode | fuzz) start_dist_prebuild ;; esac ;;
   esac
+  if [ "${#together[@]}" -gt 0 ] && [[ "$side_by_side" == *" $s "* ]]; then
+    [ "$ran_together" -eq 1 ] || run_side_by_side "${together[@]}"
+    ran_together=1
+    continue
+  fi
   case "$s" in
     rust) run_suite rust suite_rust ;;
     platforms) run_suite platforms suite_platforms ;;
     windows | wine) run_suite windows suite_windows ;;
-    acp) run_suite acp suite_acp ;;
-    nvim) run_suite nvim suite_nvim ;;
-    lsp) run_suite lsp suite_lsp ;;
-    visualstudio) run_suite visualstudio suite_visualstudio ;;
-    vscode) run_suite vscode suite_vscode ;;
+    acp) run_suite acp prep_acp suite_acp ;;
+    nvim) run_suite nvim prep_nvim suite_nvim ;;
+    lsp) run_suite lsp prep_lsp suite_lsp ;;
+    visualstudio) run_suite visualstudio prep_visualstudio suite_visualstudio ;;
+    vscode) run_suite vscode prep_vscode suite_vscode ;;
     dist) run_suite dist suite_dist ;;
     fuzz) run_suite fuzz suite_fuzz ;;
     *) die "unknown suite '$s' (known: $known_suites)" ;;
