@@ -78,10 +78,15 @@ case "${1:-}" in
     ;;
   vscode)
     runs="${2:-30}"
-    export TETHER_BIN="${TETHER_BIN:-$CARGO_TARGET_DIR/debug/tether}"
-    export TETHER_SCRIPTED_AGENT="${TETHER_SCRIPTED_AGENT:-$CARGO_TARGET_DIR/debug/tether-scripted-agent}"
-    cargo build --locked -p tether --bin tether -p tether-host --bin tether-scripted-agent \
-      || die "the server build failed"
+    # Binaries given (TETHER_BIN and TETHER_SCRIPTED_AGENT, e.g. copies that a build during
+    # the loop cannot replace) are used as they are; otherwise they are built here.
+    if [ -z "${TETHER_BIN:-}" ] || [ -z "${TETHER_SCRIPTED_AGENT:-}" ]; then
+      export TETHER_BIN="$CARGO_TARGET_DIR/debug/tether"
+      export TETHER_SCRIPTED_AGENT="$CARGO_TARGET_DIR/debug/tether-scripted-agent"
+      cargo build --locked -p tether --bin tether -p tether-host --bin tether-scripted-agent \
+        || die "the server build failed"
+    fi
+    [ -x "$TETHER_BIN" ] && [ -x "$TETHER_SCRIPTED_AGENT" ] || die "no server or scripted agent at $TETHER_BIN, $TETHER_SCRIPTED_AGENT"
     editors/vscode/scripts/install-e2e.sh || die "the VS Code e2e tools could not be installed"
     (cd editors/vscode && npm run -s package) || die "the extension could not be packaged"
     out="$repo/tests/artifacts/vscode-loop"
