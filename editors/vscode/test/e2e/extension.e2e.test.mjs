@@ -125,7 +125,7 @@ async function scrollUpForOlder(page, view, want) {
     await page.mouse.wheel(0, -5000);
   }
   await view.waitForFunction((n) => document.querySelectorAll('.turn.restored.user, .turn.restored.agent').length >= n, want, {
-    timeout: 20_000,
+    timeout: 60_000,
   });
 }
 
@@ -685,7 +685,7 @@ describe('Tether in a real VS Code (code-server 4.100.3)', () => {
     await screenshot(page, '09-permission-pick');
     await pick.locator('.quick-input-list .monaco-list-row', { hasText: 'Reject' }).click();
     // The answer streams into the session view, which the command opened.
-    const view = await sessionViewFrame(page, 30_000);
+    const view = await sessionViewFrame(page, 60_000);
     await view.locator('.turn.agent', { hasText: 'permission: reject' }).waitFor({ timeout: 30_000 });
     await view.locator('#permission').waitFor({ state: 'hidden', timeout: 30_000 });
 

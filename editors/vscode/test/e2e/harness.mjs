@@ -305,7 +305,12 @@ export async function screenshot(page, name) {
   return file;
 }
 
-/** Runs a command by its palette title ("Tether: Show Logs"). */
+/**
+ * Runs a command by its palette title ("Tether: Show Logs"). Call it for an extension's
+ * command once that extension is up (its status item, a log line): a palette opened before
+ * the extension host has registered the extension lists none of its commands, and typing does
+ * not list them later (seen: "Tether: Open Session" run right after the workbench loaded).
+ */
 export async function runCommand(page, title) {
   await page.keyboard.press('F1');
   const input = page.locator('.quick-input-widget input');
@@ -591,7 +596,7 @@ export function alive(pid) {
 }
 
 /** Waits until none of `pids` is alive; returns the ones still alive after `timeout` ms. */
-export async function waitGone(pids, timeout = 20_000) {
+export async function waitGone(pids, timeout = 60_000) {
   const deadline = Date.now() + timeout;
   let left = pids.filter(alive);
   while (left.length > 0 && Date.now() < deadline) {
