@@ -210,26 +210,63 @@ export async function startCodeServer({ name, settings, workspace, env: envChang
 /**
  * Every text the watched elements showed, in order, across reloads: a MutationObserver in the
  * page reports each change of the Tether status item, notification messages and the dialog
- * message, so states that last only milliseconds (an attempt that fails at once) are seen.
+ * message, so states that last only milliseconds (an attempt that fails at once) are seen, and
+ * a notification VS Code has already hidden again (an information toast goes after 15 s) still
+ * counts as shown. Each entry is `{kind, text}`, `kind` one of `status`, `notification`,
+ * `dialog`.
  */
 export const WATCHED = '[id$=".tether.status"], .notification-list-item-message, .monaco-dialog-box .dialog-message-text';
 const textLog = [];
+/** Called with each new entry of `textLog` (the waits of `waitForSeen`). */
+const textListeners = new Set();
 
 const observerScript = `(() => {
   const selector = ${JSON.stringify(WATCHED)};
   const last = new WeakMap();
+  const kindOf = (el) => (el.matches('.notification-list-item-message') ? 'notification' : el.matches('.dialog-message-text') ? 'dialog' : 'status');
   const scan = () => {
     for (const el of document.querySelectorAll(selector)) {
       const text = (el.textContent || '').trim();
       if (text && last.get(el) !== text) {
         last.set(el, text);
-        window.__tetherRecord(text);
+        window.__tetherRecord(text, kindOf(el));
       }
     }
   };
   const start = () => new MutationObserver(scan).observe(document.body, { subtree: true, childList: true, characterData: true, attributes: true });
   if (document.body) start(); else document.addEventListener('DOMContentLoaded', start);
 })();`;
+
+/** Where the watched texts stand now: pass it to `waitForSeen` as `since`. */
+export function textMark() {
+  return textLog.length;
+}
+
+/**
+ * Waits until a watched element of `kind` (`status`, `notification`, `dialog`; any when
+ * `undefined`) has shown a text matching `re` since `since` (a `textMark()`); returns the
+ * text. It waits on the record of the page's own mutations, so a state that came and went
+ * between two looks (a retry attempt, a toast VS Code hid again) is not missed.
+ */
+export function waitForSeen(re, { kind, since = 0, timeout = 30_000 } = {}) {
+  const hit = (e) => (kind === undefined || e.kind === kind) && re.test(e.text);
+  const found = textLog.slice(since).find(hit);
+  if (found) return Promise.resolve(found.text);
+  return new Promise((resolve, reject) => {
+    const listener = (e) => {
+      if (!hit(e)) return;
+      clearTimeout(timer);
+      textListeners.delete(listener);
+      resolve(e.text);
+    };
+    const timer = setTimeout(() => {
+      textListeners.delete(listener);
+      const shown = textLog.slice(since).filter((e) => kind === undefined || e.kind === kind).map((e) => e.text);
+      reject(new Error(`no ${kind ?? 'watched'} text matched ${re} within ${timeout} ms; shown since: ${JSON.stringify(shown)}`));
+    }, timeout);
+    textListeners.add(listener);
+  });
+}
 
 /** Launches Debian's Chromium through playwright-core (flags verified with code-server 4.100.3: no sandbox, no GPU, no QUIC, no background network) and opens `url`. */
 export async function openBrowser(url) {
@@ -248,7 +285,11 @@ export async function openBrowser(url) {
     ],
   });
   const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
-  await context.exposeFunction('__tetherRecord', (text) => textLog.push(text));
+  await context.exposeFunction('__tetherRecord', (text, kind) => {
+    const entry = { text, kind };
+    textLog.push(entry);
+    for (const l of [...textListeners]) l(entry);
+  });
   await context.addInitScript(observerScript);
   const page = await context.newPage();
   await page.goto(url);
@@ -264,7 +305,12 @@ export async function screenshot(page, name) {
   return file;
 }
 
-/** Runs a command by its palette title ("Tether: Show Logs"). */
+/**
+ * Runs a command by its palette title ("Tether: Show Logs"). Call it for an extension's
+ * command once that extension is up (its status item, a log line): a palette opened before
+ * the extension host has registered the extension lists none of its commands, and typing does
+ * not list them later (seen: "Tether: Open Session" run right after the workbench loaded).
+ */
 export async function runCommand(page, title) {
   await page.keyboard.press('F1');
   const input = page.locator('.quick-input-widget input');
@@ -297,6 +343,29 @@ export async function waitForStatus(page, re, timeout = 30_000) {
   throw new Error(`status bar item never matched ${re}; last text: "${last}"`);
 }
 
+/**
+ * The quick input (palette, input box or quick pick) whose title is `title`. Matched by its
+ * title bar, not by any text in it: the command palette that ran "Tether: Show Sessions" holds
+ * that text too, in the row clicked, until the command's own quick pick replaces it.
+ */
+export function quickInput(page, title) {
+  const exact = new RegExp(`^${title.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
+  return page.locator('.quick-input-widget').filter({ has: page.locator('.quick-input-title', { hasText: exact }) });
+}
+
+/**
+ * The notification toast holding `text`, once it has slid in (VS Code marks it
+ * `notification-fade-in-done` at the end of its transition), with the mouse resting on it: VS
+ * Code hides a toast that is not an error with actions 15 to 20 s after it appeared unless the
+ * mouse is over it, so a loaded machine must not lose it between finding it and clicking it.
+ */
+export async function restOnToast(page, text, timeout = 30_000) {
+  const toast = page.locator('.notification-toast.notification-fade-in-done', { hasText: text });
+  await toast.waitFor({ state: 'visible', timeout });
+  await toast.hover({ timeout });
+  return toast;
+}
+
 /** Every notification toast text currently shown (the center included when open). */
 export async function notificationTexts(page) {
   return page.locator('.notification-list-item-message').allTextContents();
@@ -315,12 +384,17 @@ export async function waitForNotification(page, re, timeout = 30_000) {
   throw new Error(`no notification matched ${re}; shown: ${JSON.stringify(seen)}`);
 }
 
-/** Runs `fn` and returns its result with every watched text (see `WATCHED`) shown meanwhile. */
-export async function recordTexts(fn) {
+/**
+ * Runs `fn` and returns its result with every watched text (see `WATCHED`) shown meanwhile.
+ * Every text shown before `fn` returned is in `seen`: the page reports a mutation (a
+ * MutationObserver callback, then the binding call) before it answers any later request, so
+ * one round trip to `page` after `fn` brings the last of them.
+ */
+export async function recordTexts(page, fn) {
   const from = textLog.length;
   const result = await fn();
-  await sleep(200); // let the last mutations arrive
-  return { result, seen: textLog.slice(from) };
+  await page.evaluate(() => 0);
+  return { result, seen: textLog.slice(from).map((e) => e.text) };
 }
 
 /** The modal dialog, once it is shown: `{message, detail, buttons, box}`. */
@@ -522,7 +596,7 @@ export function alive(pid) {
 }
 
 /** Waits until none of `pids` is alive; returns the ones still alive after `timeout` ms. */
-export async function waitGone(pids, timeout = 20_000) {
+export async function waitGone(pids, timeout = 60_000) {
   const deadline = Date.now() + timeout;
   let left = pids.filter(alive);
   while (left.length > 0 && Date.now() < deadline) {
