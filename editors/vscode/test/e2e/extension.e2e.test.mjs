@@ -327,9 +327,9 @@ async function stopDaemonRun(page, cs, daemonEnv, agentDir, pids) {
 
 /**
  * Each test's own budget: it bounds a hang, never a wait. (A `describe` budget covers the sum
-  * of its tests, which grows with the machine's load: beside two CPU-bound processes the first
-  * suite took 229 s and 251 s of its 300 s, and a test still running when a suite's budget ran
-  * out was cancelled, and every test after it.)
+ * of its tests, which grows with the machine's load: beside two CPU-bound processes the first
+ * suite took 229 s and 251 s of its 300 s, and a test still running when a suite's budget ran
+ * out was cancelled, and every test after it.)
  */
 const TEST_BUDGET_MS = 240_000;
 
