@@ -57,6 +57,8 @@ prebuild_log=""
 # exit status (call it as `timed … || …`). A build's output (stdout and stderr, as one
 # stream) is passed on as it comes, and the packages Cargo compiled or checked in it are
 # counted from its "Compiling"/"Checking" lines: what it did not compile came from the cache.
+# A build runs in a subshell (the pipe's): a function that must change this shell's state or
+# wait for its children is not run as a build phase.
 timed() {
   local name="$1" kind="$2"; shift 2
   local t0 rc=0 compiled="" count; t0=$(date +%s)
@@ -603,7 +605,11 @@ suite_dist() {
   # with no tether on PATH (it uses the scripted agent build_workspace built).
   build_workspace
   if [ -n "$prebuild_pid" ]; then
-    phase "  dist: waiting for the release build" build wait_dist_prebuild
+    # Not through `phase`: a build phase's output goes through a pipe, and the background
+    # build is a child of this shell, not of the pipe's.
+    local t0; t0=$(date +%s)
+    wait_dist_prebuild || die "dist: the release build failed (its output is above)"
+    time_rows+=("  dist: waiting for the release build|$(( $(date +%s) - t0 ))|build|")
   fi
   phase "  dist: xtask dist + checks" build env TETHER_SCRIPTED_AGENT="$TETHER_SCRIPTED_AGENT" tests/dist/run.sh
 }
