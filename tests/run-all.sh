@@ -209,8 +209,11 @@ command -v cargo >/dev/null || die "cargo is missing (install the Rust toolchain
 # changed, and what depends on them, for every profile and target (tests, clippy, the Windows
 # build, fuzz, the release build). One clone after another, an unchanged crate costs nothing.
 # Everything else in the tree is removed first (an earlier commit's files, earlier runs'
-# node_modules and artifacts), so the suites see what the checkout holds. The commit that
-# `tether --version` names is the checkout's (TETHER_COMMIT; the tree has no .git). The tree
+# node_modules and artifacts), so the suites see what the checkout holds. The tree is no git
+# checkout, so what is built there says "commit: unknown" (as a build from a source tarball
+# does, crates/tether/build.rs): a commit compiled in would make each new commit rebuild the
+# server crate for every profile and target, a change to a shell script too (measured: the
+# fuzz build alone, tether recompiled for its commit, 1,004 s on a loaded machine). The tree
 # belongs to the run that holds the cache folder's lock. TETHER_BUILD_TREE=off, or a
 # CARGO_TARGET_DIR of your own, builds in the checkout itself.
 # Not a compile cache such as sccache: it keys a Rust crate by its checkout's absolute paths
@@ -225,12 +228,8 @@ if [ -z "${TETHER_BUILD_TREE_OF:-}" ] && [ -z "${CARGO_TARGET_DIR:-}" ] && [ "${
   tree_t0=$(date +%s)
   python3 "$repo/tests/support/build-tree.py" "$repo" "$CARGO_TARGET_DIR/tree" \
     || die "cannot copy $repo into the build tree $CARGO_TARGET_DIR/tree"
-  if [ -z "${TETHER_COMMIT:-}" ]; then
-    TETHER_COMMIT="$(git -C "$repo" rev-parse --short=12 HEAD 2>/dev/null || true)"
-    export TETHER_COMMIT
-  fi
   export TETHER_BUILD_TREE_OF="$repo" TETHER_BUILD_TREE_SECS=$(( $(date +%s) - tree_t0 )) TETHER_RUN_START="$start_all"
-  log "running in the build tree $CARGO_TARGET_DIR/tree (a copy of $repo at ${TETHER_COMMIT:-an unknown commit})"
+  log "running in the build tree $CARGO_TARGET_DIR/tree (a copy of $repo at $(git -C "$repo" rev-parse --short=12 HEAD 2>/dev/null || echo 'an unknown commit'))"
   trap - EXIT
   exec bash "$CARGO_TARGET_DIR/tree/tests/run-all.sh"
 fi
