@@ -19,6 +19,7 @@ import {
   lspClient,
   notificationTexts,
   sessionViewFrame,
+  lastSeenTexts,
   pidsWithArg,
   openBrowser,
   probeServer,
@@ -346,6 +347,7 @@ function e2e(title, fn) {
         console.log(`--- ${title} failed; screenshot ${shot}`);
         console.log(`--- Tether.log (last 60 lines)\n${tail(findLogs(cs.dirs.userData, 'Tether.log').at(-1))}`);
         console.log(`--- tether-serve.log (last 60 lines)\n${tail(findLogs(cs.dirs.userData, 'tether-serve.log').at(-1))}`);
+        console.log(`--- the status item's, notifications' and dialogs' last texts\n${lastSeenTexts(20)}`);
       }
       throw err;
     }

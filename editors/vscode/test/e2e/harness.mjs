@@ -237,6 +237,14 @@ const observerScript = `(() => {
   if (document.body) start(); else document.addEventListener('DOMContentLoaded', start);
 })();`;
 
+/**
+ * The last `n` texts the watched elements showed, one line each as `kind: text`: what a failed
+ * test prints, so a toast VS Code hid again (an error of a command, say) is in its log.
+ */
+export function lastSeenTexts(n = 20) {
+  return textLog.slice(-n).map((e) => `${e.kind}: ${e.text}`).join('\n') || '(none)';
+}
+
 /** Where the watched texts stand now: pass it to `waitForSeen` as `since`. */
 export function textMark() {
   return textLog.length;
