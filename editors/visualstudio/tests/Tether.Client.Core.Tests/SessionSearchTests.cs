@@ -84,10 +84,16 @@ namespace Tether.Client.Core.Tests
         public void AnAnswerToASearchTypedOverIsDropped()
         {
             var slow = new TaskCompletionSource<JToken>();
-            Serve("session/search", p => slow.Task, Answer(Found));
+            // Answered by query, not by arrival: the two requests may reach the peer in either
+            // order (the newer one first has been seen: it then got the held answer, and the
+            // test waited on it for ever).
+            Func<JToken, Task<JToken>> byQuery = p => (string)p["query"] == "fl" ? slow.Task : Answer(Found)(p);
+            Serve("session/search", byQuery, byQuery);
             pair.Start();
             var first = controller.SearchSessionsAsync("fl", CancellationToken.None);
-            var second = controller.SearchSessionsAsync("flaky build cache", CancellationToken.None).Result;
+            var newer = controller.SearchSessionsAsync("flaky build cache", CancellationToken.None);
+            Assert.IsTrue(newer.Wait(Timeout), "the newer search is answered while the older one is held");
+            var second = newer.Result;
             Assert.AreEqual(2, second.Count);
             slow.SetResult(Json.Q("{'sessions':[{'sessionId':'zz','agent':'claude','source':'claude','updatedUtc':'2026-11-22T00:00:00Z','snippet':'\u00abfl\u00bb'}],'indexed':1}"));
             Assert.IsTrue(first.Wait(Timeout));
