@@ -25,6 +25,7 @@ Exit status 1 with a message on any error (the caller stops the run).
 """
 
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -76,20 +77,7 @@ def clear_way(tree: str, rel: str) -> None:
             os.unlink(p)
     target = os.path.join(tree, rel)
     if os.path.isdir(target) and not os.path.islink(target):
-        remove_tree(target)
-
-
-def remove_tree(path: str) -> None:
-    for root, dirs, files in os.walk(path, topdown=False):
-        for name in files:
-            os.unlink(os.path.join(root, name))
-        for name in dirs:
-            p = os.path.join(root, name)
-            if os.path.islink(p):
-                os.unlink(p)
-            else:
-                os.rmdir(p)
-    os.rmdir(path)
+        shutil.rmtree(target)
 
 
 def copy(src: str, dst: str, src_st: os.stat_result) -> None:
