@@ -630,13 +630,17 @@ async function showSessions(): Promise<void> {
     notRunning();
     return;
   }
+  // Each outcome is logged too: a toast hides itself and leaves no trace in the log.
+  ui?.log('Show Sessions: asking the server for the saved sessions (session/list)');
   let picks;
   try {
     picks = await run.controller.listSessions();
   } catch (err) {
+    ui?.log(`Show Sessions: session/list failed: ${errorText(err)}`);
     void vscode.window.showErrorMessage(`Tether: listing the sessions failed: ${errorText(err)}`);
     return;
   }
+  ui?.log(`Show Sessions: ${picks.length} saved session(s)`);
   if (picks.length === 0) {
     void vscode.window.showInformationMessage('Tether: this workspace has no saved sessions.');
     return;
