@@ -150,6 +150,19 @@ impl RealAgent {
         }
     }
 
+    /// The plain command name a user's install puts on `PATH` (npm's bin name; on Windows
+    /// npm's `.cmd` shim of that name, which Tether's command lookup reads and starts).
+    pub fn command_name(self) -> &'static str {
+        match self {
+            RealAgent::ClaudeAcp => "claude-agent-acp",
+            RealAgent::CodexAcp => "codex-acp",
+            RealAgent::Opencode => "opencode",
+            RealAgent::Gemini => "gemini",
+            RealAgent::Copilot => "copilot",
+            RealAgent::ClaudeCli => "claude",
+        }
+    }
+
     /// The protocol it speaks.
     pub fn protocol(self) -> Protocol {
         match self {
@@ -204,22 +217,31 @@ impl RealAgent {
 
     /// Prepares a run against the fake model API at `base_url` (`http://127.0.0.1:PORT`): a
     /// fresh temporary HOME with the agent's config files, a workspace directory inside it,
-    /// and the command line and environment.
+    /// and the command line and environment. On Windows the program is the agent's plain
+    /// command name ([`RealAgent::command_name`], installed as `tests/agents/install-windows.sh`
+    /// does) and the temporary HOME is also `USERPROFILE`.
     ///
     /// # Errors
-    /// As [`RealAgent::locate`]; [`HarnessError::MissingTool`] when `node` is needed and
+    /// As [`RealAgent::locate`] (not on Windows); [`HarnessError::MissingTool`] when `node` is needed and
     /// absent; [`HarnessError::Io`] when the HOME cannot be prepared.
     pub fn launch(self, base_url: &str) -> Result<AgentLaunch, HarnessError> {
-        let entry = self.locate()?;
-        let (program, mut args) = if self.runs_on_node() {
-            let node = which("node").ok_or(HarnessError::MissingTool {
-                agent: self.name(),
-                tool: "node",
-                hint: "install Node.js >= 20 (e.g. apt-get install nodejs)",
-            })?;
-            (node, vec![entry.display().to_string()])
+        let (program, mut args) = if cfg!(windows) {
+            // Windows: the agent as a Windows user has it (`npm install -g`: npm's `.cmd`
+            // shim on `PATH`), by its plain command name; the host that starts it finds the
+            // shim through `PATH` and `PATHEXT` and starts the shim's target.
+            (PathBuf::from(self.command_name()), Vec::new())
         } else {
-            (entry, Vec::new())
+            let entry = self.locate()?;
+            if self.runs_on_node() {
+                let node = which("node").ok_or(HarnessError::MissingTool {
+                    agent: self.name(),
+                    tool: "node",
+                    hint: "install Node.js >= 20 (e.g. apt-get install nodejs)",
+                })?;
+                (node, vec![entry.display().to_string()])
+            } else {
+                (entry, Vec::new())
+            }
         };
         let home = tempfile::Builder::new()
             .prefix(&format!("tether-{}-home-", self.name()))
@@ -235,6 +257,10 @@ impl RealAgent {
             ("NO_COLOR".into(), "1".into()),
             (MARKER_VAR.into(), String::new()), // filled per process
         ];
+        if cfg!(windows) {
+            // Where Node's `os.homedir()` and the agents' own stores look on Windows.
+            env.push(("USERPROFILE".into(), h.display().to_string()));
+        }
         let mut set = |k: &str, v: String| env.push((k.to_owned(), v));
         match self {
             RealAgent::ClaudeAcp | RealAgent::ClaudeCli => {

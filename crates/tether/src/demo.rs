@@ -36,7 +36,8 @@ pub struct DemoArgs {
     pub verbose: bool,
     /// Who plays the agent: the built-in scripted agent, or a real one from `tests/agents`
     /// pointed at the test kit's fake model API (needs `--features real-agents` and
-    /// `tests/agents/install.sh`).
+    /// `tests/agents/install.sh`; on Windows the agents installed as `npm install -g` leaves
+    /// them, their shims on `PATH`: `tests/agents/install-windows.sh`).
     #[arg(long, value_name = "AGENT", default_value = "scripted",
           value_parser = ["scripted", "claude", "codex", "opencode", "gemini", "copilot"])]
     pub agent: String,
@@ -807,6 +808,10 @@ fn now_utc() -> String {
 
 #[cfg(feature = "real-agents")]
 mod real;
+
+/// `tether demo-agent`: the real-agent demo's agent wrapper (see `demo::real`).
+#[cfg(feature = "real-agents")]
+pub use real::wrapper as agent_wrapper;
 
 fn tempfile_dir() -> Result<PathBuf, String> {
     let base = std::env::temp_dir();

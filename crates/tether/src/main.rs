@@ -144,6 +144,15 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// The agent wrapper of `tether demo --agent X` (its staged start failures; the pids
+    /// its crash step ends).
+    #[cfg(feature = "real-agents")]
+    #[command(hide = true)]
+    DemoAgent {
+        /// `[--fail-file FILE] [--pid-file FILE] -- COMMAND [ARGS…]`.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 /// `tether daemon` with no action: `run`, with the same `TETHER_DAEMON_IDLE_SECS` that
@@ -226,5 +235,7 @@ fn main() -> ExitCode {
         Command::Sync { action } => tether::cli::sync::run(action),
         Command::Demo(args) => tether::demo::run(args),
         Command::ScriptedAgent { args } => tether::cli::scripted_agent(args),
+        #[cfg(feature = "real-agents")]
+        Command::DemoAgent { args } => tether::demo::agent_wrapper(args),
     }
 }

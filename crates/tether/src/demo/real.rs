@@ -4,12 +4,21 @@
 //! How each failure is staged without touching the agent:
 //! - transient failures: the agent's command is wrapped in a two-line shell script that makes
 //!   its next N starts exit at once with a connection error on stderr (`session/load` does not
-//!   reach the model API, so the fake cannot fail it);
+//!   reach the model API, so the fake cannot fail it); on Windows, where there is no `sh`,
+//!   the wrapper is `tether demo-agent` ([`wrapper`]), which does the same and then starts
+//!   the agent's plain command name as the server would (`PATH`, `PATHEXT`, npm's shims);
 //! - the rate limit: the fake answers the agent's model requests 429 (with `retry-after`) as
 //!   many times as the agent retries by itself (the test kit's measured counts);
 //! - the crash: the fake answers with a call of the agent's shell tool running a slow
 //!   command; once the agent has announced the tool call and the command runs, the demo
-//!   SIGKILLs the agent's process groups (found by the marker in their environment).
+//!   SIGKILLs the agent's process groups (found by the marker in their environment). On
+//!   Windows no process's environment can be read, so the demo waits for the announced tool
+//!   call alone and ends the process tree the wrapper started (`taskkill /F /T`, by the pids
+//!   the wrapper wrote).
+//!
+//! On Windows the agent is configured by its plain command name (`claude-agent-acp`,
+//! `codex-acp`, `gemini`, …), found on `PATH` as `npm install -g` leaves it
+//! (`tests/agents/install-windows.sh`); its HOME and `USERPROFILE` are a temporary folder.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -21,9 +30,15 @@ use tether_testkit::{FakeModel, FaultAction, FaultRule, Reply, ReplyMode, Times,
 use crate::editor::Editor;
 
 /// The command the model asks the agent's shell tool to run in the crash step.
+#[cfg(not(windows))]
 const SLOW_COMMAND: &str = "sleep 37";
+/// The command the model asks the agent's shell tool to run in the crash step (one that
+/// `cmd.exe`, PowerShell and a POSIX shell all run for about 37 s).
+#[cfg(windows)]
+const SLOW_COMMAND: &str = "ping -n 38 127.0.0.1";
 
 /// Makes the next N starts fail: `$1` is the counter file, the rest the agent's command.
+#[cfg(not(windows))]
 const WRAPPER: &str = r#"n=$(cat "$1" 2>/dev/null || echo 0)
 if [ "$n" -gt 0 ]; then echo $((n - 1)) > "$1"; echo "connect ECONNREFUSED 127.0.0.1:443 (tether demo: injected start failure)" >&2; exit 1; fi
 shift; exec "$@""#;
@@ -36,6 +51,9 @@ pub struct Real {
     launch: AgentLaunch,
     counter: PathBuf,
     marker: String,
+    /// This executable, `tether demo-agent`'s program (the Windows wrapper).
+    #[cfg_attr(not(windows), allow(dead_code))]
+    exe: PathBuf,
 }
 
 impl Real {
@@ -70,6 +88,20 @@ impl Real {
                 "sandbox_mode=danger-full-access".to_owned(),
             ]);
         }
+        if cfg!(windows) {
+            // What a Windows machine may need its agents to get, passed on from the demo's own
+            // environment: Node's options, and Claude Code's paths of Git for Windows' bash
+            // and of its own executable (the windows suite sets all three: tests/wine/real-agents.sh).
+            for var in [
+                "NODE_OPTIONS",
+                "CLAUDE_CODE_GIT_BASH_PATH",
+                "CLAUDE_CODE_EXECUTABLE",
+            ] {
+                if let Ok(value) = std::env::var(var) {
+                    launch.env.push((var.to_owned(), value));
+                }
+            }
+        }
         Ok(Self {
             agent,
             name: name.to_owned(),
@@ -77,6 +109,8 @@ impl Real {
             launch,
             counter: dir.join("agent-start-failures"),
             marker: format!("tether-demo-{}", std::process::id()),
+            exe: std::env::current_exe()
+                .map_err(|e| format!("cannot find this executable: {e}"))?,
         })
     }
 
@@ -91,6 +125,7 @@ impl Real {
     }
 
     /// The `initializationOptions.agents` entry: the agent's command behind the wrapper.
+    #[cfg(not(windows))]
     pub fn agent_entry(&self) -> Value {
         let mut args = vec![
             json!("-c"),
@@ -106,6 +141,45 @@ impl Real {
             .map(|(k, v)| (k.to_owned(), json!(v)))
             .collect();
         json!({"command": "sh", "args": args, "env": env, "cwd": self.launch.workspace, "protocol": "acp"})
+    }
+
+    /// The `initializationOptions.agents` entry: the agent's plain command name, or, while
+    /// starts are to fail ([`Real::fail_next_starts`]), that name behind `tether demo-agent`
+    /// (which also writes the pids the crash step ends).
+    #[cfg(windows)]
+    pub fn agent_entry(&self) -> Value {
+        let env: serde_json::Map<String, Value> = self
+            .launch
+            .env_marked(&self.marker)
+            .map(|(k, v)| (k.to_owned(), json!(v)))
+            .collect();
+        let armed = std::fs::read_to_string(&self.counter)
+            .ok()
+            .and_then(|n| n.trim().parse::<u32>().ok())
+            .is_some_and(|n| n > 0);
+        let (command, args) = if armed {
+            let mut args = vec![
+                json!("demo-agent"),
+                json!("--fail-file"),
+                json!(self.counter),
+                json!("--pid-file"),
+                json!(self.pid_file()),
+                json!("--"),
+                json!(self.launch.program),
+            ];
+            args.extend(self.launch.args.iter().map(|a| json!(a)));
+            (json!(self.exe), args)
+        } else {
+            let args = self.launch.args.iter().map(|a| json!(a)).collect();
+            (json!(self.launch.program), args)
+        };
+        json!({"command": command, "args": args, "env": env, "cwd": self.launch.workspace, "protocol": "acp"})
+    }
+
+    /// Where `tether demo-agent` writes its own pid and the agent's.
+    #[cfg(windows)]
+    fn pid_file(&self) -> PathBuf {
+        self.counter.with_file_name("agent-pids")
     }
 
     /// The agent's next `n` starts fail at once.
@@ -143,8 +217,8 @@ impl Real {
 
     /// Makes the model answer with a call of the agent's shell tool running a slow command,
     /// waits until the agent has announced the tool call (a `tool_call` update, or the
-    /// permission question that carries it) and the command runs, then SIGKILLs the agent's
-    /// process groups, so the turn ends with a tool call left open.
+    /// permission question that carries it) and, off Windows, the command runs, then kills
+    /// the agent's processes, so the turn ends with a tool call left open.
     pub async fn kill_agent_mid_tool(&self, editor: &Editor, mark: usize) {
         self.fake.set_reply(Reply {
             mode: ReplyMode::ShellToolCall {
@@ -152,16 +226,81 @@ impl Real {
             },
             chunk_delay_ms: 0,
         });
+        #[cfg(windows)]
+        self.kill_agent_tree_when_announced(editor, mark).await;
+        #[cfg(not(windows))]
+        self.kill_marked_groups_when_running(editor, mark).await;
+    }
+
+    /// Whether the agent has announced a tool call since `mark` (a `tool_call` update, or the
+    /// permission question that carries it).
+    fn announced(editor: &Editor, mark: usize) -> bool {
+        editor.received().iter().skip(mark).any(|r| {
+            (r.method() == "session/update" && r.params()["update"]["sessionUpdate"] == "tool_call")
+                || (r.method() == "session/requestPermission"
+                    && r.params()["toolCall"]["toolCallId"].is_string())
+        })
+    }
+
+    /// Windows: waits for the announced tool call (no process's command line or environment
+    /// is read there, so the running command is not observed), then ends the process tree
+    /// `tether demo-agent` started (`taskkill /F /T` on its pid).
+    #[cfg(windows)]
+    async fn kill_agent_tree_when_announced(&self, editor: &Editor, mark: usize) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        while !Self::announced(editor, mark) && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        if Self::announced(editor, mark) {
+            println!("   the agent announced its shell tool call `{SLOW_COMMAND}`");
+            // Mid-tool for a moment, as on Linux (Claude Code writes the tool use to its
+            // transcript only after the command has started).
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        } else {
+            println!("   (no tool call announced in 120 s; killing the agent anyway)");
+        }
+        let pids = std::fs::read_to_string(self.pid_file()).unwrap_or_default();
+        let pids: Vec<i32> = pids
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+        match pids.as_slice() {
+            [wrapper, agent] => {
+                if procs::kill_group(*wrapper) {
+                    println!(
+                        "   the demo ends the agent's process tree (taskkill /F /T /PID {wrapper})"
+                    );
+                } else {
+                    // Wine 8's taskkill has no /T ("Unknown or invalid command line option"):
+                    // the agent, then the wrapper; the server's Job Object ends the rest
+                    // once its leader, the wrapper, has exited.
+                    let ended = [*agent, *wrapper].map(taskkill);
+                    println!(
+                        "   the demo ends the agent (taskkill /F /PID {agent}: {}) and its wrapper (taskkill /F /PID {wrapper}: {})",
+                        if ended[0] { "done" } else { "FAILED" },
+                        if ended[1] { "done" } else { "FAILED" }
+                    );
+                }
+            }
+            _ => println!(
+                "   no pid in {} (the agent was not started by tether demo-agent): nothing killed",
+                self.pid_file().display()
+            ),
+        }
+        self.fake.set_reply(Reply {
+            mode: ReplyMode::Echo("ok: ".to_owned()),
+            chunk_delay_ms: 0,
+        });
+    }
+
+    /// Unix: waits until the tool call is announced and its command runs (found by this
+    /// demo's marker), then SIGKILLs the agent's process groups.
+    #[cfg(not(windows))]
+    async fn kill_marked_groups_when_running(&self, editor: &Editor, mark: usize) {
         let deadline = std::time::Instant::now() + Duration::from_secs(120);
         let (mut announced, mut running) = (false, false);
         while !(announced && running) && std::time::Instant::now() < deadline {
-            announced = announced
-                || editor.received().iter().skip(mark).any(|r| {
-                    (r.method() == "session/update"
-                        && r.params()["update"]["sessionUpdate"] == "tool_call")
-                        || (r.method() == "session/requestPermission"
-                            && r.params()["toolCall"]["toolCallId"].is_string())
-                });
+            announced = announced || Self::announced(editor, mark);
             running = running
                 || procs::marked_processes(&self.marker).iter().any(|p| {
                     p.cmdline == SLOW_COMMAND || p.cmdline.ends_with(&format!("/{SLOW_COMMAND}"))
@@ -203,5 +342,112 @@ impl Drop for Real {
     fn drop(&mut self) {
         // Whatever the story left, nothing of the agent's outlives the demo.
         let _ = procs::kill_marked(&self.marker);
+    }
+}
+
+/// Ends one process at once (`taskkill /F /PID`); false when taskkill did not.
+#[cfg(windows)]
+fn taskkill(pid: i32) -> bool {
+    std::process::Command::new("taskkill")
+        .args(["/F", "/PID", &pid.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// `tether demo-agent [--fail-file FILE] [--pid-file FILE] -- COMMAND [ARGS…]`: the demo's
+/// agent wrapper (hidden; the Windows form of the shell wrapper above). While FILE holds a
+/// count above 0 it counts down and exits 1 at once with a connection error on stderr, as
+/// an agent that cannot reach its API does; otherwise it finds COMMAND as the server finds
+/// an agent's command (`PATH`, `PATHEXT` on Windows, npm's `.cmd` shims read and their
+/// target started), writes "<its pid> <the agent's pid>" to the pid file, runs the agent
+/// on its own standard streams and exits with the agent's exit code.
+pub fn wrapper(args: Vec<String>) -> std::process::ExitCode {
+    use std::process::ExitCode;
+    const USAGE: &str =
+        "usage: tether demo-agent [--fail-file FILE] [--pid-file FILE] -- COMMAND [ARGS...]";
+    let mut it = args.into_iter();
+    let (mut fail_file, mut pid_file, mut command) = (None, None, Vec::new());
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--fail-file" => fail_file = it.next().map(PathBuf::from),
+            "--pid-file" => pid_file = it.next().map(PathBuf::from),
+            "--" => {
+                command.extend(it.by_ref());
+                break;
+            }
+            // The command itself (when the `--` before it was taken by the argument parser).
+            other if !other.starts_with("--") => {
+                command.push(other.to_owned());
+                command.extend(it.by_ref());
+                break;
+            }
+            other => {
+                eprintln!("tether demo-agent: unknown argument {other:?}\n{USAGE}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let Some((program, rest)) = command.split_first() else {
+        eprintln!("tether demo-agent: no command\n{USAGE}");
+        return ExitCode::from(2);
+    };
+    if let Some(file) = &fail_file {
+        let left = std::fs::read_to_string(file)
+            .ok()
+            .and_then(|n| n.trim().parse::<u32>().ok())
+            .unwrap_or(0);
+        if left > 0 {
+            let _ = std::fs::write(file, (left - 1).to_string());
+            eprintln!("connect ECONNREFUSED 127.0.0.1:443 (tether demo: injected start failure)");
+            return ExitCode::FAILURE;
+        }
+    }
+    let path = std::env::var("PATH").ok();
+    let extensions =
+        tether_host::sys::executable_extensions(std::env::var("PATHEXT").ok().as_deref());
+    let resolved = match tether_host::command::resolve(
+        program,
+        path.as_deref(),
+        tether_host::sys::PATH_SEPARATOR,
+        &extensions,
+        &tether_host::sys::is_executable,
+        &|p| std::fs::read_to_string(p).ok(),
+    ) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("tether demo-agent: {e}");
+            return ExitCode::from(127);
+        }
+    };
+    let mut child = match std::process::Command::new(&resolved.program)
+        .args(&resolved.leading_args)
+        .args(rest)
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!(
+                "tether demo-agent: cannot start {}: {e}",
+                resolved.program.display()
+            );
+            return ExitCode::from(127);
+        }
+    };
+    if let Some(file) = &pid_file {
+        let _ = std::fs::write(file, format!("{} {}\n", std::process::id(), child.id()));
+    }
+    match child.wait() {
+        Ok(status) => ExitCode::from(
+            status
+                .code()
+                .and_then(|c| u8::try_from(c).ok())
+                .unwrap_or(1),
+        ),
+        Err(e) => {
+            eprintln!("tether demo-agent: waiting for the agent: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
