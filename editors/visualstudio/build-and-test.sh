@@ -16,6 +16,10 @@
 #   TETHER_VS_TESTS=integration  run only the integration tests against the real server (the
 #                            Windows suite runs them so against tether.exe under Wine:
 #                            tests/wine/visualstudio.sh)
+#   TETHER_VS_TESTS=real-claude  run only the integration test with the real Claude (category
+#                            RealClaude), its agent entry (JSON: command, args, env) named by
+#                            TETHER_VS_REAL_CLAUDE; the windows suite runs it so
+#                            (tests/wine/real-agents.sh); every other mode leaves it out, saying so
 #   TETHER_VS_WINE           the Wine loader, when TETHER_BIN runs tether.exe under Wine: the
 #                            tests then give the server Windows paths (tests/.../ServerHost.cs)
 #   TETHER_VS_GAPS           tests not to run, one "TestName|reason" a line: each is printed with
@@ -89,15 +93,22 @@ cp -f "$newtonsoft" "$nunit" "$out/"
 
 # --- 4. Test --------------------------------------------------------------------------------
 args=(-nologo -labels "-xml=$out/TestResult.xml")
+if [ "${TETHER_VS_TESTS:-all}" != real-claude ]; then
+  printf '!!! visualstudio: NOT RUN: the RealClaude category (ARealClaudeTurnStreamsIntoTheTranscript): it needs the real Claude on the test kit fake model; the windows suite runs it (tests/wine/real-agents.sh, TETHER_VS_TESTS=real-claude)\n'
+fi
 case "${TETHER_VS_TESTS:-all}" in
-  all) ;;
+  all) args+=(-exclude=RealClaude) ;;
+  real-claude)
+    [ -n "${TETHER_VS_REAL_CLAUDE:-}" ] || die "TETHER_VS_TESTS=real-claude needs TETHER_VS_REAL_CLAUDE (the agent entry's JSON file)"
+    log "TETHER_VS_TESTS=real-claude: only the integration test with the real Claude ($TETHER_VS_REAL_CLAUDE)"
+    args+=(-include=RealClaude) ;;
   unit)
     printf '\n!!! visualstudio: TETHER_VS_TESTS=unit: the integration tests against the real server are NOT run\n\n'
     args+=(-exclude=Integration) ;;
   integration)
     log "TETHER_VS_TESTS=integration: only the integration tests against the real server (the unit tests run in the visualstudio suite)"
-    args+=(-include=Integration) ;;
-  *) die "TETHER_VS_TESTS=${TETHER_VS_TESTS}: expected all, unit or integration" ;;
+    args+=(-include=Integration -exclude=RealClaude) ;;
+  *) die "TETHER_VS_TESTS=${TETHER_VS_TESTS}: expected all, unit, integration or real-claude" ;;
 esac
 # The gaps: each named loudly with its reason (the tests ignore themselves: ServerHost.cs).
 gaps=()
@@ -113,7 +124,7 @@ status=$?
 set -e
 [ -f "$out/TestResult.xml" ] || die "nunit-console wrote no TestResult.xml (exit $status)"
 # The plain closing line ("N passed, N failed") from the XML's totals.
-read -r total errors failures not_run <<<"$(sed -n 's/.*<test-results[^>]* total="\([0-9]*\)" errors="\([0-9]*\)" failures="\([0-9]*\)" not-run="\([0-9]*\)".*/\1 \2 \3 \4/p' "$out/TestResult.xml")"
+read -r total errors failures _not_run <<<"$(sed -n 's/.*<test-results[^>]* total="\([0-9]*\)" errors="\([0-9]*\)" failures="\([0-9]*\)" not-run="\([0-9]*\)".*/\1 \2 \3 \4/p' "$out/TestResult.xml")"
 [ -n "${total:-}" ] || die "cannot read the totals of $out/TestResult.xml"
 failed=$((errors + failures))
 # NUnit 2.6's total counts the tests run; ignored ones are counted in not-run only.

@@ -329,5 +329,60 @@ namespace Tether.Client.Core.Tests
             CollectionAssert.IsEmpty((JArray)list["sessions"], server.Diagnostics());
             server.Shutdown();
         }
+
+        /// <summary>
+        /// The real Claude (claude-agent-acp, answering from the test kit's fake model API) behind the
+        /// server: Core starts a session and plays one prompt turn, whose answer (the fake's echo of the
+        /// prompt) streams into the transcript. Its agent entry (command, args, env) is the JSON file
+        /// <c>$TETHER_VS_REAL_CLAUDE</c>, written by the windows suite (tests/wine/real-agents.sh, which
+        /// selects this category with TETHER_VS_TESTS=real-claude); every other run leaves the category
+        /// out and says so (build-and-test.sh). Its steps wait up to 240 s: the agent starts under Wine.
+        /// </summary>
+        [Test]
+        [Category("RealClaude")]
+        public void ARealClaudeTurnStreamsIntoTheTranscript()
+        {
+            var file = Environment.GetEnvironmentVariable("TETHER_VS_REAL_CLAUDE");
+            Assert.IsFalse(string.IsNullOrEmpty(file), "TETHER_VS_REAL_CLAUDE names no agent entry: run this test through TETHER_VS_TESTS=real-claude (tests/wine/real-agents.sh)");
+            var entry = JObject.Parse(File.ReadAllText(file));
+            var o = new InitializationOptions
+            {
+                Storage = new StorageOptions { Dir = ServerHost.ServerPath(storage), Persist = true, Encrypt = false },
+                Agents = new Dictionary<string, AgentConfig>
+                {
+                    {
+                        "claude", new AgentConfig
+                        {
+                            Command = (string)entry["command"],
+                            Args = entry["args"].Select(a => (string)a).ToList(),
+                            Env = entry["env"].ToObject<Dictionary<string, string>>(),
+                            Protocol = AgentProtocols.Acp,
+                        }
+                    },
+                },
+                DefaultAgent = "claude",
+            };
+            var tether = Binaries.Tether();
+            var ui = new RecordingUi();
+            ServerProcess server;
+            var controller = Start(tether, (JObject)ProtocolJson.Write(o), ui, out server);
+            var long_ = TimeSpan.FromSeconds(240);
+            var resuming = controller.ResumeAsync(null, CancellationToken.None);
+            resuming.Wait(long_);
+            var started = server.Await(resuming, "session/resume (the real Claude starts)");
+            Assert.AreEqual(ResumeOutcome.Started, started.Outcome, server.Diagnostics());
+            var prompting = controller.PromptAsync(started.SessionId, "hello from visual studio", CancellationToken.None);
+            prompting.Wait(long_);
+            var answer = server.Await(prompting, "session/prompt (the real Claude's turn)");
+            Assert.AreEqual("end_turn", (string)answer["stopReason"], answer + server.Diagnostics());
+            var turns = controller.Transcript.ToSnapshot().ChatTurns;
+            var said = string.Join(" | ", turns.Select(t => t.Role + ": " + t.Text));
+            Assert.IsTrue(turns.Any(t => t.Role == "assistant" && t.Text.Contains("ok: hello from visual studio")),
+                "the real Claude's answer streamed into the transcript: " + said + server.Diagnostics());
+            Console.WriteLine("[integration] the real Claude's turn: " + said);
+            var persisted = server.Await(controller.ShutdownAsync(), "session/persist (shutdown)");
+            Assert.IsTrue(persisted.Saved, server.Diagnostics());
+            server.Shutdown();
+        }
     }
 }
