@@ -32,9 +32,18 @@
 # from that child's environment, so the scaffolding cannot reach it: every turn fails
 # "API Error: Unable to connect to API (UNKNOWN)".
 #
+# Then, with the real Claude: a session through the daemon's pipe whose editor is killed
+# mid-turn and comes back (tests/wine/claude_reattach.py: every update once, in order), and
+# the Visual Studio core's integration test with the real Claude (editors/visualstudio,
+# TETHER_VS_TESTS=real-claude, Core under Mono against tether.exe).
+#
 # Then a killed daemon: Claude's turn held at the fake model, the daemon killed outright
 # (taskkill /F); every agent process it ran (Claude's node.exe and claude.exe mid-turn, and
 # the others' still running from the turns above) must end with it (its Job Objects).
+#
+# Then `tether.exe demo --agent X` for codex, gemini and claude (TETHER_WINE_DEMO_AGENTS):
+# the whole story, the fake model inside the demo, each agent by its plain command name; the
+# steps Wine keeps from passing are listed in demo_gaps with why and named on every run.
 #
 # Usage: tests/wine/real-agents.sh TETHER_EXE FAKE_MODEL SCRATCH_DIR
 #   after tests/wine/lib.sh's wine_setup and tests/agents/install-windows.sh; FAKE_MODEL is
@@ -143,7 +152,7 @@ PY
 
 # Each agent's source name in `tether sessions list --all`.
 # The one-shot CLI's session is Tether's (`print-…`), not a file of Claude Code's named by it.
-declare -A stores=([codex]=codex [gemini]=gemini [claude]=claude [claude-cli]=)
+declare -A stores=([codex]=codex [gemini]=gemini [claude]=claude [claude-cli]="")
 failed=()
 for name in ${TETHER_WINE_AGENTS:-codex gemini claude claude-cli}; do
   dir="$work/$name"
@@ -192,6 +201,51 @@ PY
     failed+=("$name")
   fi
 done
+
+# --- The real Claude through the daemon's pipe: an editor killed mid-turn and back --------------
+# tests/wine/claude_reattach.py: the turn held mid-answer at the fake model (a stall fault), the
+# first editor's forwarder killed once it has a chunk, a second one resuming with its afterSeq;
+# together they must see every update of the turn once, in order.
+if [[ " ${TETHER_WINE_AGENTS:-codex gemini claude} " == *" claude "* ]] && [[ " ${failed[*]-} " != *" claude"* ]]; then
+  dir="$work/claude-reattach"
+  mkdir -p "$dir"
+  config claude >"$dir/config.json"
+  log "claude: an editor killed mid-turn and back, through the daemon's pipe (tests/wine/claude_reattach.py)"
+  t0=$(date +%s)
+  if out="$(python3 "$here/claude_reattach.py" --wine "$TETHER_WINE" --exe "$exe" \
+      --config "$dir/config.json" --work "$dir" --fake-url "$url" 2>"$dir/reattach.err")"; then
+    while IFS= read -r line; do log "claude: $line"; done <<<"$out"
+    log "claude: the editor killed mid-turn and back passed in $(( $(date +%s) - t0 ))s"
+  else
+    while IFS= read -r line; do log "claude: $line"; done <<<"$out"
+    tail -n 20 "$dir/reattach.err" >&2 || true
+    log "claude: FAILED: the editor killed mid-turn and back (logs in $dir/logs)"
+    failed+=("claude (editor killed mid-turn)")
+  fi
+fi
+
+# --- The Visual Studio core with the real Claude through tether.exe -----------------------------
+# editors/visualstudio's integration test of category RealClaude (Core's controller against
+# `tether.exe serve --stdio` under Mono, the server's agent claude-agent-acp as configured
+# above): a session and a prompt turn streamed into Core's transcript.
+# (The VS core's other integration tests run with the scripted agent: tests/wine/visualstudio.sh.)
+if [[ " ${TETHER_WINE_AGENTS:-codex gemini claude} " == *" claude "* ]] && [[ " ${failed[*]-} " != *" claude"* ]]; then
+  dir="$work/claude-visualstudio"
+  mkdir -p "$dir"
+  config claude | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["agents"]["claude"]))' >"$dir/agent.json"
+  log "claude: the Visual Studio core's integration test with the real Claude through tether.exe (TETHER_VS_TESTS=real-claude)"
+  t0=$(date +%s)
+  if TETHER_EXE="$exe" TETHER_BIN="$here/tether-exe.sh" TETHER_SCRIPTED_AGENT="$(dirname "$exe")/tether-scripted-agent.exe" \
+      TETHER_VS_WINE="$TETHER_WINE" TETHER_VS_CARGO_BUILD=0 TETHER_VS_TESTS=real-claude \
+      TETHER_VS_REAL_CLAUDE="$dir/agent.json" "$here/../../editors/visualstudio/build-and-test.sh" >"$dir/vs.log" 2>&1; then
+    grep -E '^\[integration\] the real Claude|^visualstudio: ' "$dir/vs.log" | sed 's/^/[wine agents] claude: /' || true
+    log "claude: the Visual Studio core's real-Claude test passed in $(( $(date +%s) - t0 ))s"
+  else
+    tail -n 40 "$dir/vs.log" >&2
+    log "claude: FAILED: the Visual Studio core's real-Claude test (its log: $dir/vs.log)"
+    failed+=("claude (Visual Studio core)")
+  fi
+fi
 
 # --- A killed daemon takes the real agent's whole tree with it ---------------------------------
 # Claude's turn again, its model request held by the fake (a "hang" fault on this prompt);
@@ -258,6 +312,66 @@ if [[ " ${TETHER_WINE_AGENTS:-codex gemini claude} " == *" claude "* ]] && [[ " 
   kill "$turn_pid" 2>/dev/null || true
   wait "$turn_pid" 2>/dev/null || true
 fi
+
+# --- tether.exe demo --agent X: the whole story with each real agent ---------------------------
+# The demo (tether.exe built with the `real-agents` feature) starts the test kit's fake model
+# API inside itself (on loopback) and the real agent by its plain command name (found on PATH
+# through PATHEXT, npm's shim read and its target started; the steps with staged start
+# failures run it behind `tether.exe demo-agent`, which finds it the same way), with a
+# temporary USERPROFILE. It passes the Wine scaffolding above to the agent (NODE_OPTIONS,
+# CLAUDE_CODE_GIT_BASH_PATH, CLAUDE_CODE_EXECUTABLE). It exits 0 when every step behaved as
+# the story says or as the agent's quirks row says; a step that Wine keeps from passing is
+# listed in demo_gaps ("<agent>|<the demo's ✗ line>|<why>"), named on every run, and any
+# other failure fails the suite.
+no_slow_command="the shell tool's command (ping -n 38 127.0.0.1, 37 s on Windows) does not run its time under Wine 8: the tool call reported completed"
+demo_gaps=(
+  "codex|the turn failed as agentCrashed|wine: $no_slow_command 0.2 s after it opened and the turn ended (end_turn) before the demo's kill, so there was no running tool call to crash in"
+  "gemini|the turn failed as agentCrashed|wine: $no_slow_command 3 s after it was announced and the turn ended (end_turn) before the demo's kill, so there was no running tool call to crash in"
+  "gemini|the dangling tool call was finished as failed|wine: as above, the tool call had completed, so none was left dangling"
+  "claude|the turn failed as agentCrashed|wine: the model's request offered no shell tool (the fake answered it with text, as it does when a request has none): Claude Code's Bash tool needs Git for Windows' bash.exe, which no registry here has (CLAUDE_CODE_GIT_BASH_PATH points at cmd.exe only to let it start), so no tool call was opened and the turn ended (end_turn)"
+  "claude|the dangling tool call was finished as failed|wine: as above, no tool call was opened"
+)
+demo_exe="$(winpath "$exe")"
+for name in ${TETHER_WINE_DEMO_AGENTS:-codex gemini claude}; do
+  dir="$work/demo-$name"
+  mkdir -p "$dir"
+  log "$name: tether.exe demo --agent $name (the fake model API inside the demo, the agent by its plain command name)"
+  t0=$(date +%s)
+  rc=0
+  env TETHER_REMOTE=off NODE_OPTIONS="--require \"$keepalive\"" CLAUDE_CODE_GIT_BASH_PATH="$cmd_exe" \
+    CLAUDE_CODE_EXECUTABLE="$claude_exe" \
+    timeout 900 "$TETHER_WINE" "$demo_exe" demo --agent "$name" --dir "$(winpath "$dir")" \
+    </dev/null >"$dir/demo.log" 2>&1 || rc=$?
+  tr -d '\r' <"$dir/demo.log" >"$dir/demo.txt"
+  # Its chapters and how many checks passed in each, and every deviation.
+  awk -v a="$name" '/^── / { if (h) printf "[wine agents] %s: demo: %s (%d checks passed)\n", a, h, n; h = $0; n = 0 }
+       /✓/ { n++ }
+       END { if (h) printf "[wine agents] %s: demo: %s (%d checks passed)\n", a, h, n }' "$dir/demo.txt"
+  grep -E '^ +[~✗] ' "$dir/demo.txt" | sed "s/^ */[wine agents] $name: demo: /" || true
+  if [ "$rc" -eq 0 ] && grep -q '^Demo complete' "$dir/demo.txt"; then
+    log "$name: tether.exe demo passed in $(( $(date +%s) - t0 ))s: $(grep '^Demo complete' "$dir/demo.txt" | cut -c1-300)"
+    continue
+  fi
+  # Failed: every ✗ must be a listed Wine gap of this agent, and the demo must have ended
+  # only because of them.
+  unlisted=()
+  while IFS= read -r line; do
+    what="${line#*✗ }"
+    known=""
+    for gap in ${demo_gaps[@]+"${demo_gaps[@]}"}; do
+      IFS='|' read -r g_agent g_what g_why <<<"$gap"
+      [ "$g_agent" = "$name" ] && [[ "$what" == "$g_what"* ]] && known="$g_why"
+    done
+    if [ -n "$known" ]; then log "$name: demo: not passing under Wine: $what: $known"; else unlisted+=("$what"); fi
+  done < <(grep -E '^ +✗ ' "$dir/demo.txt" || true)
+  if [ ${#unlisted[@]} -eq 0 ] && grep -q "behaved otherwise than the story" "$dir/demo.txt"; then
+    log "$name: tether.exe demo: every other step passed in $(( $(date +%s) - t0 ))s (the steps above that Wine keeps from passing are named with why)"
+  else
+    log "$name: FAILED: tether.exe demo exited $rc after $(( $(date +%s) - t0 ))s: $(grep -m1 'FAILED' "$dir/demo.txt" || tail -n 1 "$dir/demo.txt")"
+    tail -n 40 "$dir/demo.txt" >&2
+    failed+=("$name (demo)")
+  fi
+done
 
 # The agents that cannot run here, each with what it says.
 log "not run: opencode: opencode-ai@1.18.33 has no Windows build on the npm registry this machine reaches (npm view opencode-windows-x64@1.18.33: \"E404 No match found for version 1.18.33\"; the registry has 1.18.32 only), so its bin opencode.exe is the package's placeholder script"

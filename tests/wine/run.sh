@@ -12,8 +12,11 @@
 #      takeover from an older daemon included (tests/wine/takeover.py);
 #   4. the real agents as Windows programs (tests/agents/install-windows.sh puts node.exe and
 #      their win32 packages into the prefix; tests/wine/real-agents.sh plays a prompt turn of
-#      codex-acp, Gemini CLI and claude-agent-acp through `tether.exe acp` and the daemon's
-#      pipe against the fake model API, and names the agents that cannot run, with why);
+#      codex-acp, Gemini CLI, claude-agent-acp and `claude -p` through `tether.exe acp` and the
+#      daemon's pipe against the fake model API; the real Claude's session with its editor
+#      killed mid-turn and back; the Visual Studio core's real-Claude integration test;
+#      `tether.exe demo --agent X` for codex, gemini and claude (tether.exe is built with the
+#      `real-agents` feature); and names the agents and steps that cannot run, with why);
 #   5. the Visual Studio shim's core against tether.exe (tests/wine/visualstudio.sh): its
 #      integration tests (Core's controller and tool window view model, under Mono) with
 #      `tether.exe serve --stdio` and the agent tether-scripted-agent.exe as Windows programs,
@@ -106,8 +109,14 @@ step "start the prefix's wineserver, kept running" wine_keep_running || die "can
 log "Wine: $("$TETHER_WINE" --version) at $TETHER_WINE, prefix $WINEPREFIX"
 
 # --- Build ----------------------------------------------------------------------------------
-step "build tether.exe, tether-scripted-agent.exe" cargo build --locked --target "$triple" \
-  -p tether --bin tether -p tether-host --bin tether-scripted-agent \
+# tether.exe with the `real-agents` feature: `tether.exe demo --agent X` (tests/wine/real-agents.sh).
+# Two commands: given with two packages, `--features tether/real-agents` names the feature of
+# tether's dependency on itself (a dev-dependency), which a build leaves out.
+build_windows() {
+  cargo build --locked --target "$triple" -p tether --bin tether --features real-agents \
+    && cargo build --locked --target "$triple" -p tether-host --bin tether-scripted-agent
+}
+step "build tether.exe, tether-scripted-agent.exe" build_windows \
   || die "the Windows build failed"
 exe="$CARGO_TARGET_DIR/$triple/debug/tether.exe"
 [ -f "$exe" ] || die "the build left no $exe"
