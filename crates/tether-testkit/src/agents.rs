@@ -257,10 +257,9 @@ impl RealAgent {
             ("NO_COLOR".into(), "1".into()),
             (MARKER_VAR.into(), String::new()), // filled per process
         ];
-        if cfg!(windows) {
-            // Where Node's `os.homedir()` and the agents' own stores look on Windows.
-            env.push(("USERPROFILE".into(), h.display().to_string()));
-        }
+        // Where Node's `os.homedir()` and the agents' own stores look on Windows (nothing
+        // reads it elsewhere).
+        env.push(("USERPROFILE".into(), h.display().to_string()));
         let mut set = |k: &str, v: String| env.push((k.to_owned(), v));
         match self {
             RealAgent::ClaudeAcp | RealAgent::ClaudeCli => {

@@ -100,6 +100,37 @@ pub fn signal_group(pgid: i32, signal: i32) -> bool {
     unsafe { libc::killpg(pgid, signal) == 0 }
 }
 
+/// Whether [`marked_processes`] sees other processes (their environment and command line):
+/// yes here, through `/proc`.
+pub const SEES_MARKED_PROCESSES: bool = true;
+
+/// A shell command that runs for about 37 s, for a test or demo that needs an agent's shell
+/// tool still running when the agent is killed.
+pub const SLOW_SHELL_COMMAND: &str = "sleep 37";
+
+/// `SIGKILL`s the tree a wrapper started: process group `root` (the server starts every
+/// agent as a group leader, and its children stay in the group unless they leave it), then
+/// each of `others` by pid. Returns what was done, for a log line.
+pub fn kill_tree(root: i32, others: &[i32]) -> String {
+    let mut done = format!(
+        "SIGKILL to process group {root}: {}",
+        if kill_group(root) {
+            "sent"
+        } else {
+            "no such group"
+        }
+    );
+    for &pid in others.iter().filter(|&&p| p > 1) {
+        // SAFETY: kill has no memory-safety preconditions; pid > 1 was checked.
+        let sent = unsafe { libc::kill(pid, libc::SIGKILL) == 0 };
+        done.push_str(&format!(
+            "; SIGKILL to {pid}: {}",
+            if sent { "sent" } else { "gone" }
+        ));
+    }
+    done
+}
+
 /// Makes the command's child lead a process group of its own (`setpgid(0, 0)`).
 pub fn own_group(cmd: &mut tokio::process::Command) {
     cmd.process_group(0);

@@ -37,6 +37,43 @@ fn taskkill_tree(pid: i32) -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// Whether [`marked_processes`] sees other processes: no, Windows cannot read another
+/// process's environment.
+pub const SEES_MARKED_PROCESSES: bool = false;
+
+/// A command that runs for about 37 s in `cmd.exe`, PowerShell and a POSIX shell alike, for a
+/// test or demo that needs an agent's shell tool still running when the agent is killed.
+pub const SLOW_SHELL_COMMAND: &str = "ping -n 38 127.0.0.1";
+
+fn taskkill_one(pid: i32) -> bool {
+    pid > 0
+        && std::process::Command::new("taskkill")
+            .args(["/F", "/PID", &pid.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+}
+
+/// Ends the tree a wrapper started: `taskkill /F /T` on `root`; where that fails (Wine 8's
+/// taskkill has no `/T`: "Unknown or invalid command line option specified"), each of
+/// `others`, then `root`, by pid: a Job Object that holds the tree ends the rest once its
+/// last process is gone. Returns what was done, for a log line.
+pub fn kill_tree(root: i32, others: &[i32]) -> String {
+    if taskkill_tree(root) {
+        return format!("taskkill /F /T /PID {root}: done");
+    }
+    let mut done = format!("taskkill /F /T /PID {root} failed");
+    for &pid in others.iter().chain([&root]) {
+        let ended = taskkill_one(pid);
+        done.push_str(&format!(
+            "; taskkill /F /PID {pid}: {}",
+            if ended { "done" } else { "FAILED" }
+        ));
+    }
+    done
+}
+
 /// Ends the process tree rooted at `pgid` at once; false when nothing was ended.
 pub fn kill_group(pgid: i32) -> bool {
     taskkill_tree(pgid)

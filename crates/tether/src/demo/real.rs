@@ -2,19 +2,19 @@
 //! at the test kit's fake model API on loopback (built with `--features real-agents`).
 //!
 //! How each failure is staged without touching the agent:
-//! - transient failures: the agent's command is wrapped in a two-line shell script that makes
-//!   its next N starts exit at once with a connection error on stderr (`session/load` does not
-//!   reach the model API, so the fake cannot fail it); on Windows, where there is no `sh`,
-//!   the wrapper is `tether demo-agent` ([`wrapper`]), which does the same and then starts
-//!   the agent's plain command name as the server would (`PATH`, `PATHEXT`, npm's shims);
+//! - transient failures: while starts are to fail, the agent's command runs behind
+//!   `tether demo-agent` ([`wrapper`]), which makes its next N starts exit at once with a
+//!   connection error on stderr (`session/load` does not reach the model API, so the fake
+//!   cannot fail it), then finds and starts the agent as the server would (`PATH`, `PATHEXT`,
+//!   npm's shims), writing its own pid and the agent's;
 //! - the rate limit: the fake answers the agent's model requests 429 (with `retry-after`) as
 //!   many times as the agent retries by itself (the test kit's measured counts);
 //! - the crash: the fake answers with a call of the agent's shell tool running a slow
-//!   command; once the agent has announced the tool call and the command runs, the demo
-//!   SIGKILLs the agent's process groups (found by the marker in their environment). On
-//!   Windows no process's environment can be read, so the demo waits for the announced tool
-//!   call alone and ends the process tree the wrapper started (`taskkill /F /T`, by the pids
-//!   the wrapper wrote).
+//!   command; once the agent has announced the tool call and, where other processes can be
+//!   seen, the command runs, the demo kills the agent: on Linux its process groups (found by
+//!   the marker in their environment), on Windows, where no process's environment can be
+//!   read, the tree the wrapper started (by the pids it wrote). The platform layer is
+//!   the test kit's `procs`.
 //!
 //! On Windows the agent is configured by its plain command name (`claude-agent-acp`,
 //! `codex-acp`, `gemini`, …), found on `PATH` as `npm install -g` leaves it
@@ -30,18 +30,7 @@ use tether_testkit::{FakeModel, FaultAction, FaultRule, Reply, ReplyMode, Times,
 use crate::editor::Editor;
 
 /// The command the model asks the agent's shell tool to run in the crash step.
-#[cfg(not(windows))]
-const SLOW_COMMAND: &str = "sleep 37";
-/// The command the model asks the agent's shell tool to run in the crash step (one that
-/// `cmd.exe`, PowerShell and a POSIX shell all run for about 37 s).
-#[cfg(windows)]
-const SLOW_COMMAND: &str = "ping -n 38 127.0.0.1";
-
-/// Makes the next N starts fail: `$1` is the counter file, the rest the agent's command.
-#[cfg(not(windows))]
-const WRAPPER: &str = r#"n=$(cat "$1" 2>/dev/null || echo 0)
-if [ "$n" -gt 0 ]; then echo $((n - 1)) > "$1"; echo "connect ECONNREFUSED 127.0.0.1:443 (tether demo: injected start failure)" >&2; exit 1; fi
-shift; exec "$@""#;
+const SLOW_COMMAND: &str = procs::SLOW_SHELL_COMMAND;
 
 /// A real agent and its fake model API.
 pub struct Real {
@@ -51,8 +40,7 @@ pub struct Real {
     launch: AgentLaunch,
     counter: PathBuf,
     marker: String,
-    /// This executable, `tether demo-agent`'s program (the Windows wrapper).
-    #[cfg_attr(not(windows), allow(dead_code))]
+    /// This executable, `tether demo-agent`'s program.
     exe: PathBuf,
 }
 
@@ -88,18 +76,16 @@ impl Real {
                 "sandbox_mode=danger-full-access".to_owned(),
             ]);
         }
-        if cfg!(windows) {
-            // What a Windows machine may need its agents to get, passed on from the demo's own
-            // environment: Node's options, and Claude Code's paths of Git for Windows' bash
-            // and of its own executable (the windows suite sets all three: tests/wine/real-agents.sh).
-            for var in [
-                "NODE_OPTIONS",
-                "CLAUDE_CODE_GIT_BASH_PATH",
-                "CLAUDE_CODE_EXECUTABLE",
-            ] {
-                if let Ok(value) = std::env::var(var) {
-                    launch.env.push((var.to_owned(), value));
-                }
+        // What an agent may need from the demo's own environment: Node's options, and (on
+        // Windows) Claude Code's paths of Git for Windows' bash and of its own executable
+        // (the windows suite sets all three: tests/wine/real-agents.sh).
+        for var in [
+            "NODE_OPTIONS",
+            "CLAUDE_CODE_GIT_BASH_PATH",
+            "CLAUDE_CODE_EXECUTABLE",
+        ] {
+            if let Ok(value) = std::env::var(var) {
+                launch.env.push((var.to_owned(), value));
             }
         }
         Ok(Self {
@@ -124,29 +110,9 @@ impl Real {
         self.launch.workspace.clone()
     }
 
-    /// The `initializationOptions.agents` entry: the agent's command behind the wrapper.
-    #[cfg(not(windows))]
-    pub fn agent_entry(&self) -> Value {
-        let mut args = vec![
-            json!("-c"),
-            json!(WRAPPER),
-            json!("tether-demo-agent"),
-            json!(self.counter),
-            json!(self.launch.program),
-        ];
-        args.extend(self.launch.args.iter().map(|a| json!(a)));
-        let env: serde_json::Map<String, Value> = self
-            .launch
-            .env_marked(&self.marker)
-            .map(|(k, v)| (k.to_owned(), json!(v)))
-            .collect();
-        json!({"command": "sh", "args": args, "env": env, "cwd": self.launch.workspace, "protocol": "acp"})
-    }
-
     /// The `initializationOptions.agents` entry: the agent's plain command name, or, while
     /// starts are to fail ([`Real::fail_next_starts`]), that name behind `tether demo-agent`
     /// (which also writes the pids the crash step ends).
-    #[cfg(windows)]
     pub fn agent_entry(&self) -> Value {
         let env: serde_json::Map<String, Value> = self
             .launch
@@ -177,7 +143,6 @@ impl Real {
     }
 
     /// Where `tether demo-agent` writes its own pid and the agent's.
-    #[cfg(windows)]
     fn pid_file(&self) -> PathBuf {
         self.counter.with_file_name("agent-pids")
     }
@@ -217,8 +182,10 @@ impl Real {
 
     /// Makes the model answer with a call of the agent's shell tool running a slow command,
     /// waits until the agent has announced the tool call (a `tool_call` update, or the
-    /// permission question that carries it) and, off Windows, the command runs, then kills
-    /// the agent's processes, so the turn ends with a tool call left open.
+    /// permission question that carries it) and, where other processes can be seen
+    /// ([`procs::SEES_MARKED_PROCESSES`]), the command runs, then kills the agent's
+    /// processes, so the turn ends with a tool call left open. Gives up waiting after 120 s
+    /// and kills the agent anyway, saying so.
     pub async fn kill_agent_mid_tool(&self, editor: &Editor, mark: usize) {
         self.fake.set_reply(Reply {
             mode: ReplyMode::ShellToolCall {
@@ -226,10 +193,41 @@ impl Real {
             },
             chunk_delay_ms: 0,
         });
-        #[cfg(windows)]
-        self.kill_agent_tree_when_announced(editor, mark).await;
-        #[cfg(not(windows))]
-        self.kill_marked_groups_when_running(editor, mark).await;
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        let (mut announced, mut running) = (false, !procs::SEES_MARKED_PROCESSES);
+        while !(announced && running) && std::time::Instant::now() < deadline {
+            announced = announced || Self::announced(editor, mark);
+            running = running
+                || procs::marked_processes(&self.marker).iter().any(|p| {
+                    p.cmdline == SLOW_COMMAND || p.cmdline.ends_with(&format!("/{SLOW_COMMAND}"))
+                });
+            if !(announced && running) {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        if announced && running {
+            if procs::SEES_MARKED_PROCESSES {
+                println!("   the agent runs `{SLOW_COMMAND}` in its shell tool");
+            } else {
+                println!("   the agent announced its shell tool call `{SLOW_COMMAND}`");
+            }
+            // Mid-tool for a moment, as a real crash finds it: Claude Code writes the tool
+            // use to its transcript only after the command has started.
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        } else {
+            println!(
+                "   (tool call announced: {announced}, command running: {running}; killing the agent anyway)"
+            );
+        }
+        if procs::SEES_MARKED_PROCESSES {
+            self.kill_marked_groups();
+        } else {
+            self.kill_wrapped_tree();
+        }
+        self.fake.set_reply(Reply {
+            mode: ReplyMode::Echo("ok: ".to_owned()),
+            chunk_delay_ms: 0,
+        });
     }
 
     /// Whether the agent has announced a tool call since `mark` (a `tool_call` update, or the
@@ -242,85 +240,9 @@ impl Real {
         })
     }
 
-    /// Windows: waits for the announced tool call (no process's command line or environment
-    /// is read there, so the running command is not observed), then ends the process tree
-    /// `tether demo-agent` started (`taskkill /F /T` on its pid).
-    #[cfg(windows)]
-    async fn kill_agent_tree_when_announced(&self, editor: &Editor, mark: usize) {
-        let deadline = std::time::Instant::now() + Duration::from_secs(120);
-        while !Self::announced(editor, mark) && std::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        if Self::announced(editor, mark) {
-            println!("   the agent announced its shell tool call `{SLOW_COMMAND}`");
-            // Mid-tool for a moment, as on Linux (Claude Code writes the tool use to its
-            // transcript only after the command has started).
-            tokio::time::sleep(Duration::from_secs(2)).await;
-        } else {
-            println!("   (no tool call announced in 120 s; killing the agent anyway)");
-        }
-        let pids = std::fs::read_to_string(self.pid_file()).unwrap_or_default();
-        let pids: Vec<i32> = pids
-            .split_whitespace()
-            .filter_map(|p| p.parse().ok())
-            .collect();
-        match pids.as_slice() {
-            [wrapper, agent] => {
-                if procs::kill_group(*wrapper) {
-                    println!(
-                        "   the demo ends the agent's process tree (taskkill /F /T /PID {wrapper})"
-                    );
-                } else {
-                    // Wine 8's taskkill has no /T ("Unknown or invalid command line option"):
-                    // the agent, then the wrapper; the server's Job Object ends the rest
-                    // once its leader, the wrapper, has exited.
-                    let ended = [*agent, *wrapper].map(taskkill);
-                    println!(
-                        "   the demo ends the agent (taskkill /F /PID {agent}: {}) and its wrapper (taskkill /F /PID {wrapper}: {})",
-                        if ended[0] { "done" } else { "FAILED" },
-                        if ended[1] { "done" } else { "FAILED" }
-                    );
-                }
-            }
-            _ => println!(
-                "   no pid in {} (the agent was not started by tether demo-agent): nothing killed",
-                self.pid_file().display()
-            ),
-        }
-        self.fake.set_reply(Reply {
-            mode: ReplyMode::Echo("ok: ".to_owned()),
-            chunk_delay_ms: 0,
-        });
-    }
-
-    /// Unix: waits until the tool call is announced and its command runs (found by this
-    /// demo's marker), then SIGKILLs the agent's process groups.
-    #[cfg(not(windows))]
-    async fn kill_marked_groups_when_running(&self, editor: &Editor, mark: usize) {
-        let deadline = std::time::Instant::now() + Duration::from_secs(120);
-        let (mut announced, mut running) = (false, false);
-        while !(announced && running) && std::time::Instant::now() < deadline {
-            announced = announced || Self::announced(editor, mark);
-            running = running
-                || procs::marked_processes(&self.marker).iter().any(|p| {
-                    p.cmdline == SLOW_COMMAND || p.cmdline.ends_with(&format!("/{SLOW_COMMAND}"))
-                });
-            if !(announced && running) {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
-        if announced && running {
-            println!("   the agent runs `{SLOW_COMMAND}` in its shell tool");
-            // Mid-tool for a moment, as a real crash finds it: Claude Code writes the tool
-            // use to its transcript only after the command has started.
-            tokio::time::sleep(Duration::from_secs(2)).await;
-        } else {
-            println!(
-                "   (tool call announced: {announced}, command running: {running}; killing the agent anyway)"
-            );
-        }
-        // The agent's process groups: those of the processes carrying this demo's marker
-        // (the server recorded the same groups in its child registry).
+    /// `SIGKILL`s the agent's process groups: those of the processes carrying this demo's
+    /// marker (the server recorded the same groups in its child registry).
+    fn kill_marked_groups(&self) {
         let mut groups: Vec<i32> = procs::marked_processes(&self.marker)
             .iter()
             .map(|p| p.pgid)
@@ -331,10 +253,26 @@ impl Real {
             println!("   the demo sends SIGKILL to the agent's process group {pgid}");
             procs::kill_group(pgid);
         }
-        self.fake.set_reply(Reply {
-            mode: ReplyMode::Echo("ok: ".to_owned()),
-            chunk_delay_ms: 0,
-        });
+    }
+
+    /// Ends the process tree `tether demo-agent` started, by the pids it wrote (where no
+    /// marker can be read: Windows).
+    fn kill_wrapped_tree(&self) {
+        let pids = std::fs::read_to_string(self.pid_file()).unwrap_or_default();
+        let pids: Vec<i32> = pids
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+        match pids.as_slice() {
+            [wrapper, agent] => println!(
+                "   the demo ends the agent's process tree: {}",
+                procs::kill_tree(*wrapper, &[*agent])
+            ),
+            _ => println!(
+                "   no pid in {} (the agent was not started by tether demo-agent): nothing killed",
+                self.pid_file().display()
+            ),
+        }
     }
 }
 
@@ -345,19 +283,8 @@ impl Drop for Real {
     }
 }
 
-/// Ends one process at once (`taskkill /F /PID`); false when taskkill did not.
-#[cfg(windows)]
-fn taskkill(pid: i32) -> bool {
-    std::process::Command::new("taskkill")
-        .args(["/F", "/PID", &pid.to_string()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 /// `tether demo-agent [--fail-file FILE] [--pid-file FILE] -- COMMAND [ARGS…]`: the demo's
-/// agent wrapper (hidden; the Windows form of the shell wrapper above). While FILE holds a
+/// agent wrapper (hidden). While FILE holds a
 /// count above 0 it counts down and exits 1 at once with a connection error on stderr, as
 /// an agent that cannot reach its API does; otherwise it finds COMMAND as the server finds
 /// an agent's command (`PATH`, `PATHEXT` on Windows, npm's `.cmd` shims read and their
