@@ -418,13 +418,14 @@ async fn run_acp(agent: RealAgent) -> Capture {
         });
     assert_eq!(stop, "end_turn", "{name}");
     let mut after_rate_limit_text = agent_text_since(&second, from_update, &session);
-    if agent == RealAgent::ClaudeAcp {
-        // claude-agent-acp bug (0.23.1): after a turn that failed with an API error, the next
-        // session/prompt ends at once (end_turn, no model request, no text) and its answer is
-        // streamed during the following prompt. Workaround: prompt once more.
-        assert_eq!(
-            after_rate_limit_text, "",
-            "{name}: the stale-turn bug is gone; drop this workaround"
+    if agent == RealAgent::ClaudeAcp && after_rate_limit_text.is_empty() {
+        // claude-agent-acp bug (0.23.1), not every run: after a turn that failed with an API
+        // error, the next session/prompt ends at once (end_turn, no model request, no text)
+        // and its answer is streamed during the following prompt. Seen in every run here
+        // until one on a loaded machine (load 11, two cores) answered the prompt at once. Workaround:
+        // prompt once more (printed, so a run shows which path it took).
+        println!(
+            "{name} staleTurnAfterError: the first prompt after the 429 turn ended with no text; prompting once more"
         );
         assert_eq!(generation_requests(&fake, agent, cleared_seq), 0, "{name}");
         let stop = second
