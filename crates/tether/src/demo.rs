@@ -16,7 +16,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -146,14 +146,15 @@ impl Stage {
         }
     }
 
-    /// Kills the agent mid-turn, where the cast does not do it by itself.
-    async fn crash_mid_turn(&self, editor: &Editor, mark: usize) {
+    /// Kills the agent mid-turn, where the cast does not do it by itself; `turn_over` turns
+    /// true when the prompt turn has been answered (then there is nothing to kill mid-turn).
+    async fn crash_mid_turn(&self, editor: &Editor, mark: usize, turn_over: &AtomicBool) {
         match &self.cast {
             Cast::Scripted => {} // in the script: the fourth prompt SIGKILLs the agent
             #[cfg(feature = "real-agents")]
-            Cast::Real(r) => r.kill_agent_mid_tool(editor, mark).await,
+            Cast::Real(r) => r.kill_agent_mid_tool(editor, mark, turn_over).await,
         }
-        let _ = (editor, mark);
+        let _ = (editor, mark, turn_over);
     }
 
     async fn start_editor(&self, label: &str) -> Result<(Editor, Printer), String> {
@@ -281,6 +282,9 @@ fn timeline_line(r: &Received, verbose: bool) -> Option<String> {
                     "update   {kind}{replay}: {:?}",
                     u["content"]["text"].as_str().unwrap_or("")
                 ),
+                "tool_call" | "tool_call_update" if verbose => {
+                    format!("update   {kind}{replay}: {u}")
+                }
                 "tool_call" | "tool_call_update" => format!(
                     "update   {kind}{replay}: {} {}{}",
                     u["toolCallId"].as_str().unwrap_or("?"),
@@ -687,12 +691,19 @@ async fn play(args: DemoArgs) -> Result<(), String> {
     // 5. Crash mid-turn.
     heading(5, "The agent is killed mid-turn, with a tool call running");
     let mark = editor.mark();
+    let turn_over = AtomicBool::new(false);
     let (crashed, ()) = tokio::join!(
-        editor.request(
-            "session/prompt",
-            json!({"sessionId": second, "prompt": [{"type": "text", "text": "Edit main.rs"}]}),
-        ),
-        stage.crash_mid_turn(&editor, mark),
+        async {
+            let answer = editor
+                .request(
+                    "session/prompt",
+                    json!({"sessionId": second, "prompt": [{"type": "text", "text": "Edit main.rs"}]}),
+                )
+                .await;
+            turn_over.store(true, Ordering::SeqCst);
+            answer
+        },
+        stage.crash_mid_turn(&editor, mark, &turn_over),
     );
     printer.flush();
     let data = match crashed {

@@ -21,6 +21,7 @@
 //! (`tests/agents/install-windows.sh`); its HOME and `USERPROFILE` are a temporary folder.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -184,9 +185,10 @@ impl Real {
     /// waits until the agent has announced the tool call (a `tool_call` update, or the
     /// permission question that carries it) and, where other processes can be seen
     /// ([`procs::SEES_MARKED_PROCESSES`]), the command runs, then kills the agent's
-    /// processes, so the turn ends with a tool call left open. Gives up waiting after 120 s
-    /// and kills the agent anyway, saying so.
-    pub async fn kill_agent_mid_tool(&self, editor: &Editor, mark: usize) {
+    /// processes, so the turn ends with a tool call left open. Kills nothing when the turn
+    /// is answered first (`turn_over`: the tool call was never opened, or ended by itself);
+    /// gives up waiting after 120 s and kills the agent anyway. Either is said.
+    pub async fn kill_agent_mid_tool(&self, editor: &Editor, mark: usize, turn_over: &AtomicBool) {
         self.fake.set_reply(Reply {
             mode: ReplyMode::ShellToolCall {
                 command: SLOW_COMMAND.to_owned(),
@@ -195,7 +197,8 @@ impl Real {
         });
         let deadline = std::time::Instant::now() + Duration::from_secs(120);
         let (mut announced, mut running) = (false, !procs::SEES_MARKED_PROCESSES);
-        while !(announced && running) && std::time::Instant::now() < deadline {
+        let over = || turn_over.load(Ordering::SeqCst);
+        while !(over() || announced && running) && std::time::Instant::now() < deadline {
             announced = announced || Self::announced(editor, mark);
             running = running
                 || procs::marked_processes(&self.marker).iter().any(|p| {
@@ -214,12 +217,18 @@ impl Real {
             // Mid-tool for a moment, as a real crash finds it: Claude Code writes the tool
             // use to its transcript only after the command has started.
             tokio::time::sleep(Duration::from_secs(2)).await;
+        } else if over() {
+            println!(
+                "   (tool call announced: {announced}, command running: {running} when the turn was answered)"
+            );
         } else {
             println!(
                 "   (tool call announced: {announced}, command running: {running}; killing the agent anyway)"
             );
         }
-        if procs::SEES_MARKED_PROCESSES {
+        if over() {
+            println!("   (the turn was answered before the kill: nothing is killed)");
+        } else if procs::SEES_MARKED_PROCESSES {
             self.kill_marked_groups();
         } else {
             self.kill_wrapped_tree();
