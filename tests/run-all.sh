@@ -464,13 +464,19 @@ suite_platforms() {
     -- -D warnings
 }
 
+# The Windows build under Wine 8 (tests/wine/run.sh): tether.exe --version and demo, the
+# daemon's pipe, the real agents on Node for Windows (tests/agents/install-windows.sh, then
+# tests/wine/real-agents.sh), the Visual Studio core against tether.exe, and the tests of the
+# platform layer's crates run by cargo under Wine, in a private Wine prefix in
+# $CARGO_TARGET_DIR/wine. Its installs (wine64, gcc-mingw-w64-x86-64, node.exe and the
+# agents for win32) and builds come first; its steps under Wine mostly wait on Wine and the
+# agents, so they run side by side with the other suites that wait. Each part prints its
+# own times.
+prep_windows() {
+  phase "  windows: installs and builds" build tests/wine/run.sh build
+}
 suite_windows() {
-  # The Windows build under Wine 8 (tests/wine/run.sh): tether.exe --version and demo, the
-  # daemon's pipe, the real agents on Node for Windows (tests/agents/install-windows.sh, then
-  # tests/wine/real-agents.sh), and the tests of tether-host and tether-store run by cargo under
-  # Wine, in a private Wine prefix in $CARGO_TARGET_DIR/wine. It installs wine64 and gcc-mingw-w64-x86-64 itself, and prints
-  # its own times (most of this phase is the Windows build).
-  phase "  windows: build + tests under Wine" build tests/wine/run.sh
+  phase "  windows: tests under Wine" run tests/wine/run.sh run
 }
 
 # Each suite that mostly waits (on agents, editors, browsers) comes in two parts: prep_X
@@ -542,7 +548,7 @@ suite_lsp() {
 # shared; every suite also makes private ones of its own) and its own log. Each suite's log is
 # printed whole when it ends, so their outputs never interleave; the times table gives each
 # suite's own time, marked as side by side. TETHER_SIDE_BY_SIDE=0 runs them one after another.
-side_by_side=" acp nvim lsp visualstudio vscode "
+side_by_side=" windows acp nvim lsp visualstudio vscode "
 run_side_by_side() {
   local names=("$@") s dir pid rc t0 secs
   local -A suite_of=() done_rc=() done_secs=()
@@ -692,7 +698,7 @@ fi
 ran_together=0
 for s in $suites; do
   case " $suites " in
-    *" dist "*) case "$s" in acp | nvim | lsp | visualstudio | vscode | fuzz) start_dist_prebuild ;; esac ;;
+    *" dist "*) case "$s" in windows | acp | nvim | lsp | visualstudio | vscode | fuzz) start_dist_prebuild ;; esac ;;
   esac
   if [ "${#together[@]}" -gt 0 ] && [[ "$side_by_side" == *" $s "* ]]; then
     [ "$ran_together" -eq 1 ] || run_side_by_side "${together[@]}"
@@ -702,7 +708,7 @@ for s in $suites; do
   case "$s" in
     rust) run_suite rust suite_rust ;;
     platforms) run_suite platforms suite_platforms ;;
-    windows | wine) run_suite windows suite_windows ;;
+    windows | wine) run_suite windows prep_windows suite_windows ;;
     acp) run_suite acp prep_acp suite_acp ;;
     nvim) run_suite nvim prep_nvim suite_nvim ;;
     lsp) run_suite lsp prep_lsp suite_lsp ;;

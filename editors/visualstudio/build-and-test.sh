@@ -12,6 +12,8 @@
 #   TETHER_BIN               the server binary      (default <repo>/target/debug/tether)
 #   TETHER_SCRIPTED_AGENT    the scripted ACP agent (default <repo>/target/debug/tether-scripted-agent)
 #   TETHER_VS_CARGO_BUILD=0  do not run `cargo build` for those two defaults (they must exist then)
+#   TETHER_VS_OUT            where the assemblies and the test report go (default: build/ here);
+#                            the windows suite gives its own, as it runs beside the visualstudio suite
 #   TETHER_VS_TESTS=unit     run only the unit tests (skips nothing silently: says so loudly)
 #   TETHER_VS_TESTS=integration  run only the integration tests against the real server (the
 #                            Windows suite runs them so against tether.exe under Wine:
@@ -31,7 +33,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
-out="$here/build"
+out="${TETHER_VS_OUT:-$here/build}"
 die() { printf '\nFAILED: visualstudio: %s\n' "$*" >&2; exit 1; }
 log() { printf '==> visualstudio: %s\n' "$*"; }
 

@@ -236,7 +236,7 @@ if [[ " ${TETHER_WINE_AGENTS:-codex gemini claude} " == *" claude "* ]] && [[ " 
   log "claude: the Visual Studio core's integration test with the real Claude through tether.exe (TETHER_VS_TESTS=real-claude)"
   t0=$(date +%s)
   if TETHER_EXE="$exe" TETHER_BIN="$here/tether-exe.sh" TETHER_SCRIPTED_AGENT="$(dirname "$exe")/tether-scripted-agent.exe" \
-      TETHER_VS_WINE="$TETHER_WINE" TETHER_VS_CARGO_BUILD=0 TETHER_VS_TESTS=real-claude \
+      TETHER_VS_WINE="$TETHER_WINE" TETHER_VS_CARGO_BUILD=0 TETHER_VS_TESTS=real-claude TETHER_VS_OUT="$dir/vs-build" \
       TETHER_VS_REAL_CLAUDE="$dir/agent.json" "$here/../../editors/visualstudio/build-and-test.sh" >"$dir/vs.log" 2>&1; then
     grep -E '^\[integration\] the real Claude|^visualstudio: ' "$dir/vs.log" | sed 's/^/[wine agents] claude: /' || true
     log "claude: the Visual Studio core's real-Claude test passed in $(( $(date +%s) - t0 ))s"

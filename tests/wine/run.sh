@@ -32,9 +32,21 @@
 # step 4, node and npm on PATH and the npm registry, or the per-user cache of an earlier run)
 # and fails naming what it could not install. Ends with a table of its phases' times.
 #
-# Usage: tests/wine/run.sh   (honours CARGO_TARGET_DIR; default: the build cache of
-#                             tests/run-all.sh)
+# Usage: tests/wine/run.sh [build|run]   (honours CARGO_TARGET_DIR; default: the build
+#                                        cache of tests/run-all.sh)
+#   build  only the installs and builds (the Windows build, the win32 agents, the test
+#          programs): tests/run-all.sh does them first, one suite after another;
+#   run    only the steps under Wine, with everything built (what it finds unbuilt, cargo
+#          builds): tests/run-all.sh runs them side by side with the suites that wait;
+#   neither: both, in that order.
 set -euo pipefail
+mode="${1:-all}"
+case "$mode" in
+  build | run | all) ;;
+  *) echo "usage: $0 [build|run]" >&2; exit 2 ;;
+esac
+building() { [ "$mode" != run ]; }
+running() { [ "$mode" != build ]; }
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$repo"
@@ -104,8 +116,10 @@ trap cleanup EXIT
 # The build cache of tests/run-all.sh when run on its own.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$(wine_default_target_dir)}"
 step "setup (apt, rustup, Wine prefix)" wine_setup || die "setup failed"
-# One wineserver and one start of the prefix's system programs for every step (lib.sh says why).
-step "start the prefix's wineserver, kept running" wine_keep_running || die "cannot start the prefix's wineserver"
+if running; then
+  # One wineserver and one start of the prefix's system programs for every step (lib.sh says why).
+  step "start the prefix's wineserver, kept running" wine_keep_running || die "cannot start the prefix's wineserver"
+fi
 log "Wine: $("$TETHER_WINE" --version) at $TETHER_WINE, prefix $WINEPREFIX"
 
 # --- Build ----------------------------------------------------------------------------------
@@ -116,10 +130,31 @@ build_windows() {
   cargo build --locked --target "$triple" -p tether --bin tether --features real-agents \
     && cargo build --locked --target "$triple" -p tether-host --bin tether-scripted-agent
 }
-step "build tether.exe, tether-scripted-agent.exe" build_windows \
-  || die "the Windows build failed"
+# The tests' own programs, built here so that the run finds them built.
+build_tests() {
+  cargo test --locked --target "$triple" -p tether-host -p tether-store --no-run \
+    && cargo test --locked --target "$triple" -p tether-sys -p tether-history -p tether-project --lib --no-run \
+    && cargo test --locked --target "$triple" -p tether-sync --lib --test engine --no-run
+}
 exe="$CARGO_TARGET_DIR/$triple/debug/tether.exe"
-[ -f "$exe" ] || die "the build left no $exe"
+if building; then
+  step "build tether.exe, tether-scripted-agent.exe" build_windows \
+    || die "the Windows build failed"
+  [ -f "$exe" ] || die "the build left no $exe"
+  # node.exe and the agents' win32 packages installed in the prefix as a Windows user has
+  # them (tests/agents/install-windows.sh), for step 4.
+  step "install node.exe and the agents for win32" "$repo/tests/agents/install-windows.sh" \
+    || die "installing node.exe and the agents into the Wine prefix failed (above)"
+  step "build tether-fake-model (Linux)" cargo build --locked -p tether-testkit --bin tether-fake-model \
+    || die "the build of tether-fake-model failed"
+  step "build the tests of tether-host, tether-store, tether-sys, tether-history, tether-project, tether-sync" \
+    build_tests || die "the Windows test build failed"
+fi
+if ! running; then
+  log "the windows suite's installs and builds are ready (tests/wine/run.sh run plays them)"
+  exit 0
+fi
+[ -f "$exe" ] || die "no $exe: build it first (tests/wine/run.sh build)"
 
 # --- tether.exe --version -------------------------------------------------------------------
 version="$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -1)"
@@ -155,14 +190,10 @@ step "the daemon over its named pipe" "$repo/tests/wine/daemon.sh" "$exe" "$work
   || die "the daemon failed under Wine (above)"
 
 # --- The real agents, as Windows programs on Node for Windows ---------------------------------
-# node.exe and the agents' win32 packages installed in the prefix as a Windows user has them
-# (tests/agents/install-windows.sh), then each agent's prompt turn through `tether.exe acp`
+# With node.exe and the agents' win32 packages in the prefix (installed by the build part
+# above), each agent's prompt turn through `tether.exe acp`
 # and the daemon's pipe against the fake model API, a Linux program on loopback
 # (tests/wine/real-agents.sh: what runs, and the agents that cannot, each named with its error).
-step "install node.exe and the agents for win32" "$repo/tests/agents/install-windows.sh" \
-  || die "installing node.exe and the agents into the Wine prefix failed (above)"
-step "build tether-fake-model (Linux)" cargo build --locked -p tether-testkit --bin tether-fake-model \
-  || die "the build of tether-fake-model failed"
 step "the real agents under Wine" "$repo/tests/wine/real-agents.sh" "$exe" \
   "$CARGO_TARGET_DIR/debug/tether-fake-model" "$work/agents" \
   || die "a real agent's turn failed under Wine (above)"
@@ -179,8 +210,6 @@ for gap in ${wine_gaps[@]+"${wine_gaps[@]}"}; do
   skips+=(--skip "${gap%%|*}")
 done
 [ ${#skips[@]} -eq 0 ] || skips+=(--exact)
-step "build the tests of tether-host, tether-store" cargo test --locked --target "$triple" \
-  -p tether-host -p tether-store --no-run || die "the Windows test build failed"
 log "cargo test --target $triple -p tether-host -p tether-store, each test program under Wine"
 cargo_test_step "run the tests under Wine" "$work/tests.log" --locked --target "$triple" \
   -p tether-host -p tether-store -- ${skips[@]+"${skips[@]}"} || die "tests failed under Wine (above)"
@@ -198,13 +227,13 @@ log "tests under Wine: $passed passed, $failed failed, $ignored ignored (#[ignor
 # case, `\\?\`, WSL's /mnt/<drive>, the case rule of Windows' file systems). Built alone,
 # not the whole server's unit tests for Windows (those still take '/'-rooted paths for their
 # storage folders).
-cargo_test_step "build + run tether-sys's, tether-history's, tether-project's unit tests under Wine" "$work/sys-tests.log" \
+cargo_test_step "run tether-sys's, tether-history's, tether-project's unit tests under Wine" "$work/sys-tests.log" \
   --locked --target "$triple" -p tether-sys -p tether-history -p tether-project --lib \
   || die "the unit tests of tether-sys, tether-history or tether-project failed under Wine (above)"
 # Sessions on every machine (tether-sync): the key file and a sync folder's files owner-only
 # (the DACL of tether_store::sys), Windows paths in file:/// remotes, and two machines over a
 # shared folder, Claude Code's own file moved to the other machine's folder included.
-cargo_test_step "build + run tether-sync's tests under Wine" "$work/sync-tests.log" \
+cargo_test_step "run tether-sync's tests under Wine" "$work/sync-tests.log" \
   --locked --target "$triple" -p tether-sync --lib --test engine \
   || die "tether-sync's tests failed under Wine (above)"
 sync_passed="$(awk '/^test result:/ { p += $4 } END { print p + 0 }' "$work/sync-tests.log")"

@@ -53,12 +53,17 @@ z="$(cd / && "$TETHER_WINE" winepath.exe -w /tmp 2>/dev/null | tr -d '\r')"
 # One wineserver and one start of the prefix's system programs for all the tests.
 if [ -z "${TETHER_WINE_KEPT:-}" ]; then
   wine_keep_running
-  trap wine_stop EXIT
 fi
+# Its own output folder: the visualstudio suite may build into editors/visualstudio/build at
+# the same time (the suites run side by side).
+vs_out="$(mktemp -d "${TMPDIR:-/tmp}/tether-wine-vs.XXXXXX")"
+# shellcheck disable=SC2317 # run by the trap
+vs_cleanup() { rm -rf "$vs_out"; [ -n "${TETHER_WINE_KEPT:-}" ] || wine_stop; }
+trap vs_cleanup EXIT
 
 gaps=""
 for gap in "${vs_wine_gaps[@]}"; do gaps+="$gap"$'\n'; done
 log "the Visual Studio core's integration tests against $exe under Wine, agent $agent"
 TETHER_EXE="$exe" TETHER_BIN="$here/tether-exe.sh" TETHER_SCRIPTED_AGENT="$agent" \
   TETHER_VS_WINE="$TETHER_WINE" TETHER_VS_GAPS="$gaps" TETHER_VS_CARGO_BUILD=0 \
-  TETHER_VS_TESTS=integration "$repo/editors/visualstudio/build-and-test.sh"
+  TETHER_VS_OUT="$vs_out" TETHER_VS_TESTS=integration "$repo/editors/visualstudio/build-and-test.sh"
