@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """One prompt turn over ACP, as an ACP client would play it, against the command given
 (`tether.exe acp …` under Wine): initialize, session/new, session/prompt, then the prompt's
-answer. Used by tests/wine/real-agents.sh.
+answer; with --again, a second prompt turn in the same session (for `claude -p`, the one
+that runs `claude -p --resume`). Used by tests/wine/real-agents.sh.
 
-Usage: acp_turn.py --cwd WINDOWS_DIR --prompt TEXT --expect TEXT --timeout SECONDS
-                   --transcript FILE -- COMMAND...
+Usage: acp_turn.py --cwd WINDOWS_DIR --prompt TEXT --expect TEXT [--again TEXT --expect-again TEXT]
+                   --timeout SECONDS --transcript FILE -- COMMAND...
 
 Every line the client sends and receives goes to the transcript. A permission question is
 answered with the first "allow" option; any other request from the agent gets "method not
@@ -27,6 +28,8 @@ def main() -> int:
     ap.add_argument("--cwd", required=True)
     ap.add_argument("--prompt", required=True)
     ap.add_argument("--expect", required=True)
+    ap.add_argument("--again", help="a second prompt in the same session")
+    ap.add_argument("--expect-again", help="what the agent must say to --again")
     ap.add_argument("--timeout", type=float, required=True)
     ap.add_argument("--transcript", required=True)
     ap.add_argument("command", nargs="+")
@@ -119,7 +122,17 @@ def main() -> int:
             raise RuntimeError(f"session/prompt answered without a stopReason: {json.dumps(result)}")
         if args.expect not in said:
             raise RuntimeError(f"the turn ended ({result['stopReason']}) but the agent said {said!r}, not {args.expect!r}")
-        print(f"session {sid}: the turn ended with {result['stopReason']}; the agent said {said.strip()!r}")
+        line = f"session {sid}: the turn ended with {result['stopReason']}; the agent said {said.strip()!r}"
+        if args.again:
+            chunks.clear()
+            result = request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": args.again}]})
+            said = "".join(chunks)
+            if not result.get("stopReason"):
+                raise RuntimeError(f"{line}; the second session/prompt answered without a stopReason: {json.dumps(result)}")
+            if (args.expect_again or "") not in said:
+                raise RuntimeError(f"{line}; the second turn ended ({result['stopReason']}) but the agent said {said!r}, not {args.expect_again!r}")
+            line += f"; a second turn ended with {result['stopReason']}; the agent said {said.strip()!r}"
+        print(line)
         status = 0
     except RuntimeError as err:
         print(str(err))

@@ -150,6 +150,17 @@ print(json.dumps({"storage": {"dir": cache}, "defaultAgent": name, "agents": {na
 PY
 }
 
+# The fake model API's own endpoints (/__fake/…): METHOD PATH [JSON].
+fake_api() { # METHOD PATH [JSON]
+  python3 - "$url" "$@" <<'PY'
+import sys, urllib.request
+url, method, path = sys.argv[1:4]
+data = sys.argv[4].encode() if len(sys.argv) > 4 else None
+req = urllib.request.Request(url + path, data=data, method=method, headers={"content-type": "application/json"})
+print(urllib.request.urlopen(req, timeout=10).read().decode())
+PY
+}
+
 # Each agent's source name in `tether sessions list --all`.
 # The one-shot CLI's session is Tether's (`print-…`), not a file of Claude Code's named by it.
 declare -A stores=([codex]=codex [gemini]=gemini [claude]=claude [claude-cli]="")
@@ -161,12 +172,30 @@ for name in ${TETHER_WINE_AGENTS:-codex gemini claude claude-cli}; do
   log "$name: one prompt turn through tether.exe acp and the daemon's pipe ($(python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["agents"][sys.argv[2]]; print(a["command"])' "$dir/config.json" "$name") found on PATH)"
   t0=$(date +%s)
   rc=0
+  # `claude -p` plays a second turn: `claude -p --resume <its session>` (R-ONESHOT).
+  again=()
+  [ "$name" != claude-cli ] || again=(--again "again from wine" --expect-again "ok: again from wine")
   out="$(python3 "$here/acp_turn.py" --cwd "$(winpath "$dir/workspace")" --prompt "hello from wine" \
-    --expect "ok: hello from wine" --timeout 240 --transcript "$dir/transcript.jsonl" -- \
+    --expect "ok: hello from wine" ${again[@]+"${again[@]}"} --timeout 240 --transcript "$dir/transcript.jsonl" -- \
     "$TETHER_WINE" "$exe" acp --config "$(winpath "$dir/config.json")" --agent "$name" \
     --log-file "$(winpath "$dir/tether.log")" 2>"$dir/acp.err")" || rc=$?
   if [ "$rc" -eq 0 ]; then
     log "$name: passed in $(( $(date +%s) - t0 ))s: $out"
+    if [ ${#again[@]} -gt 0 ]; then
+      # The resumed turn's model request carried the first turn: the session was resumed,
+      # not begun again.
+      if fake_api GET '/__fake/requests?bodies=1' | python3 -c '
+import json, sys
+reqs = json.load(sys.stdin)
+reqs = reqs.get("requests", reqs) if isinstance(reqs, dict) else reqs
+hit = [r for r in reqs if "again from wine" in json.dumps(r)]
+sys.exit(0 if hit and all("hello from wine" in json.dumps(r) for r in hit) else 1)'; then
+        log "$name: the second turn ran claude -p --resume: its model request held the first turn"
+      else
+        log "$name: FAILED: the second turn's model request does not hold the first turn (claude -p --resume did not resume)"
+        failed+=("$name (resume)")
+      fi
+    fi
     # The session, as the agent keeps it under %USERPROFILE%, listed by `tether.exe sessions
     # list --all` (the agents' stores read as Node finds them on Windows).
     sid="$(sed -n 's/^session \([^:]*\): .*/\1/p' <<<"$out")"
@@ -252,15 +281,6 @@ fi
 # while claude-agent-acp's node.exe and the claude.exe it started wait on it, the daemon is
 # killed outright (TerminateProcess through Wine's taskkill): its Job Object, closed with it,
 # must end both (kill-on-job-close), which the Linux processes Wine runs them as show.
-fake_api() { # METHOD PATH [JSON]
-  python3 - "$url" "$@" <<'PY'
-import sys, urllib.request
-url, method, path = sys.argv[1:4]
-data = sys.argv[4].encode() if len(sys.argv) > 4 else None
-req = urllib.request.Request(url + path, data=data, method=method, headers={"content-type": "application/json"})
-print(urllib.request.urlopen(req, timeout=10).read().decode())
-PY
-}
 # wait_for WHAT SECONDS CMD...: runs CMD until it succeeds, for at most SECONDS.
 wait_for() {
   local what="$1" secs="$2" deadline; shift 2
