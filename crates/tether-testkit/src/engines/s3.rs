@@ -14,6 +14,17 @@
 //! binary, [`EngineError::Timeout`] when it does not answer in time (with its log's tail),
 //! [`EngineError::Failed`] when it exits or a control call is refused.
 //!
+//! Its writes of objects are atomic: `moto_server` is started through its own Python with
+//! one lock around moto's handlers of `PUT` and `POST` on a key ([`ATOMIC_MOTO`]). moto
+//! checks a conditional write and then writes, with no lock between (`put_object` in
+//! `s3/responses.py`), so with its thread per request two racing `If-None-Match: *` creates
+//! of one key could both succeed, which S3 never allows: seen once here, both racers of
+//! tests/engines.rs's lease race given epoch 1 on a loaded machine; reproduced with Python's
+//! thread switch interval at 1 µs: in 2 of 100 rounds of 12 concurrent creates of a key, two
+//! succeeded, and in none with the lock. (A single-threaded
+//! server would do it too, but moto's recorder replays a recording through its own HTTP
+//! server, which then waits on itself.)
+//!
 //! # What moto 5.2.5 honours (probed through `object_store` 0.14.2 by tests/engines.rs)
 //! - `PutMode::Create` (`If-None-Match: *`): the first create of a key succeeds and returns
 //!   an ETag; a second answers 412 `PreconditionFailed`, which `object_store` reports as
@@ -74,6 +85,46 @@ pub const START_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// How long one control request may take.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// `moto_server`'s own entry point (`moto.server.main`) with one lock held around moto's
+/// handlers of `PUT` and `POST` on a key (`S3Response._key_response_put`, `_key_response_post`:
+/// object writes, multipart completion), so that each conditional write is checked and done
+/// atomically. Run as `python -c ATOMIC_MOTO ARGS…` with `moto_server`'s arguments.
+pub const ATOMIC_MOTO: &str = r#"import sys, threading, moto.server as s
+from moto.s3.responses import S3Response as R
+lock = threading.Lock()
+def atomic(f):
+    def g(*a, **k):
+        with lock:
+            return f(*a, **k)
+    return g
+R._key_response_put = atomic(R._key_response_put)
+R._key_response_post = atomic(R._key_response_post)
+sys.exit(s.main(sys.argv[1:]))
+"#;
+
+/// The Python that runs the `moto_server` script at `script` (its `#!` line, as pip writes
+/// it). [`EngineError::Missing`] when the file has none.
+fn python_of(script: &Path) -> Result<PathBuf> {
+    let head = std::fs::read(script).unwrap_or_default();
+    let first = head.split(|&b| b == b'\n').next().unwrap_or_default();
+    match std::str::from_utf8(first)
+        .ok()
+        .and_then(|l| l.strip_prefix("#!"))
+    {
+        Some(line) if !line.trim().is_empty() => Ok(PathBuf::from(
+            line.split_whitespace().next().unwrap_or_default(),
+        )),
+        _ => Err(EngineError::Missing {
+            what: "moto_server's Python (PyPI moto[server])".into(),
+            detail: format!(
+                "{} has no #! line naming its Python: it is started through that Python, \
+                 with its object writes made atomic",
+                script.display()
+            ),
+        }),
+    }
+}
 
 /// A running moto S3 server (see the module docs). Dropping it kills the server.
 pub struct MotoServer {
@@ -259,17 +310,26 @@ impl MotoServer {
         self.dir.path().join("recording.jsonl")
     }
 
-    /// Starts `moto_server` on `self.port` and waits until it answers `GET /`.
+    /// Starts `moto_server` on `self.port`, its object writes atomic (the module doc says
+    /// why), and waits until it answers `GET /`.
     fn launch(&mut self) -> Result<()> {
-        let mut cmd = Command::new(&self.binary);
-        cmd.args(["-H", "127.0.0.1", "-p", &self.port.to_string()])
-            .env("MOTO_ENABLE_RECORDING", "1")
-            .env("MOTO_RECORDER_FILEPATH", self.recording())
-            .env("PYTHONUNBUFFERED", "1")
-            // Never mistaken for a real account, even by a misrouted request.
-            .env("AWS_ACCESS_KEY_ID", "testing")
-            .env("AWS_SECRET_ACCESS_KEY", "testing")
-            .env("AWS_DEFAULT_REGION", "us-east-1");
+        let python = python_of(&self.binary)?;
+        let mut cmd = Command::new(python);
+        cmd.args([
+            "-c",
+            ATOMIC_MOTO,
+            "-H",
+            "127.0.0.1",
+            "-p",
+            &self.port.to_string(),
+        ])
+        .env("MOTO_ENABLE_RECORDING", "1")
+        .env("MOTO_RECORDER_FILEPATH", self.recording())
+        .env("PYTHONUNBUFFERED", "1")
+        // Never mistaken for a real account, even by a misrouted request.
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .env("AWS_DEFAULT_REGION", "us-east-1");
         let proc = Proc::spawn("moto_server", cmd, &self.log_path())?;
         self.proc = Some(proc);
         let addr = self.addr();
