@@ -6,13 +6,17 @@
 # The screen as text (tall enough that a restored conversation fits on it whole).
 screen() { tmux -S "$sock" capture-pane -p -J -t toad; }
 
-# wait_screen TEXT WHAT [LIMIT]: waits until TEXT is on the screen, at most LIMIT tenths of a
-# second (default 600: 60 s); WHAT names the step in a failure, which prints the screen.
+# wait_screen TEXT WHAT [SECONDS]: waits until TEXT is on the screen, at most SECONDS by the
+# clock (default 180: Toad's start, a Python program, took over 60 s once with the suites
+# side by side at load 12); WHAT names the step in a failure, which prints the screen.
 wait_screen() {
-  local text="$1" what="$2" limit="${3:-600}" n=0
+  local text="$1" what="$2" limit="${3:-180}" t0=$SECONDS
   until grep -qF -- "$text" <<<"$(screen)"; do
-    if [ $n -ge "$limit" ]; then screen >&2; die "$label, $what: \"$text\" never appeared on Toad's screen"; fi
-    sleep 0.1; n=$((n + 1))
+    if [ $(( SECONDS - t0 )) -ge "$limit" ]; then
+      screen >&2
+      die "$label, $what: \"$text\" never appeared on Toad's screen in $limit s"
+    fi
+    sleep 0.1
   done
 }
 

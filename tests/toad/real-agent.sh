@@ -93,9 +93,9 @@ agent="$tether acp --config $world/tether.json --log-file $world/tether.log"
 
 echo "--- $(date +%T) $name: a turn"
 start_toad acp "$agent" --title tether "$world/ws"
-wait_screen "tether connected" "start" 1200
+wait_screen "tether connected" "start" 240
 say 'remember the number 42'
-wait_screen "ok: remember the number 42" "turn 1" 1200
+wait_screen "ok: remember the number 42" "turn 1" 240
 
 echo "--- $(date +%T) $name: Toad quits, the daemon stops, the agent loses every session"
 quit_toad
@@ -111,8 +111,8 @@ wait_screen "ok: remember the number 42" "the restored answer"
 
 echo "--- $(date +%T) $name: the next prompt is answered with the conversation carried over"
 say 'what number did I give you?'
-wait_screen "[tether] The agent no longer had session" "the carry-over notice" 1200
-wait_screen "ok: what number did I give you?" "turn 2" 1200
+wait_screen "[tether] The agent no longer had session" "the carry-over notice" 240
+wait_screen "ok: what number did I give you?" "turn 2" 240
 body="$(model_request_holding 'what number did I give you?')"
 [ -n "$body" ] || die "$name: the model never received turn 2"
 grep -qF 'remember the number 42' <<<"$body" || die "$name: the model's request for turn 2 lacks the earlier turn"
