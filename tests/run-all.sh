@@ -469,8 +469,7 @@ suite_platforms() {
 # tests/wine/real-agents.sh), the Visual Studio core against tether.exe, and the tests of the
 # platform layer's crates run by cargo under Wine, in a private Wine prefix in
 # $CARGO_TARGET_DIR/wine. Its installs (wine64, gcc-mingw-w64-x86-64, node.exe and the
-# agents for win32) and builds come first; its steps under Wine mostly wait on Wine and the
-# agents, so they run side by side with the other suites that wait. Each part prints its
+# agents for win32) and builds come first, then its steps under Wine. Each part prints its
 # own times.
 prep_windows() {
   phase "  windows: installs and builds" build tests/wine/run.sh build
@@ -548,7 +547,10 @@ suite_lsp() {
 # shared; every suite also makes private ones of its own) and its own log. Each suite's log is
 # printed whole when it ends, so their outputs never interleave; the times table gives each
 # suite's own time, marked as side by side. TETHER_SIDE_BY_SIDE=0 runs them one after another.
-side_by_side=" windows acp nvim lsp visualstudio vscode "
+# Not `windows`: beside these, its steps under Wine pushed the load to 12-13 on two cores,
+# and Toad's start then outlasted 180 s twice (tests/toad/run.sh, "tether connected"); it
+# runs before them, its builds and its steps apart (tests/wine/run.sh build, then run).
+side_by_side=" acp nvim lsp visualstudio vscode "
 run_side_by_side() {
   local names=("$@") s dir pid rc t0 secs
   local -A suite_of=() done_rc=() done_secs=()
@@ -698,7 +700,7 @@ fi
 ran_together=0
 for s in $suites; do
   case " $suites " in
-    *" dist "*) case "$s" in windows | acp | nvim | lsp | visualstudio | vscode | fuzz) start_dist_prebuild ;; esac ;;
+    *" dist "*) case "$s" in acp | nvim | lsp | visualstudio | vscode | fuzz) start_dist_prebuild ;; esac ;;
   esac
   if [ "${#together[@]}" -gt 0 ] && [[ "$side_by_side" == *" $s "* ]]; then
     [ "$ran_together" -eq 1 ] || run_side_by_side "${together[@]}"
