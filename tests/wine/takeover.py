@@ -437,7 +437,13 @@ def case_takeover(args, say):
         check(len(st["sessions"]) == 1, f"not one live session in the new daemon: {json.dumps(st)}")
         procs = w.daemon_processes()
         check(len(procs) == 1 and procs[0][0] != old_linux, f"not one new daemon process: {procs}")
-        w.wait_log("takeover: the successor listens; this daemon exits")
+        # The old daemon started it (R-DAEMON-12), not a forwarder after a failed handover:
+        # read from the new daemon's status, not from the old one's last log line, which the
+        # new daemon's lines could overwrite under Wine (its appends are an fstat and a
+        # pwrite, not atomic across processes: seen once, the line overwritten by the new
+        # daemon's first).
+        check(st.get("tookOverFrom") == {"pid": old_pid, "build": old_build},
+              f"the new daemon was not started by the old one as its successor: {json.dumps(st)}")
 
         seen = second.mark()
         r = first.request("session/prompt", {"sessionId": sid,
@@ -516,8 +522,10 @@ def case_refusal(args, say):
               f"reattached {json.dumps(back['params'])}")
         st = w.status()
         check(exe_of(st) == w.win(args.new).lower(), f"the daemon runs {st['exe']}, not NEW's copy")
+        check(st.get("tookOverFrom", {}).get("pid") == old_pid,
+              f"the new daemon was not started by the old one as its successor: {json.dumps(st)}")
         say(f"a later NEW editor asked again with no turn running: taken over (pid {st['pid']}, "
-            f"{st['exe']}), the first editor reattached")
+            f"{st['exe']}, started by daemon {old_pid}), the first editor reattached")
         w.finish()
     finally:
         w.kill_all()

@@ -45,6 +45,10 @@ enum DaemonAction {
         /// the daemon points at `<runtime dir>/tether-p<N>.daemon.log`).
         #[arg(long, value_name = "PATH")]
         log_file: Option<PathBuf>,
+        /// Set by a daemon that hands over to this one (R-DAEMON-12): its pid and build,
+        /// which `tether daemon status` reports.
+        #[arg(long, hide = true, value_name = "PID/BUILD", value_parser = tether::daemon::server::Predecessor::parse)]
+        took_over_from: Option<tether::daemon::server::Predecessor>,
     },
     /// Print the daemon's editors, live sessions, running turns and agent processes.
     Status {
@@ -180,6 +184,7 @@ fn default_daemon_action() -> Result<DaemonAction, ExitCode> {
         idle_secs,
         drain_secs,
         log_file: None,
+        took_over_from: None,
     })
 }
 
@@ -207,7 +212,14 @@ fn main() -> ExitCode {
                     idle_secs,
                     drain_secs,
                     log_file,
-                } => tether::daemon::cli::run_daemon(runtime_dir, idle_secs, drain_secs, log_file),
+                    took_over_from,
+                } => tether::daemon::cli::run_daemon(
+                    runtime_dir,
+                    idle_secs,
+                    drain_secs,
+                    log_file,
+                    took_over_from,
+                ),
                 DaemonAction::Status { json } => tether::daemon::cli::status(runtime_dir, json),
                 DaemonAction::Stop => tether::daemon::cli::stop(runtime_dir),
             },

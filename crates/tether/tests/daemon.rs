@@ -87,6 +87,7 @@ impl Hosted {
             // The `tether` binary's own: its forwarders are never newer (R-DAEMON-12).
             identity: Identity::of(&tether_bin()),
             drain: Duration::from_secs(30),
+            took_over_from: None,
         };
         let ended = tokio::spawn(async move {
             drop(run(listener, options, || {}).await);
@@ -2000,6 +2001,12 @@ async fn a_newer_binary_takes_over_mid_turn_with_two_editors_attached() {
     take_back(&setup, &second, &sid, None).await;
     let status = setup.status();
     let old = status["pid"].as_i64().unwrap() as i32;
+    let old_build = status["build"].clone();
+    assert_eq!(
+        status.get("tookOverFrom"),
+        None,
+        "started by a forwarder: {status}"
+    );
     let old_agent = status["sessions"][0]["agentPgid"].as_i64().unwrap() as i32;
     let (m1, m2) = (first.mark(), second.mark());
     let asked = prompt_in_background(&first, &sid, "count");
@@ -2134,6 +2141,11 @@ async fn a_newer_binary_takes_over_mid_turn_with_two_editors_attached() {
         std::fs::canonicalize(status["exe"].as_str().unwrap()).unwrap(),
         std::fs::canonicalize(&newer).unwrap(),
         "the newer binary's daemon runs: {status}"
+    );
+    assert_eq!(
+        status["tookOverFrom"],
+        json!({"pid": old, "build": old_build}),
+        "the old daemon started it as its successor: {status}"
     );
     assert_eq!(
         status["sessions"].as_array().map(Vec::len),

@@ -9,7 +9,7 @@ use super::forwarder::{ForwardError, connect};
 use super::handshake::{Purpose, read_line};
 use super::paths::{build_id, runtime_dir, socket_path};
 use super::relay::{Reconnect, relay};
-use super::server::{DaemonOptions, Status, bind, run};
+use super::server::{DaemonOptions, Predecessor, Status, bind, run};
 
 /// How long `tether daemon stop` waits for the daemon's process to end once its sessions
 /// are down.
@@ -44,12 +44,14 @@ fn chosen_dir(dir: Option<PathBuf>, what: &str) -> Option<PathBuf> {
 /// `tether daemon run`: binds the endpoint, says `ready` on stdout (the forwarder that
 /// started it waits for that line), then serves until stopped, idle, or handed over to a
 /// newer build (after at most `drain_secs` waiting for running turns: R-DAEMON-12). Logs to `log_file`
-/// when given, else to stderr.
+/// when given, else to stderr. `took_over_from` is the daemon that started this one as its
+/// successor (`--took-over-from`), which `status` reports.
 pub fn run_daemon(
     dir: Option<PathBuf>,
     idle_secs: u64,
     drain_secs: u64,
     log_file: Option<PathBuf>,
+    took_over_from: Option<Predecessor>,
 ) -> ExitCode {
     let what = "tether daemon";
     // Before any thread starts (the log's writer is one): the daemon holds every session.
@@ -95,6 +97,7 @@ pub fn run_daemon(
             stop: tokio_util::sync::CancellationToken::new(),
             identity: super::takeover::Identity::of_this_process(),
             drain: Duration::from_secs(drain_secs),
+            took_over_from,
         };
         Ok(run(listener, options, say_ready).await)
     });
@@ -176,6 +179,12 @@ fn print_status(status: &Status) {
         status.clients,
         status.sessions.len()
     );
+    if let Some(p) = &status.took_over_from {
+        println!(
+            "took over from the daemon of build {} (pid {}) (R-DAEMON-12)",
+            p.build, p.pid
+        );
+    }
     if let Some(build) = &status.draining_for {
         println!("draining: handing over to build {build} once no turn runs (R-DAEMON-12)");
     }

@@ -74,6 +74,45 @@ pub struct DaemonOptions {
     /// How long it waits for running turns before it refuses a takeover
     /// ([`super::takeover::DEFAULT_DRAIN_SECS`]).
     pub drain: Duration,
+    /// The daemon that started this one as its successor (R-DAEMON-12;
+    /// `tether daemon run --took-over-from PID/BUILD`), reported by `status`; `None` when a
+    /// forwarder or a user started it.
+    pub took_over_from: Option<Predecessor>,
+}
+
+/// The daemon a successor took over from (R-DAEMON-12), as `tether daemon status` reports
+/// it: `{"pid": 1064, "build": "40fe185753b1"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Predecessor {
+    /// Its process id.
+    pub pid: u32,
+    /// Its build ([`DaemonOptions::build`]).
+    pub build: String,
+}
+
+impl Predecessor {
+    /// The `--took-over-from` argument: `PID/BUILD`.
+    #[must_use]
+    pub fn to_arg(&self) -> String {
+        format!("{}/{}", self.pid, self.build)
+    }
+
+    /// Parses `PID/BUILD` ([`Self::to_arg`]).
+    ///
+    /// # Errors
+    /// A text not of that shape (a decimal pid, `/`, a non-empty build), said in words.
+    pub fn parse(arg: &str) -> Result<Self, String> {
+        let shape = || format!("--took-over-from wants PID/BUILD, got {arg:?}");
+        let (pid, build) = arg.split_once('/').ok_or_else(shape)?;
+        let pid = pid.parse().map_err(|_| shape())?;
+        if build.is_empty() {
+            return Err(shape());
+        }
+        Ok(Self {
+            pid,
+            build: build.to_owned(),
+        })
+    }
 }
 
 /// `tether daemon status` output.
@@ -100,6 +139,10 @@ pub struct Status {
     /// While it drains for a newer build (R-DAEMON-12): that build's id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub draining_for: Option<String>,
+    /// The daemon it took over from, when an older build's daemon started it as its
+    /// successor (R-DAEMON-12).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub took_over_from: Option<Predecessor>,
 }
 
 struct Daemon {
@@ -126,6 +169,8 @@ struct Daemon {
     /// Cancelled when handing over: every client's input ends (it answers what is in
     /// flight, then its connection closes).
     cut: CancellationToken,
+    /// [`DaemonOptions::took_over_from`].
+    took_over_from: Option<Predecessor>,
 }
 
 /// Why the daemon could not start.
@@ -202,6 +247,7 @@ pub async fn run(
         successor: std::sync::Mutex::new(None),
         handing_over: CancellationToken::new(),
         cut: CancellationToken::new(),
+        took_over_from: options.took_over_from.clone(),
     });
     if options.handle_signals {
         let signals = daemon.clone();
@@ -211,8 +257,20 @@ pub async fn run(
             signals.stop.cancel();
         });
     }
+    // Logged before `ready`: a predecessor handing over (R-DAEMON-12) logs its last line to
+    // the same file once it reads `ready`, so the two never write at once. (Wine's appends
+    // are an fstat then a pwrite, not atomic across processes: two at once overwrote one
+    // line with the other.)
+    match &options.took_over_from {
+        Some(p) => {
+            tracing::info!(pid = std::process::id(), build = %options.build, socket = %options.socket,
+            predecessor_pid = p.pid, predecessor_build = %p.build, "tether daemon listening (took over)")
+        }
+        None => {
+            tracing::info!(pid = std::process::id(), build = %options.build, socket = %options.socket, "tether daemon listening")
+        }
+    }
     ready();
-    tracing::info!(pid = std::process::id(), build = %options.build, socket = %options.socket, "tether daemon listening");
     loop {
         let idle = daemon.idle_wait(options.idle);
         tokio::select! {
@@ -414,6 +472,12 @@ impl Daemon {
             options.idle.as_secs().to_string(),
             "--drain-secs".to_owned(),
             options.drain.as_secs().to_string(),
+            "--took-over-from".to_owned(),
+            Predecessor {
+                pid: std::process::id(),
+                build: self.build.clone(),
+            }
+            .to_arg(),
         ];
         match super::forwarder::spawn_daemon_with(&dir, &successor.exe, &extra).await {
             Ok(()) => tracing::info!(
@@ -558,6 +622,7 @@ impl Daemon {
                     clients: self.clients.load(Ordering::SeqCst),
                     sessions: self.live_sessions(),
                     draining_for: lock(&self.takeover).successor().map(|s| s.build.clone()),
+                    took_over_from: self.took_over_from.clone(),
                 };
                 let _ = write_line(stream.get_mut(), &status).await;
             }
@@ -688,6 +753,28 @@ mod tests {
         (welcome, status)
     }
 
+    #[test]
+    fn took_over_from_is_pid_slash_build_and_nothing_else() {
+        let p = Predecessor {
+            pid: 1064,
+            build: "40fe185753b1".to_owned(),
+        };
+        assert_eq!(p.to_arg(), "1064/40fe185753b1");
+        assert_eq!(Predecessor::parse(&p.to_arg()), Ok(p));
+        for bad in [
+            "",
+            "1064",
+            "1064/",
+            "/40fe185753b1",
+            "x/40fe",
+            "-1/40fe",
+            "99999999999/b",
+        ] {
+            let err = Predecessor::parse(bad).expect_err(bad);
+            assert!(err.contains("PID/BUILD"), "{bad:?}: {err}");
+        }
+    }
+
     #[tokio::test]
     async fn a_hosted_daemon_serves_every_build_of_its_protocol_and_stops_when_cancelled() {
         let tmp = tempfile::tempdir().unwrap();
@@ -704,6 +791,7 @@ mod tests {
             stop: stop.clone(),
             identity: crate::daemon::takeover::Identity::of_this_process(),
             drain: Duration::from_secs(1),
+            took_over_from: None,
         };
         let daemon = tokio::spawn(run(listener, options, || {}));
 
