@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every Tether test on a fresh Debian machine that has the Rust toolchain, Node and
 # Python. It first installs what the suites need and is missing (apt, npm, pip), then runs
-# each suite in turn (those that mostly wait on agents, editors and browsers side by side:
-# "Suites side by side" below) and stops at the first failure with a message naming it and
+# each suite in turn (those that leave the cores idle side by side: "Suites side by side"
+# below) and stops at the first failure with a message naming it and
 # its failed tests. Nothing is skipped silently: a tool that cannot be installed fails its
 # suite. It ends (pass or fail) with a table of each suite's time, the build's share of it
 # and how much of each build came from the cache.
@@ -321,10 +321,10 @@ summarise_failure() {
 
 # --- The release build in the background -----------------------------------------------------
 # Suite dist's release build (`cargo xtask dist --build-only`: four targets with fat LTO, its
-# longest part, about 6 minutes warm) starts before the suites that mostly wait on agents,
-# editors and browsers (acp, nvim, lsp, visualstudio, vscode), at the lowest CPU priority, so it
-# uses the cores they leave idle; suite fuzz, whose fuzzers take the cores only for a fixed
-# time each, comes before suite dist too. Suite dist waits for the build and then only
+# longest part, about 6 minutes warm) starts before the windows suite and the suites that
+# mostly wait on agents, editors and browsers (acp, nvim, lsp, visualstudio, vscode), at the
+# lowest CPU priority, so it uses the cores they leave idle; suite fuzz, whose fuzzers take
+# the cores only for a fixed time each, comes before suite dist too. Suite dist waits for the build and then only
 # packages and checks. When nothing it builds changed, the build tree makes it a matter of
 # seconds.
 # Its output is printed when suite dist waits for it; a failed build fails suite dist. The
@@ -540,17 +540,23 @@ suite_lsp() {
 }
 
 # --- Suites side by side ------------------------------------------------------------------------
-# The suites that mostly wait left the cores idle most of their time when they ran one after
-# another (the vmstat of earlier runs). So, when more than one of them is chosen, they run
-# together: first every one's prep_X in turn, then every suite_X at once, each in a subshell
-# of its own with its own runtime folders (TETHER_RUNTIME_DIR, XDG_RUNTIME_DIR: no daemon is
-# shared; every suite also makes private ones of its own) and its own log. Each suite's log is
-# printed whole when it ends, so their outputs never interleave; the times table gives each
-# suite's own time, marked as side by side. TETHER_SIDE_BY_SIDE=0 runs them one after another.
-# Not `windows`: beside these, its steps under Wine pushed the load to 12-13 on two cores,
-# and Toad's start then outlasted 180 s twice (tests/toad/run.sh, "tether connected"); it
-# runs before them, its builds and its steps apart (tests/wine/run.sh build, then run).
-side_by_side=" acp nvim lsp visualstudio vscode "
+# Two groups of suites leave the cores idle much of their time (vmstat, every 5 s, of a whole
+# run on a quiet machine): the windows suite's steps under Wine (about 30% busy through its
+# 290 s), and the suites that mostly wait on agents, editors and browsers (acp, nvim, lsp,
+# visualstudio, vscode). When more than one of a group is chosen, they run together: first
+# every one's prep_X in turn (installs and builds, one after another: apt, npm, pip and cargo
+# keep shared caches and locks), then every suite_X at once, each in a subshell of its own
+# with its own runtime folders (TETHER_RUNTIME_DIR, XDG_RUNTIME_DIR: no daemon is shared;
+# every suite also makes private ones of its own) and its own log. Each suite's log is printed
+# whole when it ends, so their outputs never interleave; the times table gives each suite's
+# own time, marked as side by side. TETHER_SIDE_BY_SIDE=0 runs them one after another.
+#   windows and fuzz: the fuzzers (each for a fixed time, at nice 19) take the CPU the steps
+#     under Wine leave idle.
+#   acp, nvim, lsp, visualstudio, vscode.
+# The windows suite is not in the second group: beside those, its steps under Wine pushed the
+# load to 12-13 on two cores (with a VS Code loop also running) and Toad's start then outlasted
+# 180 s twice (tests/toad/run.sh, "tether connected").
+side_by_side_groups=("windows fuzz" "acp nvim lsp visualstudio vscode")
 run_side_by_side() {
   local names=("$@") s dir pid rc t0 secs
   local -A suite_of=() done_rc=() done_secs=()
@@ -621,14 +627,7 @@ suite_dist() {
   phase "  dist: xtask dist + checks" build env TETHER_SCRIPTED_AGENT="$TETHER_SCRIPTED_AGENT" tests/dist/run.sh
 }
 
-suite_fuzz() {
-  # Every cargo-fuzz target in fuzz/ (its own workspace, built with nightly and libFuzzer):
-  # each replays its checked-in corpus fuzz/corpus/<t>, then fuzzes for a short fixed budget
-  # (TETHER_FUZZ_SECONDS, 20 s) from a fixed seed, so CI keeps every target building and
-  # running and a red run means the code changed, not the dice. Inputs libFuzzer finds go to
-  # a scratch folder, never into the repository; a crash fails the suite and is kept under
-  # fuzz/artifacts/<t>/ (turn it into a regression test in the crate's own tests). Long runs:
-  # tests/long-run.sh fuzz.
+prep_fuzz() {
   command -v rustup >/dev/null || die "fuzz: rustup is missing (cargo-fuzz needs a nightly toolchain)"
   if ! rustup run nightly rustc --version >/dev/null 2>&1; then
     log "rustup: installing the nightly toolchain"
@@ -639,22 +638,26 @@ suite_fuzz() {
     phase "  fuzz: install cargo-fuzz" build cargo install cargo-fuzz --locked
   fi
   # The fuzz workspace's own build cache, keyed by the nightly toolchain.
-  local fuzz_target
   fuzz_target="$cache_root/cargo-target/fuzz-nightly-$(toolchain_key +nightly)" || die "fuzz: cannot read the nightly toolchain's version"
   use_cache_dir "$fuzz_target" 8
-  local secs="${TETHER_FUZZ_SECONDS:-20}" seed="${TETHER_FUZZ_SEED:-1}" scratch targets t
-  scratch="$(mktemp -d)"
-  targets="$(cd fuzz && cargo +nightly fuzz list)" || die "fuzz: cannot list the fuzz targets"
-  [ -n "$targets" ] || die "fuzz: no fuzz targets found in fuzz/"
   # No sanitizer (Tether is safe Rust apart from a few libc calls; ASan would halve the
   # executions), but debug assertions and overflow checks on. 16 codegen units, not
   # cargo-fuzz's 1: the server crate, which every target links, then compiles on both cores
   # (the build was 187 s of this suite's 294 s warm), at the cost of somewhat slower
   # executions within the same fixed budget per target.
-  local flags=(--sanitizer none --debug-assertions --codegen-units 16 --target-dir "$fuzz_target")
-  phase "  fuzz: build" build bash -c 'cd fuzz && cargo +nightly fuzz build "$@"' _ "${flags[@]}"
+  fuzz_flags=(--sanitizer none --debug-assertions --codegen-units 16 --target-dir "$fuzz_target")
+  phase "  fuzz: build" build bash -c 'cd fuzz && cargo +nightly fuzz build "$@"' _ "${fuzz_flags[@]}"
+}
+suite_fuzz() {
+  local secs="${TETHER_FUZZ_SECONDS:-20}" seed="${TETHER_FUZZ_SEED:-1}" scratch targets t
+  local flags=("${fuzz_flags[@]}")
+  scratch="$(mktemp -d)"
+  targets="$(cd fuzz && cargo +nightly fuzz list)" || die "fuzz: cannot list the fuzz targets"
+  [ -n "$targets" ] || die "fuzz: no fuzz targets found in fuzz/"
   # Each fuzzer runs on one core: as many run at once as there are cores, each with its own
-  # log, printed whole when it ends.
+  # log, printed whole when it ends. At nice 19: beside the windows suite's steps under Wine
+  # ("Suites side by side") they take only the CPU those leave idle; each runs for its fixed
+  # time whatever it gets, so only its count of executions depends on the load.
   local jobs failed=()
   local -A target_of=() started=()
   jobs="$(nproc 2>/dev/null || echo 1)"
@@ -667,7 +670,7 @@ suite_fuzz() {
     while [ "${#target_of[@]}" -ge "$jobs" ]; do fuzz_reap; done
     log "fuzz: $t: the corpus, then ${secs}s from seed $seed"
     mkdir -p "$scratch/$t"
-    (cd fuzz && exec cargo +nightly fuzz run "${flags[@]}" "$t" "$scratch/$t" "corpus/$t" -- \
+    (cd fuzz && exec nice -n 19 cargo +nightly fuzz run "${flags[@]}" "$t" "$scratch/$t" "corpus/$t" -- \
       -seed="$seed" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1) \
       >"$scratch/$t.log" 2>&1 &
     target_of[$!]="$t"; started[$t]=$(date +%s)
@@ -689,35 +692,46 @@ fuzz_reap() {
   [ "$rc" -eq 0 ] || failed+=("$t")
 }
 
-# The suites chosen that run side by side (more than one, unless TETHER_SIDE_BY_SIDE=0).
-together=()
-for s in $suites; do
-  case "$side_by_side" in *" $s "*) together+=("$s") ;; esac
-done
-if [ "${#together[@]}" -lt 2 ] || [ "${TETHER_SIDE_BY_SIDE:-1}" = 0 ]; then
-  together=()
+# "wine" is another name of the windows suite.
+suites="$(for s in $suites; do if [ "$s" = wine ]; then echo windows; else echo "$s"; fi; done | xargs)"
+# The groups whose chosen suites run side by side (two or more of a group, unless
+# TETHER_SIDE_BY_SIDE=0), each where the first of them comes in the order of the suites.
+declare -A group_members=() group_of=() group_ran=()
+if [ "${TETHER_SIDE_BY_SIDE:-1}" != 0 ]; then
+  for i in "${!side_by_side_groups[@]}"; do
+    members=()
+    for s in $suites; do
+      case " ${side_by_side_groups[i]} " in *" $s "*) members+=("$s") ;; esac
+    done
+    [ "${#members[@]}" -ge 2 ] || continue
+    group_members[$i]="${members[*]}"
+    for s in "${members[@]}"; do group_of[$s]=$i; done
+  done
 fi
-ran_together=0
 for s in $suites; do
   case " $suites " in
-    *" dist "*) case "$s" in acp | nvim | lsp | visualstudio | vscode | fuzz) start_dist_prebuild ;; esac ;;
+    *" dist "*) case "$s" in windows | acp | nvim | lsp | visualstudio | vscode | fuzz) start_dist_prebuild ;; esac ;;
   esac
-  if [ "${#together[@]}" -gt 0 ] && [[ "$side_by_side" == *" $s "* ]]; then
-    [ "$ran_together" -eq 1 ] || run_side_by_side "${together[@]}"
-    ran_together=1
+  if [ -n "${group_of[$s]:-}" ]; then
+    i="${group_of[$s]}"
+    if [ -z "${group_ran[$i]:-}" ]; then
+      group_ran[$i]=1
+      read -ra members <<<"${group_members[$i]}"
+      run_side_by_side "${members[@]}"
+    fi
     continue
   fi
   case "$s" in
     rust) run_suite rust suite_rust ;;
     platforms) run_suite platforms suite_platforms ;;
-    windows | wine) run_suite windows prep_windows suite_windows ;;
+    windows) run_suite windows prep_windows suite_windows ;;
     acp) run_suite acp prep_acp suite_acp ;;
     nvim) run_suite nvim prep_nvim suite_nvim ;;
     lsp) run_suite lsp prep_lsp suite_lsp ;;
     visualstudio) run_suite visualstudio prep_visualstudio suite_visualstudio ;;
     vscode) run_suite vscode prep_vscode suite_vscode ;;
     dist) run_suite dist suite_dist ;;
-    fuzz) run_suite fuzz suite_fuzz ;;
+    fuzz) run_suite fuzz prep_fuzz suite_fuzz ;;
     *) die "unknown suite '$s' (known: $known_suites)" ;;
   esac
 done
