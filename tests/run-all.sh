@@ -98,7 +98,8 @@ cache_dirs_used=()
 # Removes from each cache this run used the builds of the repository's own crates that a
 # newer build replaced (tests/support/prune-cache.py says which and why): without it every
 # change of the dependency graph left a whole generation of test binaries behind, 65 GB here
-# until the disk was full. What this run built is kept.
+# until the disk was full. What this run built is kept, and every build less than 3 days old
+# (one crate target can have several live builds: the script says why).
 prune_caches() {
   local dir
   for dir in ${cache_dirs_used[@]+"${cache_dirs_used[@]}"}; do
