@@ -112,10 +112,16 @@ pub async fn read_header<R: AsyncBufRead + Unpin>(
         if n == 0 {
             return Ok(None);
         }
-        if line.last() != Some(&b'\n') && n == MAX_HEADER_LINE {
-            // An overlong line: what was read before it is forgotten.
-            length = None;
-            continue;
+        if line.last() != Some(&b'\n') {
+            if n == MAX_HEADER_LINE {
+                // An overlong line: what was read before it is forgotten.
+                length = None;
+                continue;
+            }
+            // The input ended within a line: no frame. (Trimmed, `\r\r` would read as the
+            // blank line that ends the header part; the splitter waits for its `\n`, so it
+            // must not: found by the editor_frames fuzzer, `Content-Length: 00\r\n\r\r`.)
+            return Ok(None);
         }
         match header_line(&line) {
             HeaderLine::Blank => {
@@ -470,6 +476,37 @@ mod tests {
         }
         assert!(buf.is_empty() || splitter.next(&buf).is_none());
         out
+    }
+
+    #[tokio::test]
+    async fn input_that_ends_within_a_header_line_is_no_frame() {
+        // The editor_frames fuzzer's find (a cold CI run, seed 1): the reader took the
+        // unterminated `\r\r` for the blank line and gave an empty body; the splitter, which
+        // waits for the line's `\n`, gave none.
+        for input in [
+            &b"Content-Length: 00\r\n\r\r"[..],
+            b"Content-Length: 0\r\n\r",
+            b"Content-Length: 0\r\n  ",
+            b"Content-Length: 2\r\n\r\n{}Content-Length: 0\r\n\r",
+        ] {
+            for chunk in [1, 7, usize::MAX] {
+                let read = read_all_bodies(input, chunk).await;
+                let (split, whole) = split_all_bodies(input, chunk);
+                assert!(whole);
+                assert_eq!(
+                    read,
+                    split,
+                    "{:?} in chunks of {chunk}",
+                    String::from_utf8_lossy(input)
+                );
+                assert!(read.iter().all(|b| b == b"{}"), "{read:?}");
+            }
+        }
+        // A blank line that does end with its `\n` still ends the header part.
+        assert_eq!(
+            read_all_bodies(b"Content-Length: 0\r\n\n", 3).await,
+            vec![Vec::<u8>::new()]
+        );
     }
 
     #[test]
