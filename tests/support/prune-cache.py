@@ -88,9 +88,10 @@ def kind_of(extensions):
     return "executable"
 
 
-def prune_deps(deps, since, keep_after, dry_run):
-    """Removes the replaced builds of each repository crate target in `deps` (see the
-    module docs); returns the bytes freed."""
+def prune_deps(deps, cutoff, dry_run):
+    """Removes the replaced builds of each repository crate target in `deps` written before
+    `cutoff` (the earlier of `--since` and `--keep-days` ago; see the module docs); returns
+    the bytes freed."""
     extensions = {}  # stem -> the extensions of its files
     for entry in os.scandir(deps):
         stem = stem_of(entry.name)
@@ -116,9 +117,7 @@ def prune_deps(deps, since, keep_after, dry_run):
         if group not in newest or mtime > newest[group][0]:
             newest[group] = (mtime, stem)
     old_stems = {
-        stem
-        for group, mtime, stem in builds
-        if mtime < since and mtime < keep_after and newest[group][1] != stem
+        stem for group, mtime, stem in builds if mtime < cutoff and newest[group][1] != stem
     }
     if not old_stems:
         return 0
@@ -171,12 +170,12 @@ def main():
     if not os.path.isdir(args.target_dir):
         return 0
     freed = 0
+    cutoff = min(args.since, time.time() - args.keep_days * 86400)
     for root, dirs, _ in os.walk(args.target_dir):
         for d in list(dirs):
             path = os.path.join(root, d)
             if d == "deps":
-                keep_after = time.time() - args.keep_days * 86400
-                freed += prune_deps(path, args.since, keep_after, args.dry_run)
+                freed += prune_deps(path, cutoff, args.dry_run)
                 dirs.remove(d)
             elif d == "incremental":
                 freed += prune_incremental(path, args.incremental_days, args.dry_run)

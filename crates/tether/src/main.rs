@@ -47,8 +47,8 @@ enum DaemonAction {
         log_file: Option<PathBuf>,
         /// Set by a daemon that hands over to this one (R-DAEMON-12): its pid and build,
         /// which `tether daemon status` reports.
-        #[arg(long, hide = true, value_name = "PID/BUILD", value_parser = tether::daemon::server::Predecessor::parse)]
-        took_over_from: Option<tether::daemon::server::Predecessor>,
+        #[arg(long, hide = true, value_name = "PID/BUILD", value_parser = tether::daemon::takeover::Predecessor::parse)]
+        took_over_from: Option<tether::daemon::takeover::Predecessor>,
     },
     /// Print the daemon's editors, live sessions, running turns and agent processes.
     Status {

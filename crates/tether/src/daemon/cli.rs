@@ -9,7 +9,8 @@ use super::forwarder::{ForwardError, connect};
 use super::handshake::{Purpose, read_line};
 use super::paths::{build_id, runtime_dir, socket_path};
 use super::relay::{Reconnect, relay};
-use super::server::{DaemonOptions, Predecessor, Status, bind, run};
+use super::server::{DaemonOptions, Status, bind, run};
+use super::takeover::Predecessor;
 
 /// How long `tether daemon stop` waits for the daemon's process to end once its sessions
 /// are down.

@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::handshake::{Hello, Purpose, Welcome, read_line, write_line};
 use super::paths::{Address, ensure_private_dir, socket_path};
-use super::takeover::{Decision, Event, Identity, Successor, Takeover};
+use super::takeover::{Decision, Event, Identity, Predecessor, Successor, Takeover};
 use crate::server::ServeOptions;
 use crate::sys::endpoint::{BindError, Listener, Stream, current_user};
 use tether_hub::LiveSummary;
@@ -78,41 +78,6 @@ pub struct DaemonOptions {
     /// `tether daemon run --took-over-from PID/BUILD`), reported by `status`; `None` when a
     /// forwarder or a user started it.
     pub took_over_from: Option<Predecessor>,
-}
-
-/// The daemon a successor took over from (R-DAEMON-12), as `tether daemon status` reports
-/// it: `{"pid": 1064, "build": "40fe185753b1"}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Predecessor {
-    /// Its process id.
-    pub pid: u32,
-    /// Its build ([`DaemonOptions::build`]).
-    pub build: String,
-}
-
-impl Predecessor {
-    /// The `--took-over-from` argument: `PID/BUILD`.
-    #[must_use]
-    pub fn to_arg(&self) -> String {
-        format!("{}/{}", self.pid, self.build)
-    }
-
-    /// Parses `PID/BUILD` ([`Self::to_arg`]).
-    ///
-    /// # Errors
-    /// A text not of that shape (a decimal pid, `/`, a non-empty build), said in words.
-    pub fn parse(arg: &str) -> Result<Self, String> {
-        let shape = || format!("--took-over-from wants PID/BUILD, got {arg:?}");
-        let (pid, build) = arg.split_once('/').ok_or_else(shape)?;
-        let pid = pid.parse().map_err(|_| shape())?;
-        if build.is_empty() {
-            return Err(shape());
-        }
-        Ok(Self {
-            pid,
-            build: build.to_owned(),
-        })
-    }
 }
 
 /// `tether daemon status` output.
@@ -261,15 +226,8 @@ pub async fn run(
     // the same file once it reads `ready`, so the two never write at once. (Wine's appends
     // are an fstat then a pwrite, not atomic across processes: two at once overwrote one
     // line with the other.)
-    match &options.took_over_from {
-        Some(p) => {
-            tracing::info!(pid = std::process::id(), build = %options.build, socket = %options.socket,
-            predecessor_pid = p.pid, predecessor_build = %p.build, "tether daemon listening (took over)")
-        }
-        None => {
-            tracing::info!(pid = std::process::id(), build = %options.build, socket = %options.socket, "tether daemon listening")
-        }
-    }
+    tracing::info!(pid = std::process::id(), build = %options.build, socket = %options.socket,
+        took_over_from = ?options.took_over_from, "tether daemon listening");
     ready();
     loop {
         let idle = daemon.idle_wait(options.idle);
@@ -751,28 +709,6 @@ mod tests {
             None
         };
         (welcome, status)
-    }
-
-    #[test]
-    fn took_over_from_is_pid_slash_build_and_nothing_else() {
-        let p = Predecessor {
-            pid: 1064,
-            build: "40fe185753b1".to_owned(),
-        };
-        assert_eq!(p.to_arg(), "1064/40fe185753b1");
-        assert_eq!(Predecessor::parse(&p.to_arg()), Ok(p));
-        for bad in [
-            "",
-            "1064",
-            "1064/",
-            "/40fe185753b1",
-            "x/40fe",
-            "-1/40fe",
-            "99999999999/b",
-        ] {
-            let err = Predecessor::parse(bad).expect_err(bad);
-            assert!(err.contains("PID/BUILD"), "{bad:?}: {err}");
-        }
     }
 
     #[tokio::test]

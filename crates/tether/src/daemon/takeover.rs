@@ -117,6 +117,41 @@ pub struct Successor {
     pub exe: PathBuf,
 }
 
+/// The daemon a successor took over from (R-DAEMON-12), as `tether daemon status` reports
+/// it: `{"pid": 1064, "build": "40fe185753b1"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Predecessor {
+    /// Its process id.
+    pub pid: u32,
+    /// Its build ([`super::server::DaemonOptions::build`]).
+    pub build: String,
+}
+
+impl Predecessor {
+    /// The `--took-over-from` argument: `PID/BUILD`.
+    #[must_use]
+    pub fn to_arg(&self) -> String {
+        format!("{}/{}", self.pid, self.build)
+    }
+
+    /// Parses `PID/BUILD` ([`Self::to_arg`]).
+    ///
+    /// # Errors
+    /// A text not of that shape (a decimal pid, `/`, a non-empty build), said in words.
+    pub fn parse(arg: &str) -> Result<Self, String> {
+        let shape = || format!("--took-over-from wants PID/BUILD, got {arg:?}");
+        let (pid, build) = arg.split_once('/').ok_or_else(shape)?;
+        let pid = pid.parse().map_err(|_| shape())?;
+        if build.is_empty() {
+            return Err(shape());
+        }
+        Ok(Self {
+            pid,
+            build: build.to_owned(),
+        })
+    }
+}
+
 /// What the machine is fed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
@@ -321,6 +356,28 @@ fn show(identity: &Identity) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn took_over_from_is_pid_slash_build_and_nothing_else() {
+        let p = Predecessor {
+            pid: 1064,
+            build: "40fe185753b1".to_owned(),
+        };
+        assert_eq!(p.to_arg(), "1064/40fe185753b1");
+        assert_eq!(Predecessor::parse(&p.to_arg()), Ok(p));
+        for bad in [
+            "",
+            "1064",
+            "1064/",
+            "/40fe185753b1",
+            "x/40fe",
+            "-1/40fe",
+            "99999999999/b",
+        ] {
+            let err = Predecessor::parse(bad).expect_err(bad);
+            assert!(err.contains("PID/BUILD"), "{bad:?}: {err}");
+        }
+    }
 
     fn id(version: &str, modified_ns: u64) -> Identity {
         Identity {
